@@ -1,0 +1,27 @@
+// Command kueuelab generates realistic AI workload traces, renders them into the objects a
+// Kueue-managed cluster runs, and replays them on a real control plane with simulated GPU nodes.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	// The first Ctrl-C cancels the context so long commands flush what they have; a second one kills.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := newRootCmd().ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kueuelab:", err)
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
