@@ -1,0 +1,198 @@
+package engine
+
+import "github.com/kueuelab/kueuelab/model/hw"
+
+// Tick advances trace time by dt seconds and returns the pods that finished during it, with their
+// exact finish times. The returned slice is reused by the next Tick.
+//
+// Within a tick every pod's speed and power are those of the state at its start (caps, who runs
+// where), with one exception: a pod that finishes mid-tick stops at its exact finish time, and
+// its GPUs fall back to idle for the rest of the tick. Speed = GPU factor × CPU factor, each
+// 1 − s·(1 − x) for the pod's sensitivity s: x is the GPU throughput under the node's cap (times
+// capacity/requested GPUs when over-subscribed) or the CPU's capacity/requested cores times the
+// frequency under the CPU cap. A gang progresses only while all its members are running (or
+// done), at the speed of its slowest running member, because synchronous training waits for it.
+func (e *Engine) Tick(dt float64) []Finished {
+	e.finished = e.finished[:0]
+	if !(dt > 0) {
+		return e.finished
+	}
+	e.stats = Stats{}
+	e.updateGangs()
+	for ni := range e.nodes {
+		e.tickNode(&e.nodes[ni], dt)
+	}
+	e.syncGangSpeeds()
+	for i := range e.pods {
+		p := &e.pods[i]
+		if !p.inUse || !p.running || p.done {
+			continue
+		}
+		e.advance(PodID(i), p, dt)
+	}
+	e.now += dt
+	return e.finished
+}
+
+func (e *Engine) updateGangs() {
+	for gi := range e.gangs {
+		g := &e.gangs[gi]
+		if !g.inUse {
+			continue
+		}
+		present, active := 0, false
+		for _, pid := range g.members {
+			p := &e.pods[pid]
+			if p.running || p.done {
+				present++
+			}
+			if p.running && !p.done {
+				active = true
+			}
+		}
+		g.ready = present >= g.size
+		switch {
+		case !g.ready && active:
+			if !g.blocked {
+				g.blocked, g.blockedSince = true, e.now
+			}
+		default:
+			g.blocked = false
+		}
+	}
+}
+
+func (e *Engine) tickNode(n *node, dt float64) {
+	var cpuReq, gpuReq, busyCores float64
+	running := 0
+	for _, pid := range n.pods {
+		p := &e.pods[pid]
+		if !p.running || p.done {
+			continue
+		}
+		p.blocked = p.gang >= 0 && !e.gangs[p.gang].ready
+		running++
+		cpuReq += p.cpuReq
+		gpuReq += p.gpus
+		if !p.blocked {
+			busyCores += p.cpuReq * p.prof.CPUUtilization
+		}
+		if p.dirty && n.gpu != nil {
+			p.gpuW, p.tput = n.gpu.Operating(p.prof.GPUUtilization, p.prof.MemoryIntensity, n.capW)
+			p.dirty = false
+		}
+	}
+	cpuShare := 1.0
+	if cpuReq > n.cores {
+		cpuShare = n.cores / cpuReq
+	}
+	gpuShare := 1.0
+	if gpuReq > n.gpus && gpuReq > 0 {
+		gpuShare = n.gpus / gpuReq
+	}
+	load := busyCores * cpuShare / n.cores
+	cpuW, freq := n.cpu.Capped(load, n.cpuCap)
+	cpuPlatW := cpuW + n.cpu.PlatformW
+	var idleW float64
+	if n.gpu != nil {
+		idleW = n.gpu.IdleW
+	}
+	gpuW := 0.0
+	usedGPUs := 0.0
+	for _, pid := range n.pods {
+		p := &e.pods[pid]
+		if !p.running || p.done {
+			continue
+		}
+		e.stats.Running++
+		g := p.gpus * gpuShare
+		usedGPUs += g
+		p.podGPUIdleW = g * idleW
+		if p.blocked {
+			e.stats.GangBlocked++
+			p.podGPUW = p.podGPUIdleW
+			p.speed = 0
+		} else {
+			p.podGPUW = g * p.gpuW
+			gf := 1.0
+			if p.gpus > 0 {
+				gf = 1 - p.sens.GPU*(1-p.tput*gpuShare)
+			}
+			p.speed = gf * (1 - p.sens.CPU*(1-cpuShare*freq))
+		}
+		gpuW += p.podGPUW
+	}
+	if free := n.gpus - usedGPUs; free > 0 {
+		gpuW += free * idleW
+	}
+	for _, pid := range n.pods {
+		p := &e.pods[pid]
+		if p.running && !p.done {
+			p.power = hw.PodShare(p.podGPUW, p.cpuReq, cpuReq, running, cpuPlatW)
+		}
+	}
+	n.power = cpuPlatW + gpuW
+	n.energy += n.power * dt
+}
+
+func (e *Engine) syncGangSpeeds() {
+	for gi := range e.gangs {
+		g := &e.gangs[gi]
+		if !g.inUse || !g.ready {
+			continue
+		}
+		slowest := -1.0
+		for _, pid := range g.members {
+			p := &e.pods[pid]
+			if p.running && !p.done && (slowest < 0 || p.speed < slowest) {
+				slowest = p.speed
+			}
+		}
+		for _, pid := range g.members {
+			if p := &e.pods[pid]; p.running && !p.done {
+				p.speed = slowest
+			}
+		}
+	}
+}
+
+func (e *Engine) advance(id PodID, p *pod, dt float64) {
+	if p.speed <= 0 {
+		p.energy += p.power * dt
+		return
+	}
+	e.stats.Progressing++
+	start := p.remaining
+	if start-p.speed*dt > p.failRemaining {
+		p.remaining = start - p.speed*dt
+		p.energy += p.power * dt
+		p.checkpoint(start, dt)
+		return
+	}
+	tf := (start - p.failRemaining) / p.speed
+	if tf < 0 {
+		tf = 0
+	}
+	p.energy += p.power * tf
+	p.checkpoint(start, tf)
+	p.remaining = p.failRemaining
+	p.done, p.failed, p.running = true, p.failRemaining > 0, false
+	// The node kept drawing this pod's GPU power for the whole tick; after tf those GPUs idle.
+	e.nodes[p.node].energy -= (p.podGPUW - p.podGPUIdleW) * (dt - tf)
+	e.finished = append(e.finished, Finished{Pod: id, Key: p.key, WorkloadID: p.workload, AtSec: e.now + tf, Failed: p.failed, EnergyJ: p.energy})
+}
+
+// checkpoint records the workload's checkpoints during t seconds of progress from remaining start.
+func (p *pod) checkpoint(start, t float64) {
+	if p.ckptEvery <= 0 {
+		return
+	}
+	s := p.sinceCkpt + t
+	if s < p.ckptEvery {
+		p.sinceCkpt = s
+		return
+	}
+	n := float64(int64(s / p.ckptEvery))
+	p.ckptRemaining = start - p.speed*(n*p.ckptEvery-p.sinceCkpt)
+	p.sinceCkpt = s - n*p.ckptEvery
+}
