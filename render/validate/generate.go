@@ -1,0 +1,3 @@
+package validate
+
+//go:generate go run ./internal/gencrds -out crds
