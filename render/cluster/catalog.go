@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// family describes one GPU family of the catalog: how its nodes are labelled by the vendor's
+// feature discovery and which extended resource its device plugin advertises.
+type family struct {
+	// Name is the catalog name written in a cluster spec (gpuFamily).
+	Name string
+	// ProductLabel and ProductValue are the node label a real cluster carries for this GPU
+	// (NVIDIA GPU Feature Discovery's nvidia.com/gpu.product, AMD's node labeller's
+	// amd.com/gpu.product-name); empty for CPU.
+	ProductLabel, ProductValue string
+	// Resource is the device plugin's extended resource; empty for CPU.
+	Resource corev1.ResourceName
+}
+
+// Label keys kueuelab puts on every node it renders.
+const (
+	// LabelGPUFamily holds the catalog family name of a node ("H100-SXM", "CPU").
+	LabelGPUFamily = "kueuelab.io/gpu-family"
+	// LabelPool holds the node pool a node belongs to.
+	LabelPool = "kueuelab.io/pool"
+	// AnnotationCPUModel holds the pool's cpuModel for the power model.
+	AnnotationCPUModel = "kueuelab.io/cpu-model"
+	// LabelTeam marks the Namespaces rendered for teams.
+	LabelTeam = "kueuelab.io/team"
+)
+
+// CPUFamily is the catalog name of GPU-less node pools.
+const CPUFamily = "CPU"
+
+const (
+	nvidiaProduct = "nvidia.com/gpu.product"
+	nvidiaGPU     = corev1.ResourceName("nvidia.com/gpu")
+	amdProduct    = "amd.com/gpu.product-name"
+	amdGPU        = corev1.ResourceName("amd.com/gpu")
+)
+
+// catalog lists the GPU families a node pool may declare; product label values are the ones
+// the vendors' discovery daemons publish for these boards.
+var catalog = map[string]family{
+	"H100-SXM":  {Name: "H100-SXM", ProductLabel: nvidiaProduct, ProductValue: "NVIDIA-H100-80GB-HBM3", Resource: nvidiaGPU},
+	"H100-NVL":  {Name: "H100-NVL", ProductLabel: nvidiaProduct, ProductValue: "NVIDIA-H100-NVL", Resource: nvidiaGPU},
+	"H200-SXM":  {Name: "H200-SXM", ProductLabel: nvidiaProduct, ProductValue: "NVIDIA-H200", Resource: nvidiaGPU},
+	"A100-SXM":  {Name: "A100-SXM", ProductLabel: nvidiaProduct, ProductValue: "NVIDIA-A100-SXM4-80GB", Resource: nvidiaGPU},
+	"A100-PCIE": {Name: "A100-PCIE", ProductLabel: nvidiaProduct, ProductValue: "NVIDIA-A100-80GB-PCIe", Resource: nvidiaGPU},
+	"L40S":      {Name: "L40S", ProductLabel: nvidiaProduct, ProductValue: "NVIDIA-L40S", Resource: nvidiaGPU},
+	"L4":        {Name: "L4", ProductLabel: nvidiaProduct, ProductValue: "NVIDIA-L4", Resource: nvidiaGPU},
+	"MI300X":    {Name: "MI300X", ProductLabel: amdProduct, ProductValue: "AMD_Instinct_MI300X_OAM", Resource: amdGPU},
+	CPUFamily:   {Name: CPUFamily},
+}
+
+// GPU reports whether the family has GPUs.
+func (f family) GPU() bool { return f.Resource != "" }
+
+// FlavorName is the ResourceFlavor derived for the family: its lowercased name.
+func (f family) FlavorName() string {
+	b := []byte(f.Name)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// NodeLabels selects the family's nodes: the vendor product label for GPUs, kueuelab's family
+// label for CPU nodes (which carry no vendor label).
+func (f family) NodeLabels() map[string]string {
+	if f.GPU() {
+		return map[string]string{f.ProductLabel: f.ProductValue}
+	}
+	return map[string]string{LabelGPUFamily: f.Name}
+}
+
+// familyNames lists the catalog in sorted order for error messages.
+func familyNames() []string {
+	names := make([]string, 0, len(catalog))
+	for n := range catalog {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// gpuResource reports whether name is a GPU resource of the catalog.
+func gpuResource(name corev1.ResourceName) bool { return name == nvidiaGPU || name == amdGPU }

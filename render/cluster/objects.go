@@ -1,0 +1,361 @@
+package cluster
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueuev2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// Kueue API versions Objects can emit.
+const (
+	KueueV1beta1 = "v1beta1"
+	KueueV1beta2 = "v1beta2"
+)
+
+// KWOK's conventions for fake nodes: the annotation that makes the KWOK controller manage a
+// node, and the taint that keeps real pods (DaemonSets etc.) off it.
+const (
+	kwokAnnotation = "kwok.x-k8s.io/node"
+	kwokTaintKey   = "kwok.x-k8s.io/node"
+	kwokValue      = "fake"
+)
+
+// Options tune Objects.
+type Options struct {
+	// KueueAPI is the Kueue API version to emit: v1beta1 (default, Kueue 0.14 and 0.15) or
+	// v1beta2 (Kueue >= 0.15 serves it).
+	KueueAPI string
+	// OmitNodes leaves out the KWOK Nodes (for a real cluster that has its own).
+	OmitNodes bool
+}
+
+// Objects renders the spec in apply order: Namespaces, WorkloadPriorityClasses,
+// ResourceFlavors, Topology, Cohorts, ClusterQueues, LocalQueues, Nodes. Nodes carry
+// status.capacity and status.allocatable: that is how a KWOK node gets its capacity (KWOK's
+// node-initialize stage keeps them), so callers stripping status blocks must keep the Nodes'.
+func (s *Spec) Objects(opts Options) ([]client.Object, error) {
+	if !s.valid {
+		return nil, fmt.Errorf("cluster spec %s: not validated (use Load or Validate)", s.file)
+	}
+	api := cmp.Or(opts.KueueAPI, KueueV1beta1)
+	if api != KueueV1beta1 && api != KueueV1beta2 {
+		return nil, fmt.Errorf("kueue API version %q: must be %s or %s", api, KueueV1beta1, KueueV1beta2)
+	}
+	var objs []client.Object
+	for _, t := range s.Teams {
+		objs = append(objs, &corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: t.Name, Labels: map[string]string{LabelTeam: t.Name}},
+		})
+	}
+	var kobjs []client.Object
+	for _, intent := range intents {
+		pc := *s.PriorityClasses.get(intent)
+		kobjs = append(kobjs, &kueue.WorkloadPriorityClass{
+			TypeMeta:    typeMeta("WorkloadPriorityClass"),
+			ObjectMeta:  metav1.ObjectMeta{Name: pc.Name},
+			Value:       *pc.Value,
+			Description: cmp.Or(pc.Description, fmt.Sprintf("kueuelab intent class %s", intent)),
+		})
+	}
+	for _, f := range s.flavors {
+		kobjs = append(kobjs, s.resourceFlavor(f))
+	}
+	if t := s.Topology; t != nil {
+		kobjs = append(kobjs, &kueue.Topology{
+			TypeMeta:   typeMeta("Topology"),
+			ObjectMeta: metav1.ObjectMeta{Name: t.Name},
+			Spec: kueue.TopologySpec{Levels: []kueue.TopologyLevel{
+				{NodeLabel: t.BlockLabel}, {NodeLabel: t.RackLabel}, {NodeLabel: hostnameLabel},
+			}},
+		})
+	}
+	for _, c := range s.Cohorts {
+		kobjs = append(kobjs, &kueue.Cohort{
+			TypeMeta:   typeMeta("Cohort"),
+			ObjectMeta: metav1.ObjectMeta{Name: c.Name},
+			Spec: kueue.CohortSpec{
+				ParentName:     kueue.CohortReference(c.Parent),
+				ResourceGroups: s.resourceGroups(c.Quotas),
+				FairSharing:    fairSharing(c.FairSharing),
+			},
+		})
+	}
+	for i := range s.ClusterQueues {
+		kobjs = append(kobjs, s.clusterQueueObject(&s.ClusterQueues[i]))
+	}
+	for _, t := range s.Teams {
+		kobjs = append(kobjs, &kueue.LocalQueue{
+			TypeMeta:   typeMeta("LocalQueue"),
+			ObjectMeta: metav1.ObjectMeta{Name: t.LocalQueue, Namespace: t.Name},
+			Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(t.ClusterQueue)},
+		})
+	}
+	if api == KueueV1beta2 {
+		for i, o := range kobjs {
+			v2, err := toV1beta2(o)
+			if err != nil {
+				return nil, fmt.Errorf("cluster spec %s: %w", s.file, err)
+			}
+			kobjs[i] = v2
+		}
+	}
+	objs = append(objs, kobjs...)
+	if !opts.OmitNodes {
+		for i := range s.NodePools {
+			objs = append(objs, s.nodes(&s.NodePools[i])...)
+		}
+	}
+	return objs, nil
+}
+
+var intents = []string{"performance", "standard", "eco"}
+
+func typeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: kind}
+}
+
+func (s *Spec) resourceFlavor(f *flavor) *kueue.ResourceFlavor {
+	rf := &kueue.ResourceFlavor{
+		TypeMeta:   typeMeta("ResourceFlavor"),
+		ObjectMeta: metav1.ObjectMeta{Name: f.Name},
+		Spec:       kueue.ResourceFlavorSpec{NodeLabels: f.Family.NodeLabels()},
+	}
+	// Tolerations (not nodeTaints): Kueue injects them into admitted pods, so workloads need
+	// not know which pools are tainted.
+	rf.Spec.Tolerations = f.tolerations()
+	if s.Topology != nil {
+		name := kueue.TopologyReference(s.Topology.Name)
+		rf.Spec.TopologyName = &name
+	}
+	return rf
+}
+
+// tolerations tolerate every taint of the flavor's pools.
+func (f *flavor) tolerations() []corev1.Toleration {
+	var out []corev1.Toleration
+	seen := map[corev1.Toleration]bool{}
+	for _, np := range f.Pools {
+		for _, t := range np.Taints {
+			tol := corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+			if t.Value == "" {
+				tol.Operator = corev1.TolerationOpExists
+			}
+			if !seen[tol] {
+				seen[tol] = true
+				out = append(out, tol)
+			}
+		}
+	}
+	return out
+}
+
+func (s *Spec) clusterQueueObject(q *ClusterQueue) *kueue.ClusterQueue {
+	sel := &metav1.LabelSelector{}
+	if q.NamespaceSelector != nil && len(q.NamespaceSelector.MatchLabels) > 0 {
+		sel.MatchLabels = maps.Clone(q.NamespaceSelector.MatchLabels)
+	}
+	cq := &kueue.ClusterQueue{
+		TypeMeta:   typeMeta("ClusterQueue"),
+		ObjectMeta: metav1.ObjectMeta{Name: q.Name},
+		Spec: kueue.ClusterQueueSpec{
+			ResourceGroups:    s.resourceGroups(q.Quotas),
+			Cohort:            kueue.CohortReference(q.Cohort),
+			QueueingStrategy:  kueue.QueueingStrategy(q.QueueingStrategy),
+			NamespaceSelector: sel,
+			FairSharing:       fairSharing(q.FairSharing),
+		},
+	}
+	if pr := q.Preemption; pr != nil {
+		cq.Spec.Preemption = &kueue.ClusterQueuePreemption{
+			ReclaimWithinCohort: kueue.PreemptionPolicy(cmp.Or(pr.ReclaimWithinCohort, "Never")),
+			WithinClusterQueue:  kueue.PreemptionPolicy(cmp.Or(pr.WithinClusterQueue, "Never")),
+		}
+		if b := pr.BorrowWithinCohort; b != nil {
+			cq.Spec.Preemption.BorrowWithinCohort = &kueue.BorrowWithinCohort{
+				Policy:               kueue.BorrowWithinCohortPolicy(b.Policy),
+				MaxPriorityThreshold: b.MaxPriorityThreshold,
+			}
+		}
+	}
+	if ff := q.FlavorFungibility; ff != nil {
+		cq.Spec.FlavorFungibility = &kueue.FlavorFungibility{
+			WhenCanBorrow:  kueue.FlavorFungibilityPolicy(cmp.Or(ff.WhenCanBorrow, "MayStopSearch")),
+			WhenCanPreempt: kueue.FlavorFungibilityPolicy(cmp.Or(ff.WhenCanPreempt, "TryNextFlavor")),
+		}
+	}
+	return cq
+}
+
+// resourceOrder puts cpu, memory and pods first, then GPU resources by name.
+func resourceOrder(a, b corev1.ResourceName) int {
+	rank := func(r corev1.ResourceName) int {
+		switch r {
+		case corev1.ResourceCPU:
+			return 0
+		case corev1.ResourceMemory:
+			return 1
+		case corev1.ResourcePods:
+			return 2
+		}
+		return 3
+	}
+	return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b))
+}
+
+// resourceGroups renders flavor quotas as one resource group: Kueue requires every flavor of a
+// group to list every covered resource in the same order, so missing ones get a zero quota.
+func (s *Spec) resourceGroups(quotas []FlavorQuota) []kueue.ResourceGroup {
+	if len(quotas) == 0 {
+		return nil
+	}
+	covered := map[corev1.ResourceName]bool{}
+	for _, fq := range quotas {
+		for name := range fq.Resources {
+			covered[corev1.ResourceName(name)] = true
+		}
+	}
+	names := slices.SortedFunc(maps.Keys(covered), resourceOrder)
+	rg := kueue.ResourceGroup{CoveredResources: names}
+	for _, fq := range quotas {
+		fl := kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(fq.Flavor)}
+		for _, name := range names {
+			rq := kueue.ResourceQuota{Name: name, NominalQuota: resource.MustParse("0")}
+			if q, ok := fq.Resources[string(name)]; ok {
+				rq.NominalQuota = resource.MustParse(q.NominalQuota)
+				rq.BorrowingLimit = parsePtr(q.BorrowingLimit)
+				rq.LendingLimit = parsePtr(q.LendingLimit)
+			}
+			fl.Resources = append(fl.Resources, rq)
+		}
+		rg.Flavors = append(rg.Flavors, fl)
+	}
+	return []kueue.ResourceGroup{rg}
+}
+
+func parsePtr(v *string) *resource.Quantity {
+	if v == nil {
+		return nil
+	}
+	q := resource.MustParse(*v)
+	return &q
+}
+
+func fairSharing(fs *FairSharing) *kueue.FairSharing {
+	if fs == nil {
+		return nil
+	}
+	w := resource.MustParse(fs.Weight)
+	return &kueue.FairSharing{Weight: &w}
+}
+
+// nodes renders a pool's KWOK Nodes, numbered from 000 so names sort in creation order.
+func (s *Spec) nodes(np *NodePool) []client.Object {
+	fam := catalog[np.GPUFamily]
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(np.CPU),
+		corev1.ResourceMemory: resource.MustParse(np.Memory),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(np.Pods), resource.DecimalSI),
+	}
+	if fam.GPU() {
+		capacity[fam.Resource] = *resource.NewQuantity(int64(np.GPUsPerNode), resource.DecimalSI)
+	}
+	taints := []corev1.Taint{{Key: kwokTaintKey, Value: kwokValue, Effect: corev1.TaintEffectNoSchedule}}
+	for _, t := range np.Taints {
+		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	annotations := map[string]string{kwokAnnotation: kwokValue}
+	if np.CPUModel != "" {
+		annotations[AnnotationCPUModel] = np.CPUModel
+	}
+	width := nodeIndexWidth(np.Count)
+	perRack, perBlock := s.rackSizes(np)
+	out := make([]client.Object, 0, np.Count)
+	for i := 0; i < np.Count; i++ {
+		name := fmt.Sprintf("%s-%0*d", np.Name, width, i)
+		labels := maps.Clone(np.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		maps.Copy(labels, map[string]string{
+			"type":                 "kwok",
+			hostnameLabel:          name,
+			corev1.LabelOSStable:   "linux",
+			corev1.LabelArchStable: "amd64",
+			LabelPool:              np.Name,
+			LabelGPUFamily:         fam.Name,
+		})
+		if fam.GPU() {
+			labels[fam.ProductLabel] = fam.ProductValue
+		}
+		if s.Topology != nil {
+			rack := i / perRack
+			block := rack / perBlock
+			labels[s.Topology.BlockLabel] = fmt.Sprintf("%s-b%02d", np.Name, block)
+			labels[s.Topology.RackLabel] = fmt.Sprintf("%s-b%02d-r%02d", np.Name, block, rack%perBlock)
+		}
+		out = append(out, &corev1.Node{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: maps.Clone(annotations)},
+			Spec:       corev1.NodeSpec{Taints: slices.Clone(taints)},
+			Status:     corev1.NodeStatus{Capacity: capacity.DeepCopy(), Allocatable: capacity.DeepCopy()},
+		})
+	}
+	return out
+}
+
+// rackSizes returns a pool's nodes per rack and racks per block.
+func (s *Spec) rackSizes(np *NodePool) (int, int) {
+	if s.Topology == nil {
+		return 1, 1
+	}
+	perRack, perBlock := s.Topology.NodesPerRack, s.Topology.RacksPerBlock
+	if np.Topology != nil {
+		perRack = cmp.Or(np.Topology.NodesPerRack, perRack)
+		perBlock = cmp.Or(np.Topology.RacksPerBlock, perBlock)
+	}
+	return perRack, perBlock
+}
+
+// toV1beta2 converts a v1beta1 object with Kueue's own conversion functions.
+func toV1beta2(o client.Object) (client.Object, error) {
+	var out client.Object
+	var err error
+	switch in := o.(type) {
+	case *kueue.WorkloadPriorityClass:
+		v := &kueuev2.WorkloadPriorityClass{}
+		err, out = kueue.Convert_v1beta1_WorkloadPriorityClass_To_v1beta2_WorkloadPriorityClass(in, v, nil), v
+	case *kueue.ResourceFlavor:
+		v := &kueuev2.ResourceFlavor{}
+		err, out = kueue.Convert_v1beta1_ResourceFlavor_To_v1beta2_ResourceFlavor(in, v, nil), v
+	case *kueue.Topology:
+		v := &kueuev2.Topology{}
+		err, out = kueue.Convert_v1beta1_Topology_To_v1beta2_Topology(in, v, nil), v
+	case *kueue.Cohort:
+		v := &kueuev2.Cohort{}
+		err, out = kueue.Convert_v1beta1_Cohort_To_v1beta2_Cohort(in, v, nil), v
+	case *kueue.ClusterQueue:
+		v := &kueuev2.ClusterQueue{}
+		err, out = kueue.Convert_v1beta1_ClusterQueue_To_v1beta2_ClusterQueue(in, v, nil), v
+	case *kueue.LocalQueue:
+		v := &kueuev2.LocalQueue{}
+		err, out = kueue.Convert_v1beta1_LocalQueue_To_v1beta2_LocalQueue(in, v, nil), v
+	default:
+		return nil, fmt.Errorf("no v1beta2 conversion for %T", o)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("convert %s %s to v1beta2: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+	}
+	gvk := o.GetObjectKind().GroupVersionKind()
+	gvk.Version = KueueV1beta2
+	out.GetObjectKind().SetGroupVersionKind(gvk)
+	return out, nil
+}
