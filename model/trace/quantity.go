@@ -12,7 +12,7 @@ import (
 // resource.ParseQuantity (a test cross-checks the two) reduced to what a trace needs: a float value.
 func ParseQuantity(s string) (float64, error) {
 	if s == "" {
-		return 0, fmt.Errorf("empty quantity")
+		return 0, fmt.Errorf("bad quantity %q: empty", s)
 	}
 	i := 0
 	if s[0] == '+' || s[0] == '-' {
@@ -32,28 +32,28 @@ func ParseQuantity(s string) (float64, error) {
 		break
 	}
 	if digits == 0 {
-		return 0, fmt.Errorf("quantity %q: no number", s)
+		return 0, fmt.Errorf("bad quantity %q: no digits", s)
 	}
 	num, suffix := s[:i], s[i:]
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil {
-		return 0, fmt.Errorf("quantity %q: %w", s, err)
+		return 0, fmt.Errorf("bad quantity %q: %w", s, err)
 	}
 	mult, ok := quantitySuffixes[suffix]
 	if !ok {
 		if len(suffix) > 1 && (suffix[0] == 'e' || suffix[0] == 'E') {
 			exp, err := strconv.ParseInt(suffix[1:], 10, 32)
-			if err != nil || suffix[1] == '+' {
-				return 0, fmt.Errorf("quantity %q: bad exponent %q", s, suffix)
+			if err != nil {
+				return 0, fmt.Errorf("bad quantity %q: bad exponent %q", s, suffix)
 			}
 			mult = math.Pow10(int(exp))
 		} else {
-			return 0, fmt.Errorf("quantity %q: unknown suffix %q", s, suffix)
+			return 0, fmt.Errorf("bad quantity %q: unknown suffix %q", s, suffix)
 		}
 	}
 	r := v * mult
 	if math.IsInf(r, 0) || math.IsNaN(r) {
-		return 0, fmt.Errorf("quantity %q: out of range", s)
+		return 0, fmt.Errorf("bad quantity %q: out of range for a float64", s)
 	}
 	return r, nil
 }

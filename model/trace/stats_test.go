@@ -1,0 +1,143 @@
+package trace
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// smallTrace: three workloads whose statistics are worked out by hand in TestInspect.
+func smallTrace() ([]*Workload, [][]*Job) {
+	prof := Profile{CPUUtilization: 0.5, GPUUtilization: 0.5, MemoryIntensity: 0.5, IOIntensity: 0.1, CPUFeedIntensityGPU: 0.3}
+	class := Class{CPU: "cpu.mixed", GPU: "gpu.compute_bound"}
+	gpu := Requests{ResourceCPU: "4", ResourceMemory: "12Gi", ResourceGPU: "1"}
+	ws := []*Workload{
+		{SchemaVersion: "v2", WorkloadID: "a", SubmitTimeOffsetSec: 100, Namespace: "default", WorkloadType: SingleGPUTraining,
+			DurationSec: 3600, WorkloadClass: class, SharedIntensityProfile: prof, IntentClass: IntentPerformance,
+			Pods: []PodGroup{{Role: RoleMain, Replicas: 1, Requests: Requests{ResourceCPU: "8", ResourceGPU: "2"}}}},
+		{SchemaVersion: "v2", WorkloadID: "b", SubmitTimeOffsetSec: 86400 + 3700, Namespace: "team-a", WorkloadType: DistributedTraining,
+			Gang: true, DurationSec: 7200, WorkloadClass: class, SharedIntensityProfile: prof, IntentClass: IntentEco,
+			Pods: []PodGroup{{Role: RoleLauncher, Replicas: 1, Requests: Requests{ResourceCPU: "2"}, Gang: true}, {Role: RoleWorker, Replicas: 4, Requests: gpu, Gang: true}}},
+		{SchemaVersion: "v2", WorkloadID: "c", SubmitTimeOffsetSec: 23*3600 + 5, Namespace: "default", WorkloadType: CPUPreprocess,
+			DurationSec: 900, WorkloadClass: class, SharedIntensityProfile: prof,
+			Pods: []PodGroup{{Role: RoleMain, Replicas: 1, Requests: Requests{ResourceCPU: "16"}}}},
+	}
+	var jobs [][]*Job
+	for _, w := range ws {
+		jobs = append(jobs, jobsFor(w))
+	}
+	return ws, jobs
+}
+
+func TestInspect(t *testing.T) {
+	ws, jobs := smallTrace()
+	want := &Stats{
+		WorkloadRecords: 3, JobRecords: 7, Workloads: 3, Pods: 7, GPUHours: 2*1 + 4*2,
+		Families: []FamilyStats{
+			{Family: SingleGPUTraining, Workloads: 1, Pods: 1, GPUHours: 2, DurationSec: Quantiles{3600, 3600, 3600, 3600}},
+			{Family: DistributedTraining, Workloads: 1, Pods: 5, GPUHours: 8, DurationSec: Quantiles{7200, 7200, 7200, 7200}},
+			{Family: CPUPreprocess, Workloads: 1, Pods: 1, GPUHours: 0, DurationSec: Quantiles{900, 900, 900, 900}},
+		},
+		GPUCounts:     []GPUCount{{0, 1}, {2, 1}, {4, 1}},
+		Skipped:       []string{},
+		IntentClasses: []IntentCount{{IntentPerformance, 1}, {IntentStandard, 1}, {IntentEco, 1}},
+	}
+	want.ArrivalsByHour[0], want.ArrivalsByHour[1], want.ArrivalsByHour[23] = 1, 1, 1
+	for _, withWorkloads := range []bool{true, false} {
+		path := writeFile(t, encodeTrace(t, ws, jobs, withWorkloads))
+		got, err := Inspect(t.Context(), path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.File, want.WorkloadRecords, want.RebuiltFromJobs = path, 3, false
+		if !withWorkloads {
+			want.WorkloadRecords, want.RebuiltFromJobs = 0, true
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("with workload records %v:\n%+v\nwant\n%+v", withWorkloads, got, want)
+		}
+	}
+}
+
+func TestInspectAgreesWithLoadWorkloads(t *testing.T) {
+	ws, jobs := genTrace(300, 9)
+	for _, withWorkloads := range []bool{true, false} {
+		path := writeFile(t, encodeTrace(t, ws, jobs, withWorkloads))
+		st, err := Inspect(t.Context(), path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := LoadWorkloads(t.Context(), path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gh float64
+		pods := 0
+		for _, w := range tr.Workloads {
+			gh += float64(w.TotalGPUs()) * w.DurationSec / 3600
+			pods += w.PodCount()
+		}
+		if st.Workloads != len(tr.Workloads) || st.Pods != pods || abs(st.GPUHours-gh) > 1e-6*gh {
+			t.Fatalf("inspect %d workloads %d pods %.3f GPU-h; load %d, %d, %.3f", st.Workloads, st.Pods, st.GPUHours, len(tr.Workloads), pods, gh)
+		}
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestQuantilesNearestRank(t *testing.T) {
+	v := make([]float64, 100)
+	for i := range v {
+		v[99-i] = float64(i + 1)
+	}
+	if q := quantiles(v); q != (Quantiles{P50: 50, P90: 90, P99: 99, Max: 100}) {
+		t.Fatalf("%+v", q)
+	}
+	if q := quantiles([]float64{7}); q != (Quantiles{7, 7, 7, 7}) {
+		t.Fatalf("%+v", q)
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	ws, jobs := smallTrace()
+	st, err := Inspect(t.Context(), writeFile(t, encodeTrace(t, ws, jobs, true)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := st.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"GPU-hours          10.0", "distributed_training  1          5     8.0        7200", "23:00        1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestSmallTraceFile keeps testdata/small.jsonl (used by the CLI's tests) equal to smallTrace as
+// the Writer writes it.
+func TestSmallTraceFile(t *testing.T) {
+	ws, jobs := smallTrace()
+	got := encodeTrace(t, ws, jobs, true)
+	if *update {
+		if err := os.WriteFile("testdata/small.jsonl", got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile("testdata/small.jsonl")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("testdata/small.jsonl is stale (go test -run TestSmallTraceFile -update): %v", err)
+	}
+}
