@@ -64,3 +64,31 @@ func TestValidateYAMLValid(t *testing.T) {
 		t.Fatalf("errors: %v", errs)
 	}
 }
+
+// A KWOK node manifest carries its capacity in status; any other kind's status is a mistake.
+func TestValidateYAMLNodeStatus(t *testing.T) {
+	v := validator(t)
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string
+	}{
+		{"node with capacity", "apiVersion: v1\nkind: Node\nmetadata:\n  name: h100-000\nstatus:\n  capacity:\n    nvidia.com/gpu: \"8\"\n  allocatable:\n    nvidia.com/gpu: \"8\"\n", ""},
+		{"node with unknown status field", "apiVersion: v1\nkind: Node\nmetadata:\n  name: h100-000\nstatus:\n  capacityy: {}\n", "capacityy"},
+		{"namespace with status", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\nstatus: {}\n", "must not be set"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := v.ValidateYAML(strings.NewReader(tc.in), "n.yaml")
+			if tc.wantErr == "" {
+				if len(errs) != 0 {
+					t.Fatalf("errors: %v", errs)
+				}
+				return
+			}
+			if len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), tc.wantErr) {
+				t.Fatalf("errors %v, want one containing %q", errs, tc.wantErr)
+			}
+		})
+	}
+}

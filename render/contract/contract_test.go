@@ -1,0 +1,83 @@
+package contract
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kueuelab/kueuelab/model/trace"
+)
+
+func pod() *Pod {
+	return &Pod{
+		WorkloadID: "workload-000001", Family: trace.DistributedTraining, Role: trace.RoleWorker, GangSize: 5,
+		Work: trace.Work{CPUUnits: 1024.5, GPUUnits: 6800}, DurationSec: 14400,
+		Sensitivity:     &trace.Sensitivity{CPU: 0.65, GPU: 0.9},
+		Profile:         trace.Profile{CPUUtilization: 0.28, GPUUtilization: 0.47, MemoryIntensity: 0.58, IOIntensity: 0.08, CPUFeedIntensityGPU: 0.56},
+		SubmitOffsetSec: 12.4, IntentClass: trace.IntentEco, CheckpointIntervalSec: 900,
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Pod)
+	}{
+		{"full", func(*Pod) {}},
+		{"no gang, no sensitivity, no checkpoint", func(p *Pod) { p.GangSize, p.Sensitivity, p.CheckpointIntervalSec = 0, nil, 0 }},
+		{"awkward floats", func(p *Pod) { p.Work.CPUUnits, p.SubmitOffsetSec = 0.1+0.2, 1e-9 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := pod()
+			tc.edit(want)
+			a := want.Annotations()
+			for k := range a {
+				if !strings.HasPrefix(k, Prefix) {
+					t.Errorf("key %s lacks the prefix", k)
+				}
+			}
+			got, err := Parse(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got.Sensitivity == nil) != (want.Sensitivity == nil) || (got.Sensitivity != nil && *got.Sensitivity != *want.Sensitivity) {
+				t.Fatalf("sensitivity %v, want %v", got.Sensitivity, want.Sensitivity)
+			}
+			got.Sensitivity, want.Sensitivity = nil, nil
+			if *got != *want {
+				t.Fatalf("Parse(Annotations()) = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string // value "" deletes the key
+	}{
+		{WorkloadID, ""},
+		{Role, ""},
+		{WorkCPUUnits, ""},
+		{WorkGPUUnits, "many"},
+		{DurationSec, "-1"},
+		{ProfileGPUUtilization, "1.5"},
+		{ProfileIO, "NaN"},
+		{GangSize, "2.5"},
+		{GangSize, "-3"},
+		{SensitivityGPU, ""}, // one sensitivity without the other
+		{SensitivityCPU, "2"},
+		{Family, "quantum_annealing"},
+		{CheckpointIntervalSec, "soon"},
+		{SubmitOffsetSec, ""},
+	} {
+		a := pod().Annotations()
+		if tc.value == "" {
+			delete(a, tc.key)
+		} else {
+			a[tc.key] = tc.value
+		}
+		_, err := Parse(a)
+		if err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s=%q: error %v, want one naming the key", tc.key, tc.value, err)
+		}
+	}
+}
