@@ -72,7 +72,7 @@ func newBuild(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) (*bu
 			}
 		}
 		r := role{PodGroup: g, gang: g.Gang || (w.Gang && !flagged)}
-		r.resources, r.gpu, err = resources(g.Requests)
+		r.resources, r.gpu, err = resources(g.Requests, p.GPUResource)
 		if err != nil {
 			return nil, fmt.Errorf("pods[%d] (role %s): %w", i, g.Role, err)
 		}
@@ -156,8 +156,10 @@ func (b *build) roleIndex(name string) int {
 }
 
 // resources turns trace requests into requirements: requests as written, and limits = requests
-// for extended resources (GPUs), which Kubernetes requires and does not overcommit.
-func resources(req trace.Requests) (corev1.ResourceRequirements, bool, error) {
+// for extended resources (GPUs), which Kubernetes requires and does not overcommit. The trace
+// always says nvidia.com/gpu; gpuResource, when set, is the name the placed family's device
+// plugin advertises (amd.com/gpu on MI300X nodes), so the pod asks for what the node has.
+func resources(req trace.Requests, gpuResource corev1.ResourceName) (corev1.ResourceRequirements, bool, error) {
 	var rr corev1.ResourceRequirements
 	rr.Requests = make(corev1.ResourceList, len(req))
 	gpu := false
@@ -170,8 +172,11 @@ func resources(req trace.Requests) (corev1.ResourceRequirements, bool, error) {
 			return rr, false, fmt.Errorf("requests.%s: %s is negative", name, s)
 		}
 		rn := corev1.ResourceName(name)
+		if name == trace.ResourceGPU && gpuResource != "" {
+			rn = gpuResource
+		}
 		rr.Requests[rn] = q
-		if strings.Contains(name, "/") && !strings.HasPrefix(name, corev1.ResourceDefaultNamespacePrefix) {
+		if strings.Contains(string(rn), "/") && !strings.HasPrefix(string(rn), corev1.ResourceDefaultNamespacePrefix) {
 			if rr.Limits == nil {
 				rr.Limits = corev1.ResourceList{}
 			}

@@ -150,7 +150,7 @@ func checkPodSets(t *testing.T, w *trace.Workload, kind string, p Placement, obj
 		if dropped[kind] == g.Role {
 			continue
 		}
-		rr, _, err := resources(g.Requests)
+		rr, _, err := resources(g.Requests, "")
 		if err != nil {
 			return err
 		}
