@@ -1,0 +1,640 @@
+// Package agent makes fake pods on KWOK nodes behave like AI jobs: it watches pods and nodes
+// through informers, feeds what the render contract says into the simulation engine, advances it
+// tick by tick in trace time, and writes progress, energy and completion back to the pods.
+// One goroutine owns the engine; informer handlers only mark objects dirty, writes go through a
+// rate-limited queue.
+//
+// Checkpoints of evicted pods are kept per workload and role (namespace/workload/role): the
+// members of a synchronous gang progress in lockstep, so one checkpoint per role is exact for
+// them, and for independent pods of one role the least advanced checkpoint is kept. They live in
+// the agent's memory; a replacement pod created while no agent runs starts from zero.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kueuelab/kueuelab/model/hw"
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/agent/engine"
+)
+
+const nodeNameIndex = "spec.nodeName"
+
+// Stats is a consistent view of the agent after its last tick or sync.
+type Stats struct {
+	TraceSec    float64 // trace time simulated since the agent started
+	Ticks       int
+	Nodes       int // nodes known to the engine
+	Tracked     int // pods known to the engine
+	Started     int // tracked pods running in the engine now (Running counts the last tick)
+	Running     int
+	Progressing int
+	GangBlocked int
+	Completions int // completion writes queued
+	CapChanges  int // power-cap changes applied
+	Backlog     int // pod writes not yet done
+}
+
+// Agent simulates the pods selected by its Config. Create it with New and start it with Run.
+type Agent struct {
+	cfg    Config
+	client kubernetes.Interface
+	cat    *hw.Catalog
+	log    *slog.Logger
+	m      *metrics
+	w      *writer
+	eng    *engine.Engine
+
+	podInf, nodeInf cache.SharedIndexInformer
+	pods            listersv1.PodLister
+	nodes           listersv1.NodeLister
+	recorder        record.EventRecorder
+	broadcaster     record.EventBroadcaster
+
+	dirtyMu    sync.Mutex
+	dirtyPods  map[string]struct{}
+	dirtyNodes map[string]struct{}
+	wake       chan struct{}
+
+	// Owned by the Run goroutine.
+	nodeState   map[string]*nodeState
+	podState    map[string]*podState
+	gangs       map[string]map[string]struct{} // gang id -> member pod keys
+	checkpoints map[string]float64             // namespace/workload/role -> remaining at checkpoint
+	bad         map[types.UID]struct{}         // pods whose contract was rejected (logged once)
+	reported    map[string]struct{}            // gangs reported blocked in their current episode
+	badNodes    map[string]struct{}            // nodes the engine cannot model (logged once)
+	started     int                            // pods running in the engine
+	blocked     []engine.GangStatus
+	lastTick    time.Time
+	lastFlush   time.Time
+	completions int
+	capChanges  int
+	ticks       int
+
+	statsMu sync.Mutex
+	stats   Stats
+}
+
+// New validates cfg and prepares an agent; nothing talks to the API server before Run.
+func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
+	if catalog == nil {
+		var err error
+		if catalog, err = hw.DefaultCatalog(); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+	}
+	a := &Agent{
+		cfg: cfg, client: client, cat: catalog, log: slog.Default().With("component", "kueuelab-agent"), m: newMetrics(),
+		eng:       engine.New(catalog),
+		dirtyPods: map[string]struct{}{}, dirtyNodes: map[string]struct{}{}, wake: make(chan struct{}, 1),
+		nodeState: map[string]*nodeState{}, podState: map[string]*podState{}, gangs: map[string]map[string]struct{}{},
+		checkpoints: map[string]float64{}, bad: map[types.UID]struct{}{}, reported: map[string]struct{}{}, badNodes: map[string]struct{}{},
+	}
+	a.w = newWriter(client, cfg.WriteQPS, cfg.WriteBurst, a.log, a.m)
+	stripManaged := informers.WithTransform(func(o any) (any, error) {
+		if m, ok := o.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return o, nil
+	})
+	podF := informers.NewSharedInformerFactoryWithOptions(client, 0, stripManaged,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.PodSelector }))
+	nodeF := informers.NewSharedInformerFactoryWithOptions(client, 0, stripManaged,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.NodeSelector }))
+	a.podInf, a.pods = podF.Core().V1().Pods().Informer(), podF.Core().V1().Pods().Lister()
+	a.nodeInf, a.nodes = nodeF.Core().V1().Nodes().Informer(), nodeF.Core().V1().Nodes().Lister()
+	if err := a.podInf.AddIndexers(cache.Indexers{nodeNameIndex: func(o any) ([]string, error) {
+		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("agent: pod index: %w", err)
+	}
+	mark := func(nodes bool) cache.ResourceEventHandlerFuncs {
+		add := func(o any) {
+			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o)
+			if err != nil {
+				return
+			}
+			a.dirtyMu.Lock()
+			if nodes {
+				a.dirtyNodes[key] = struct{}{}
+			} else {
+				a.dirtyPods[key] = struct{}{}
+			}
+			a.dirtyMu.Unlock()
+			select {
+			case a.wake <- struct{}{}:
+			default:
+			}
+		}
+		return cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, o any) { add(o) }, DeleteFunc: add}
+	}
+	if _, err := a.podInf.AddEventHandler(mark(false)); err != nil {
+		return nil, fmt.Errorf("agent: pod handler: %w", err)
+	}
+	if _, err := a.nodeInf.AddEventHandler(mark(true)); err != nil {
+		return nil, fmt.Errorf("agent: node handler: %w", err)
+	}
+	a.broadcaster = record.NewBroadcaster()
+	a.recorder = a.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kueuelab-agent"})
+	return a, nil
+}
+
+// Registry is the agent's private Prometheus registry (what /metrics serves).
+func (a *Agent) Registry() *prometheus.Registry { return a.m.reg }
+
+// Stats returns the agent's state after its last tick or sync; safe from any goroutine.
+func (a *Agent) Stats() Stats {
+	a.statsMu.Lock()
+	defer a.statsMu.Unlock()
+	s := a.stats
+	s.Backlog = a.w.backlog()
+	return s
+}
+
+// Run watches, simulates and writes until ctx ends. It returns nil when ctx is cancelled.
+func (a *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if a.cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", a.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("agent: metrics listener %s: %w", a.cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(a.m.reg, promhttp.HandlerOpts{Registry: a.m.reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("metrics server", "err", err)
+			}
+		}()
+		defer func() { _ = srv.Close() }()
+	}
+	a.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: a.client.CoreV1().Events("")})
+	defer a.broadcaster.Shutdown()
+	wg.Add(3)
+	go func() { defer wg.Done(); a.podInf.Run(ctx.Done()) }()
+	go func() { defer wg.Done(); a.nodeInf.Run(ctx.Done()) }()
+	go func() { defer wg.Done(); a.w.run(ctx, a.cfg.WriteWorkers) }()
+	if !cache.WaitForCacheSync(ctx.Done(), a.podInf.HasSynced, a.nodeInf.HasSynced) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("agent: informer caches did not sync")
+	}
+	a.lastTick = a.cfg.Clock.Now()
+	a.lastFlush = a.lastTick
+	ticker := a.cfg.Clock.NewTicker(a.cfg.TickInterval)
+	defer ticker.Stop()
+	a.sync()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.wake:
+			a.sync()
+		case <-ticker.C():
+			a.sync()
+			a.tick()
+		}
+	}
+}
+
+// sync applies every object marked dirty since the last sync to the engine.
+func (a *Agent) sync() {
+	a.dirtyMu.Lock()
+	nodes, pods := a.dirtyNodes, a.dirtyPods
+	a.dirtyNodes, a.dirtyPods = map[string]struct{}{}, map[string]struct{}{}
+	a.dirtyMu.Unlock()
+	for name := range nodes {
+		a.syncNode(name, pods)
+	}
+	for key := range pods {
+		a.syncPod(key)
+	}
+	a.publish()
+}
+
+func (a *Agent) syncNode(name string, dirtyPods map[string]struct{}) {
+	n, err := a.nodes.Get(name)
+	if err != nil {
+		return // deleted: the engine keeps the node; its pods leave through their own events
+	}
+	st := a.nodeState[name]
+	if st == nil {
+		spec, err := nodeSpec(n, a.cat)
+		if err == nil {
+			var id engine.NodeID
+			if id, err = a.eng.AddNode(spec); err == nil {
+				g, _ := a.cat.GPU(spec.GPUFamily)
+				st = &nodeState{id: id, gpu: g}
+				a.nodeState[name] = st
+			}
+		}
+		if err != nil {
+			if _, logged := a.badNodes[name]; !logged {
+				a.badNodes[name] = struct{}{}
+				a.log.Error("node ignored", "node", name, "err", err)
+			}
+			return
+		}
+		// Pods seen before their node was known are tracked now.
+		objs, _ := a.podInf.GetIndexer().ByIndex(nodeNameIndex, name)
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok {
+				dirtyPods[p.Namespace+"/"+p.Name] = struct{}{}
+			}
+		}
+	}
+	raw := capValue(n, a.cfg.PowerCapKey)
+	if raw == st.capRaw || st.gpu == nil {
+		return
+	}
+	st.capRaw = raw // an invalid value is reported once and the previous cap stays
+	capW, err := a.cat.ParseCap(raw, st.gpu)
+	if err != nil {
+		a.log.Error("power cap ignored", "node", name, "key", a.cfg.PowerCapKey, "err", err)
+		return
+	}
+	applied := a.eng.SetGPUCap(st.id, capW)
+	a.capChanges++
+	a.log.Info("power cap", "node", name, "value", raw, "watts", applied)
+}
+
+func (a *Agent) syncPod(key string) {
+	p, err := a.pods.Pods(namespaceOf(key)).Get(nameOf(key))
+	exists := err == nil
+	st := a.podState[key]
+	if st != nil && (!exists || p.UID != st.uid) {
+		a.forget(key, st)
+		st = nil
+	}
+	if !exists {
+		return
+	}
+	switch {
+	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		if st != nil {
+			a.stop(st)
+			st.terminal = true
+			if p.Status.Phase == corev1.PodSucceeded {
+				delete(a.checkpoints, st.ckptKey)
+			}
+			a.release(key, st)
+		}
+		return
+	case p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning:
+		if st != nil {
+			a.stop(st)
+		}
+		return
+	}
+	ns := a.nodeState[p.Spec.NodeName]
+	if ns == nil {
+		return
+	}
+	if st == nil {
+		if _, done := p.Annotations[CompleteAnnotation]; done {
+			return // completed by an earlier agent; the stage or status write is on its way
+		}
+		if st = a.track(p); st == nil {
+			return
+		}
+	}
+	if st.running || st.completing {
+		return
+	}
+	if err := a.eng.Start(st.id, ns.id); err != nil {
+		a.log.Error("pod not started", "pod", key, "err", err)
+		return
+	}
+	st.running, st.startedAt = true, a.eng.Now()
+	a.started++
+}
+
+// track adds a Running pod to the engine, resuming from its progress annotation or from its
+// workload's checkpoint.
+func (a *Agent) track(p *corev1.Pod) *podState {
+	key := p.Namespace + "/" + p.Name
+	if _, bad := a.bad[p.UID]; bad {
+		return nil
+	}
+	reject := func(err error) *podState {
+		a.bad[p.UID] = struct{}{}
+		a.m.badPods.Inc()
+		a.log.Error("pod ignored", "pod", key, "err", err)
+		return nil
+	}
+	c, err := contract.Parse(p.Annotations)
+	if err != nil {
+		return reject(fmt.Errorf("pod %s: %w", key, err))
+	}
+	spec, failAtEnd, err := podSpec(p, c, a.cfg.FailureRate, a.cfg.Seed)
+	if err != nil {
+		return reject(err)
+	}
+	prog, hasProg, err := parseProgress(p)
+	if err != nil {
+		return reject(err)
+	}
+	id, err := a.eng.AddPod(spec)
+	if err != nil {
+		return reject(err)
+	}
+	st := &podState{
+		uid: p.UID, id: id, ns: p.Namespace, name: p.Name, gang: spec.GangID, duration: spec.DurationSec,
+		ckptKey: p.Namespace + "/" + c.WorkloadID + "/" + c.Role, ckpt: spec.CheckpointIntervalSec > 0,
+		failAtEnd: failAtEnd, written: -1,
+	}
+	switch remaining, ok := a.checkpoints[st.ckptKey]; {
+	case hasProg:
+		if err := a.eng.Restore(id, prog.Snapshot); err != nil {
+			a.eng.Remove(id)
+			return reject(err)
+		}
+		st.runBase, st.written = prog.RunSec, prog.RemainingSec
+	case ok && st.ckpt:
+		if err := a.eng.Restore(id, engine.Snapshot{RemainingSec: remaining, CheckpointSec: remaining}); err != nil {
+			a.log.Error("checkpoint not restored", "pod", key, "err", err)
+		}
+	}
+	a.podState[key] = st
+	if st.gang != "" {
+		if a.gangs[st.gang] == nil {
+			a.gangs[st.gang] = map[string]struct{}{}
+		}
+		a.gangs[st.gang][key] = struct{}{}
+	}
+	return st
+}
+
+func (a *Agent) stop(st *podState) {
+	if !st.running {
+		return
+	}
+	st.runBase = st.runSec(a.eng.Now())
+	st.running = false
+	a.started--
+	a.eng.Stop(st.id)
+}
+
+// forget drops a pod that was deleted (or replaced under the same name). One deleted before it
+// finished was evicted or preempted: its workload keeps the checkpoint for the replacement.
+func (a *Agent) forget(key string, st *podState) {
+	a.stop(st)
+	if st.ckpt && !st.completing && !st.terminal {
+		ck := a.eng.Snapshot(st.id).CheckpointSec
+		if prev, ok := a.checkpoints[st.ckptKey]; !ok || ck > prev {
+			a.checkpoints[st.ckptKey] = ck
+		}
+	}
+	st.terminal = true
+	a.release(key, st)
+	if st.gang == "" || a.gangs[st.gang] == nil {
+		// Not (or no longer) held for its gang: gone already or removed now.
+		if _, ok := a.podState[key]; ok {
+			a.eng.Remove(st.id)
+			delete(a.podState, key)
+		}
+		return
+	}
+	// Evicted gang members leave at once: the rest of the gang must stop progressing.
+	if !st.completing {
+		a.eng.Remove(st.id)
+		delete(a.podState, key)
+		delete(a.gangs[st.gang], key)
+		if len(a.gangs[st.gang]) == 0 {
+			delete(a.gangs, st.gang)
+		}
+	}
+}
+
+// release removes a terminal pod from the engine; gang members stay until every member of the
+// gang is terminal, because a finished member still counts as present for the others.
+func (a *Agent) release(key string, st *podState) {
+	if st.gang == "" {
+		a.eng.Remove(st.id)
+		delete(a.podState, key)
+		return
+	}
+	members := a.gangs[st.gang]
+	for k := range members {
+		if m := a.podState[k]; m != nil && !m.terminal {
+			return
+		}
+	}
+	for k := range members {
+		if m := a.podState[k]; m != nil {
+			a.eng.Remove(m.id)
+			delete(a.podState, k)
+		}
+	}
+	delete(a.gangs, st.gang)
+}
+
+// tick advances the engine by the wall time since the last tick times Speedup.
+func (a *Agent) tick() {
+	t0 := time.Now()
+	now := a.cfg.Clock.Now()
+	dt := now.Sub(a.lastTick).Seconds() * a.cfg.Speedup
+	a.lastTick = now
+	for _, f := range a.eng.Tick(dt) {
+		a.finish(f, now)
+	}
+	a.reportGangs()
+	if now.Sub(a.lastFlush) >= a.cfg.CheckpointInterval {
+		a.lastFlush = now
+		a.flushProgress()
+	}
+	for name, st := range a.nodeState {
+		e := a.eng.NodeEnergy(st.id)
+		a.m.nodePower.WithLabelValues(name).Set(a.eng.NodePower(st.id))
+		if d := e - st.lastEnergy; d > 0 {
+			a.m.nodeEnergy.WithLabelValues(name).Add(d)
+		}
+		st.lastEnergy = e
+	}
+	s := a.eng.Stats()
+	a.m.progressing.Set(float64(s.Progressing))
+	a.m.running.Set(float64(s.Running))
+	a.m.gangBlocked.Set(float64(s.GangBlocked))
+	a.m.traceSec.Set(a.eng.Now())
+	a.ticks++
+	a.m.tickDuration.Observe(time.Since(t0).Seconds())
+	a.publish()
+}
+
+// finish writes a finished pod's energy, run time and verdict in one patch.
+func (a *Agent) finish(f engine.Finished, now time.Time) {
+	st := a.podState[f.Key]
+	if st == nil {
+		return
+	}
+	runSec := st.runBase + f.AtSec - st.startedAt
+	st.running, st.completing, st.runBase = false, true, runSec
+	a.started--
+	failed := f.Failed || st.failAtEnd
+	verdict, result := "true", "succeeded"
+	if failed {
+		verdict, result = "fail", "failed"
+	}
+	snap := a.eng.Snapshot(st.id)
+	prog, _ := json.Marshal(Progress{Snapshot: snap, RunSec: runSec, Fraction: 1 - snap.RemainingSec/st.duration})
+	ann := map[string]string{
+		EnergyAnnotation:      strconv.FormatFloat(f.EnergyJ, 'f', 1, 64),
+		RunTraceSecAnnotation: strconv.FormatFloat(runSec, 'f', 3, 64),
+		FinishedAtAnnotation:  now.UTC().Format(time.RFC3339Nano),
+		ProgressAnnotation:    string(prog),
+		CompleteAnnotation:    verdict,
+	}
+	p := patch{ns: st.ns, name: st.name, typ: types.MergePatchType, complete: true, result: result}
+	var err error
+	if a.cfg.CompleteVia == CompleteViaStatus {
+		p.status, p.typ = true, types.StrategicMergePatchType
+		p.body, err = a.statusPatch(f.Key, ann, failed, now)
+	} else {
+		p.body, err = json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	}
+	if err != nil {
+		a.log.Error("completion not written", "pod", f.Key, "err", err)
+		return
+	}
+	a.completions++
+	a.w.complete(f.Key, p)
+}
+
+// statusPatch is a strategic merge patch for pods/status that terminates every container the way
+// the KWOK completion stage does, and sets the annotations in the same write.
+func (a *Agent) statusPatch(key string, ann map[string]string, failed bool, now time.Time) ([]byte, error) {
+	pod, err := a.pods.Pods(namespaceOf(key)).Get(nameOf(key))
+	if err != nil {
+		return nil, fmt.Errorf("status patch %s: %w", key, err)
+	}
+	ts := metav1.NewTime(now)
+	phase, code, reason := corev1.PodSucceeded, int32(0), "Completed"
+	if failed {
+		phase, code, reason = corev1.PodFailed, 1, "Error"
+	}
+	statuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
+	for _, c := range pod.Spec.Containers {
+		started := ts
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Name == c.Name && cs.State.Running != nil {
+				started = cs.State.Running.StartedAt
+			}
+		}
+		statuses = append(statuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: started, FinishedAt: ts}}})
+	}
+	body := map[string]any{
+		"metadata": map[string]any{"annotations": ann},
+		"status": map[string]any{
+			"phase": phase,
+			"conditions": []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ts, Reason: "PodCompleted"},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, LastTransitionTime: ts, Reason: "PodCompleted"},
+			},
+			"containerStatuses": statuses,
+		},
+	}
+	return json.Marshal(body)
+}
+
+// reportGangs emits one GangBlocked event per blocking episode on each running member.
+func (a *Agent) reportGangs() {
+	a.blocked = a.eng.BlockedGangs(a.blocked[:0], a.cfg.GangBlockedAfter)
+	seen := make(map[string]struct{}, len(a.blocked))
+	for _, g := range a.blocked {
+		seen[g.ID] = struct{}{}
+		if _, done := a.reported[g.ID]; done {
+			continue
+		}
+		a.reported[g.ID] = struct{}{}
+		a.m.gangReports.Inc()
+		for key := range a.gangs[g.ID] {
+			st := a.podState[key]
+			if st == nil || !st.running {
+				continue
+			}
+			if p, err := a.pods.Pods(st.ns).Get(st.name); err == nil {
+				a.recorder.Eventf(p, corev1.EventTypeWarning, "GangBlocked",
+					"gang %s: %d of %d pods present for %.0f trace seconds; no progress until all run",
+					g.ID, g.Present, g.Size, a.eng.Now()-g.BlockedSince)
+			}
+		}
+	}
+	for id := range a.reported {
+		if _, ok := seen[id]; !ok {
+			delete(a.reported, id)
+		}
+	}
+}
+
+// flushProgress queues a progress write for every running pod whose work advanced.
+func (a *Agent) flushProgress() {
+	now := a.eng.Now()
+	for key, st := range a.podState {
+		if st.completing || st.terminal {
+			continue
+		}
+		snap := a.eng.Snapshot(st.id)
+		if snap.RemainingSec == st.written {
+			continue
+		}
+		st.written = snap.RemainingSec
+		pr := &Progress{Snapshot: snap, RunSec: st.runSec(now), Fraction: 1 - snap.RemainingSec/st.duration}
+		a.w.progress(key, patch{ns: st.ns, name: st.name, typ: types.MergePatchType, progress: pr})
+	}
+}
+
+func (a *Agent) publish() {
+	s := a.eng.Stats()
+	a.statsMu.Lock()
+	a.stats = Stats{TraceSec: a.eng.Now(), Ticks: a.ticks, Nodes: len(a.nodeState), Tracked: len(a.podState), Started: a.started,
+		Running: s.Running, Progressing: s.Progressing, GangBlocked: s.GangBlocked, Completions: a.completions, CapChanges: a.capChanges}
+	a.statsMu.Unlock()
+}
+
+func namespaceOf(key string) string {
+	ns, _, _ := cache.SplitMetaNamespaceKey(key)
+	return ns
+}
+
+func nameOf(key string) string {
+	_, n, _ := cache.SplitMetaNamespaceKey(key)
+	return n
+}

@@ -1,0 +1,541 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kueuelab/kueuelab/model/hw"
+	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/agent/engine"
+)
+
+const (
+	ns       = "team-a"
+	tick     = 200 * time.Millisecond
+	speedup  = 10.0 // 2 trace seconds per tick
+	duration = 100.0
+)
+
+func catalog(t *testing.T) *hw.Catalog {
+	t.Helper()
+	c, err := hw.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func makeNode(name string, gpus int64, labels map[string]string) *corev1.Node {
+	l := map[string]string{"type": "kwok", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("96"),
+		"nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI)}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l},
+		Status: corev1.NodeStatus{Allocatable: res, Capacity: res}}
+}
+
+// podContract is a compute-bound GPU training pod of workload wl lasting duration trace seconds.
+func podContract(wl string, gang int) *contract.Pod {
+	return &contract.Pod{
+		WorkloadID: wl, Family: trace.SingleGPUTraining, Role: "worker", GangSize: gang,
+		Work: trace.Work{CPUUnits: 400, GPUUnits: 95}, DurationSec: duration,
+		Sensitivity: &trace.Sensitivity{CPU: 0.3, GPU: 0.9},
+		Profile:     trace.Profile{CPUUtilization: 0.5, GPUUtilization: 0.95, MemoryIntensity: 0.05},
+		IntentClass: "standard",
+	}
+}
+
+// makePod is a Running pod (Pending when node is "") asking for 4 cores and 1 GPU.
+func makePod(name, node string, c *contract.Pod, extra map[string]string) *corev1.Pod {
+	ann := c.Annotations()
+	for k, v := range extra {
+		ann[k] = v
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name),
+			Labels: map[string]string{contract.WorkloadLabel: c.WorkloadID}, Annotations: ann},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "train", Image: "fake/train",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	if node != "" {
+		p.Status.Phase = corev1.PodRunning
+	}
+	return p
+}
+
+// harness runs one agent on a fake clientset with a fake clock.
+type harness struct {
+	t      *testing.T
+	client kubernetes.Interface
+	clk    *clocktesting.FakeClock
+	a      *Agent
+	stop   func()
+}
+
+func start(t *testing.T, client kubernetes.Interface, cfg Config) *harness {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg.Clock, cfg.Speedup, cfg.TickInterval = clk, speedup, tick
+	if cfg.CompleteVia == "" {
+		cfg.CompleteVia = CompleteViaStage
+	}
+	a, err := New(cfg, client, catalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := a.Run(ctx); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	h := &harness{t: t, client: client, clk: clk, a: a, stop: func() { cancel(); wg.Wait() }}
+	t.Cleanup(h.stop)
+	h.until("agent ticker", func() (bool, string) { return clk.HasWaiters(), "no ticker yet" })
+	return h
+}
+
+// until polls cond with a wall-clock deadline.
+func (h *harness) until(what string, cond func() (bool, string)) {
+	h.t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		ok, d := cond()
+		last = d
+		return ok, nil
+	})
+	if err != nil {
+		h.t.Fatalf("%s: %v (last: %s)", what, err, last)
+	}
+}
+
+// advance steps the fake clock one tick at a time for traceSec trace seconds, waiting for the
+// agent to take each tick, so every tick is exactly tick × speedup trace seconds.
+func (h *harness) advance(traceSec float64) {
+	h.t.Helper()
+	n := int(traceSec/(tick.Seconds()*speedup) + 0.5)
+	for range n {
+		before := h.a.Stats().Ticks
+		h.clk.Step(tick)
+		h.until("tick", func() (bool, string) {
+			s := h.a.Stats()
+			return s.Ticks > before, fmt.Sprintf("ticks %d", s.Ticks)
+		})
+	}
+}
+
+// started waits until the agent runs n pods.
+func (h *harness) started(n int) {
+	h.t.Helper()
+	h.until(fmt.Sprintf("%d pods started", n), func() (bool, string) {
+		s := h.a.Stats()
+		return s.Started == n, fmt.Sprintf("%+v", s)
+	})
+}
+
+func (h *harness) pod(name string) *corev1.Pod {
+	h.t.Helper()
+	p, err := h.client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+// completed waits for the pod's completion write and returns the pod.
+func (h *harness) completed(name string) *corev1.Pod {
+	h.t.Helper()
+	var p *corev1.Pod
+	h.until("completion of "+name, func() (bool, string) {
+		p = h.pod(name)
+		_, ok := p.Annotations[CompleteAnnotation]
+		return ok && h.a.Stats().Backlog == 0, fmt.Sprintf("annotations %v", p.Annotations)
+	})
+	return p
+}
+
+func annFloat(t *testing.T, p *corev1.Pod, key string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(p.Annotations[key], 64)
+	if err != nil {
+		t.Fatalf("pod %s: annotation %s: %v", p.Name, key, err)
+	}
+	return v
+}
+
+func create(t *testing.T, c kubernetes.Interface, objs ...any) {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range objs {
+		var err error
+		switch o := o.(type) {
+		case *corev1.Node:
+			_, err = c.CoreV1().Nodes().Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Pod:
+			_, err = c.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// predict runs the engine alone: one pod on one node, capW applied from trace time capAt.
+func predict(t *testing.T, c *contract.Pod, capW, capAt float64) engine.Finished {
+	t.Helper()
+	cat := catalog(t)
+	e := engine.New(cat)
+	nid, err := e.AddNode(engine.NodeSpec{Name: "n", GPUFamily: "H100-SXM", GPUs: 8, CPUCores: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := e.AddPod(engine.PodSpec{Key: "p", CPURequest: 4, GPURequest: 1, CPUUnits: c.Work.CPUUnits, GPUUnits: c.Work.GPUUnits,
+		DurationSec: c.DurationSec, Sensitivity: engine.Sensitivity{CPU: c.Sensitivity.CPU, GPU: c.Sensitivity.GPU},
+		Profile: hw.Profile{CPUUtilization: c.Profile.CPUUtilization, GPUUtilization: c.Profile.GPUUtilization, MemoryIntensity: c.Profile.MemoryIntensity}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(pid, nid); err != nil {
+		t.Fatal(err)
+	}
+	step := tick.Seconds() * speedup
+	for i := 0; i < 10000; i++ {
+		if capW > 0 && e.Now() >= capAt-1e-9 {
+			e.SetGPUCap(nid, capW)
+			capW = 0
+		}
+		if f := e.Tick(step); len(f) > 0 {
+			return f[0]
+		}
+	}
+	t.Fatal("predicted pod never finished")
+	return engine.Finished{}
+}
+
+func TestPodCompletes(t *testing.T) {
+	for _, via := range []string{CompleteViaStage, CompleteViaStatus} {
+		t.Run(via, func(t *testing.T) {
+			c := podContract("wl-1", 0)
+			client := fake.NewClientset()
+			create(t, client, makeNode("n1", 8, nil), makePod("p1", "n1", c, nil))
+			h := start(t, client, Config{CompleteVia: via})
+			h.started(1)
+			h.advance(duration - 2)
+			if _, done := h.pod("p1").Annotations[CompleteAnnotation]; done {
+				t.Fatalf("pod completed before its duration")
+			}
+			h.advance(2)
+			p := h.completed("p1")
+			want := predict(t, c, 0, 0)
+			if got := p.Annotations[CompleteAnnotation]; got != "true" {
+				t.Errorf("%s = %q, want true", CompleteAnnotation, got)
+			}
+			if got := annFloat(t, p, RunTraceSecAnnotation); got != duration {
+				t.Errorf("run time %g trace s, want exactly %g (alone on an uncapped node)", got, duration)
+			}
+			if got, w := annFloat(t, p, EnergyAnnotation), want.EnergyJ; got < w-0.1 || got > w+0.1 {
+				t.Errorf("energy %g J, engine predicts %g J", got, w)
+			}
+			h.until("completion metric", func() (bool, string) {
+				got := gather(t, h.a, "kueuelab_completions_total")
+				return got["succeeded"] == 1, fmt.Sprint(got)
+			})
+			if e := gather(t, h.a, "kueuelab_node_energy_joules_total")["n1"]; !(e >= want.EnergyJ) {
+				t.Errorf("node energy %g J < the pod's %g J", e, want.EnergyJ)
+			}
+			if via == CompleteViaStatus {
+				if p.Status.Phase != corev1.PodSucceeded {
+					t.Errorf("phase %s, want Succeeded", p.Status.Phase)
+				}
+				if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Terminated == nil ||
+					p.Status.ContainerStatuses[0].State.Terminated.ExitCode != 0 {
+					t.Errorf("container statuses %+v, want one terminated with exit code 0", p.Status.ContainerStatuses)
+				}
+			} else if p.Status.Phase != corev1.PodRunning {
+				t.Errorf("phase %s: the stage, not the agent, ends the pod", p.Status.Phase)
+			}
+		})
+	}
+}
+
+func TestGangWaitsForAllMembers(t *testing.T) {
+	c := podContract("wl-gang", 2)
+	client := fake.NewClientset()
+	create(t, client, makeNode("n1", 8, nil), makePod("g-0", "n1", c, nil), makePod("g-1", "", c, nil))
+	h := start(t, client, Config{GangBlockedAfter: 50})
+	h.started(1)
+	h.advance(2 * duration)
+	if s := h.a.Stats(); s.Progressing != 0 || s.GangBlocked != 1 {
+		t.Fatalf("stats %+v: want 0 progressing, 1 gang-blocked pod", s)
+	}
+	if _, done := h.pod("g-0").Annotations[CompleteAnnotation]; done {
+		t.Fatal("a gang member completed while its peer was pending")
+	}
+	h.until("GangBlocked event", func() (bool, string) {
+		ev, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for _, e := range ev.Items {
+			if e.Reason == "GangBlocked" && e.InvolvedObject.Name == "g-0" {
+				n += int(max(e.Count, 1))
+			}
+		}
+		return n == 1, fmt.Sprintf("%d GangBlocked events on g-0", n)
+	})
+	// The peer gets scheduled: the gang then runs for exactly its duration.
+	p := h.pod("g-1")
+	p.Spec.NodeName, p.Status.Phase = "n1", corev1.PodRunning
+	if _, err := client.CoreV1().Pods(ns).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.started(2)
+	h.advance(duration)
+	for _, name := range []string{"g-0", "g-1"} {
+		p := h.completed(name)
+		if got := p.Annotations[CompleteAnnotation]; got != "true" {
+			t.Errorf("%s: %s = %q", name, CompleteAnnotation, got)
+		}
+	}
+	if got := annFloat(t, h.pod("g-1"), RunTraceSecAnnotation); got != duration {
+		t.Errorf("g-1 ran %g trace s, want %g", got, duration)
+	}
+}
+
+func TestPowerCapSlowsPod(t *testing.T) {
+	c := podContract("wl-cap", 0)
+	client := fake.NewClientset()
+	create(t, client, makeNode("fast", 8, nil), makeNode("slow", 8, nil),
+		makePod("p-fast", "fast", c, nil), makePod("p-slow", "slow", podContract("wl-cap2", 0), nil))
+	h := start(t, client, Config{})
+	h.started(2)
+	h.advance(20)
+	n, err := client.CoreV1().Nodes().Get(context.Background(), "slow", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels[PowerCapKey] = "eco"
+	if _, err := client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.until("cap applied", func() (bool, string) { s := h.a.Stats(); return s.CapChanges == 1, fmt.Sprintf("%+v", s) })
+	capAt := h.a.Stats().TraceSec
+	h.advance(duration + 40 - capAt)
+	fast, slow := h.completed("p-fast"), h.completed("p-slow")
+	fr, sr := annFloat(t, fast, RunTraceSecAnnotation), annFloat(t, slow, RunTraceSecAnnotation)
+	if !(sr > fr*1.05) {
+		t.Errorf("capped pod ran %g trace s, uncapped %g: want the capped one measurably (> 5%%) slower", sr, fr)
+	}
+	g, _ := catalog(t).GPU("H100-SXM")
+	capW, _ := catalog(t).ParseCap("eco", g)
+	want := predict(t, c, capW, capAt)
+	if d := sr - want.AtSec; d < -1e-3 || d > 1e-3 { // the annotation has millisecond precision
+		t.Errorf("capped pod ran %g trace s, engine predicts %g", sr, want.AtSec)
+	}
+	if e, w := annFloat(t, slow, EnergyAnnotation), want.EnergyJ; e < w-0.1 || e > w+0.1 {
+		t.Errorf("capped pod energy %g J, engine predicts %g J", e, w)
+	}
+}
+
+func TestRestartResumesFromProgress(t *testing.T) {
+	c := podContract("wl-restart", 0)
+	client := fake.NewClientset()
+	create(t, client, makeNode("n1", 8, nil), makePod("p1", "n1", c, nil))
+	// 1 s of wall time per checkpoint = 10 trace seconds.
+	cfg := Config{CheckpointInterval: time.Second}
+	h := start(t, client, cfg)
+	h.started(1)
+	h.advance(36)
+	h.until("progress written", func() (bool, string) {
+		pr, ok, err := parseProgress(h.pod("p1"))
+		return ok && err == nil && pr.RunSec >= 30, fmt.Sprintf("%+v %v", pr, err)
+	})
+	h.stop() // killed: no flush on the way out
+	pr, _, _ := parseProgress(h.pod("p1"))
+	if lost := 36 - pr.RunSec; lost < 0 || lost > 10 {
+		t.Fatalf("progress annotation at %g trace s after 36 s run: lost %g s, more than one interval", pr.RunSec, lost)
+	}
+	h2 := start(t, client, cfg)
+	h2.started(1)
+	h2.advance(duration - pr.RunSec)
+	p := h2.completed("p1")
+	if got := annFloat(t, p, RunTraceSecAnnotation); got != duration {
+		t.Errorf("run time over both agents %g trace s, want %g", got, duration)
+	}
+}
+
+func TestFailureInjection(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ann     map[string]string
+		rate    float64
+		verdict string
+		runSec  float64 // 0: any
+	}{
+		{name: "annotation true fails at the end", ann: map[string]string{InjectFailureAnnotation: "true"}, verdict: "fail", runSec: duration},
+		{name: "annotation fraction fails midway", ann: map[string]string{InjectFailureAnnotation: "0.5"}, verdict: "fail", runSec: duration / 2},
+		{name: "annotation false wins over rate", ann: map[string]string{InjectFailureAnnotation: "false"}, rate: 1, verdict: "true", runSec: duration},
+		{name: "rate 1 fails", rate: 1, verdict: "fail"},
+		{name: "rate 0 succeeds", verdict: "true", runSec: duration},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			create(t, client, makeNode("n1", 8, nil), makePod("p1", "n1", podContract("wl-f", 0), tc.ann))
+			h := start(t, client, Config{FailureRate: tc.rate, Seed: 7})
+			h.started(1)
+			h.advance(duration)
+			p := h.completed("p1")
+			if got := p.Annotations[CompleteAnnotation]; got != tc.verdict {
+				t.Errorf("%s = %q, want %q", CompleteAnnotation, got, tc.verdict)
+			}
+			got := annFloat(t, p, RunTraceSecAnnotation)
+			if tc.runSec > 0 && (got < tc.runSec-1e-6 || got > tc.runSec+1e-6) {
+				t.Errorf("ran %g trace s, want %g", got, tc.runSec)
+			}
+			if tc.runSec == 0 && !(got > 0 && got < duration) {
+				t.Errorf("ran %g trace s, want a failure before the end", got)
+			}
+		})
+	}
+}
+
+func TestEvictedPodRestarts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ckpt   float64
+		runSec float64 // of the replacement
+	}{
+		{name: "from zero", runSec: duration},
+		{name: "from the workload checkpoint", ckpt: 30, runSec: duration - 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := podContract("wl-evict", 0)
+			c.CheckpointIntervalSec = tc.ckpt
+			client := fake.NewClientset()
+			create(t, client, makeNode("n1", 8, nil), makePod("p-old", "n1", c, nil))
+			h := start(t, client, Config{})
+			h.started(1)
+			h.advance(70)
+			if err := client.CoreV1().Pods(ns).Delete(context.Background(), "p-old", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			h.until("evicted pod forgotten", func() (bool, string) { s := h.a.Stats(); return s.Tracked == 0, fmt.Sprintf("%+v", s) })
+			create(t, client, makePod("p-new", "n1", c, nil))
+			h.started(1)
+			h.advance(tc.runSec)
+			p := h.completed("p-new")
+			if got := annFloat(t, p, RunTraceSecAnnotation); got != tc.runSec {
+				t.Errorf("replacement ran %g trace s, want %g", got, tc.runSec)
+			}
+		})
+	}
+}
+
+func TestProgressAnnotationRoundTrip(t *testing.T) {
+	pr := Progress{Snapshot: engine.Snapshot{RemainingSec: 40, CheckpointSec: 40, EnergyJ: 12}, RunSec: 60, Fraction: 0.6}
+	b, err := json.Marshal(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ProgressAnnotation: string(b)}}}
+	got, ok, err := parseProgress(p)
+	if err != nil || !ok || got != pr {
+		t.Fatalf("parseProgress(%s) = %+v, %v, %v", b, got, ok, err)
+	}
+	p.Annotations[ProgressAnnotation] = "{"
+	if _, _, err := parseProgress(p); err == nil || !strings.Contains(err.Error(), ProgressAnnotation) {
+		t.Errorf("bad JSON: error %v, want one naming %s", err, ProgressAnnotation)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "speedup"},
+		{Config{Speedup: 1, FailureRate: 2}, "failure rate"},
+		{Config{Speedup: 1, CompleteVia: "kubelet"}, "complete via"},
+		{Config{Speedup: 1, PodSelector: "a in (b"}, "pod selector"},
+		{Config{Speedup: 1, CheckpointInterval: -time.Second}, "checkpoint interval"},
+	} {
+		_, err := New(tc.cfg, fake.NewClientset(), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) error %v, want one mentioning %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestNodeSpec(t *testing.T) {
+	cat := catalog(t)
+	for _, tc := range []struct {
+		name   string
+		node   *corev1.Node
+		family string
+		gpus   int
+		err    bool
+	}{
+		{"product label", makeNode("a", 8, nil), "H100-SXM", 8, false},
+		{"family label wins", makeNode("b", 4, map[string]string{GPUFamilyLabel: "L40S"}), "L40S", 4, false},
+		{"cpu node", makeNode("c", 0, nil), "", 0, false},
+		{"unknown family", makeNode("d", 2, map[string]string{"nvidia.com/gpu.product": "NVIDIA-GTX-1080"}), "", 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := nodeSpec(tc.node, cat)
+			if (err != nil) != tc.err {
+				t.Fatalf("err %v, want error %v", err, tc.err)
+			}
+			if !tc.err && (s.GPUFamily != tc.family || s.GPUs != tc.gpus || s.CPUCores != 96) {
+				t.Errorf("spec %+v, want family %q, %d GPUs, 96 cores", s, tc.family, tc.gpus)
+			}
+		})
+	}
+}
+
+// gather returns a metric's values by their first label value.
+func gather(t *testing.T, a *Agent, name string) map[string]float64 {
+	t.Helper()
+	mfs, err := a.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			if l := m.GetLabel(); len(l) > 0 {
+				out[l[0].GetValue()] = v
+			} else {
+				out[""] = v
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kueuelab/kueuelab/model/hw"
+	"github.com/kueuelab/kueuelab/runtime/agent/engine"
+)
+
+// gpuResources are the device plugins' extended resources a node or pod may carry.
+var gpuResources = []corev1.ResourceName{"nvidia.com/gpu", "amd.com/gpu"}
+
+// productFamilies maps the vendors' discovery labels (NVIDIA GFD's nvidia.com/gpu.product, AMD's
+// amd.com/gpu.product-name) to catalog families, for nodes without kueuelab.io/gpu-family; the
+// values are the ones render/cluster writes.
+var productFamilies = map[string]string{
+	"NVIDIA-H100-80GB-HBM3":   "H100-SXM",
+	"NVIDIA-H100-NVL":         "H100-NVL",
+	"NVIDIA-H200":             "H200-SXM",
+	"NVIDIA-A100-SXM4-80GB":   "A100-SXM",
+	"NVIDIA-A100-80GB-PCIe":   "A100-PCIE",
+	"NVIDIA-L40S":             "L40S",
+	"NVIDIA-L4":               "L4",
+	"AMD_Instinct_MI300X_OAM": "MI300X",
+}
+
+// nodeState is what the agent remembers of a simulated node.
+type nodeState struct {
+	id         engine.NodeID
+	gpu        *hw.GPU
+	capRaw     string
+	lastEnergy float64
+}
+
+// gpuCount is the node's allocatable GPUs (or a pod's requested GPUs) over every vendor resource.
+func gpuCount(rl corev1.ResourceList) int64 {
+	var n int64
+	for _, r := range gpuResources {
+		if q, ok := rl[r]; ok {
+			n += q.Value()
+		}
+	}
+	return n
+}
+
+// nodeSpec reads a node's simulated hardware from its labels, annotations and allocatable.
+func nodeSpec(n *corev1.Node, cat *hw.Catalog) (engine.NodeSpec, error) {
+	s := engine.NodeSpec{Name: n.Name, CPUModel: n.Annotations[CPUModelAnnotation]}
+	alloc := n.Status.Allocatable
+	if len(alloc) == 0 {
+		alloc = n.Status.Capacity
+	}
+	if q, ok := alloc[corev1.ResourceCPU]; ok {
+		s.CPUCores = q.AsApproximateFloat64()
+	}
+	s.GPUs = int(gpuCount(alloc))
+	if s.GPUs == 0 {
+		return s, nil
+	}
+	fam := n.Labels[GPUFamilyLabel]
+	if fam == "" {
+		for _, key := range []string{"nvidia.com/gpu.product", "amd.com/gpu.product-name"} {
+			if f, ok := productFamilies[n.Labels[key]]; ok {
+				fam = f
+				break
+			}
+		}
+	}
+	if _, ok := cat.GPU(fam); !ok {
+		return s, fmt.Errorf("node %s: %d GPUs of unknown family (label %s=%q, product %q)", n.Name, s.GPUs,
+			GPUFamilyLabel, n.Labels[GPUFamilyLabel], n.Labels["nvidia.com/gpu.product"]+n.Labels["amd.com/gpu.product-name"])
+	}
+	s.GPUFamily = fam
+	return s, nil
+}
+
+// capValue is the node's raw power-cap setting: the annotation when present, else the label.
+func capValue(n *corev1.Node, key string) string {
+	if v, ok := n.Annotations[key]; ok {
+		return strings.TrimSpace(v)
+	}
+	return strings.TrimSpace(n.Labels[key])
+}
