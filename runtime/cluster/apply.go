@@ -1,0 +1,259 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// FieldOwner is the server-side apply field manager of everything kueuelab applies.
+const FieldOwner = "kueuelab"
+
+// RESTConfig loads a kubeconfig with client rate limits high enough for bulk applies.
+func RESTConfig(kubeconfig string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg, nil
+}
+
+func newClient(cfg *rest.Config, scheme *runtime.Scheme) (client.Client, error) {
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// appliedHash annotates what kueuelab last applied, so a repeated `up` skips unchanged CRDs
+// (server-side apply of the large job CRDs costs the API server seconds each).
+const appliedHash = "kueuelab.io/applied-hash"
+
+// applyCRDs applies CRDs a few at a time, skipping those whose applied content is unchanged.
+func applyCRDs(ctx context.Context, c client.Client, crds []*unstructured.Unstructured) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, crd := range crds {
+		g.Go(func() error {
+			crd = crd.DeepCopy()
+			b, err := json.Marshal(crd.Object)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(b)
+			h := hex.EncodeToString(sum[:8])
+			cur := &metav1.PartialObjectMetadata{}
+			cur.SetGroupVersionKind(crd.GroupVersionKind())
+			if err := c.Get(gctx, client.ObjectKey{Name: crd.GetName()}, cur); err == nil && cur.GetAnnotations()[appliedHash] == h {
+				return nil
+			}
+			ann := crd.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[appliedHash] = h
+			crd.SetAnnotations(ann)
+			return applyUnstructured(gctx, c, []*unstructured.Unstructured{crd})
+		})
+	}
+	return g.Wait()
+}
+
+// applyUnstructured server-side applies objects in order, taking ownership of conflicting fields.
+func applyUnstructured(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	for _, o := range objs {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ApplyObjects server-side applies typed objects (nodes, flavors, queues, workloads) in order. A
+// Node's status (capacity, allocatable) is applied through the status subresource too, since that
+// is what the scheduler and Kueue read for fake KWOK nodes.
+func ApplyObjects(ctx context.Context, cfg *rest.Config, objs []client.Object) error {
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	c, err := newClient(cfg, scheme)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		u, err := toUnstructured(o, c.Scheme())
+		if err != nil {
+			return err
+		}
+		delete(u.Object["metadata"].(map[string]any), "creationTimestamp")
+		status, hasStatus := u.Object["status"]
+		delete(u.Object, "status")
+		if err := applyUnstructured(ctx, c, []*unstructured.Unstructured{u}); err != nil {
+			return err
+		}
+		if _, isNode := o.(*corev1.Node); isNode && hasStatus {
+			su := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
+				"metadata": map[string]any{"name": u.GetName()}, "status": status}}
+			// Subresources have no Apply method yet (controller-runtime#3183): an apply patch is the way.
+			if err := c.Status().Patch(ctx, su, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+				return fmt.Errorf("apply status of Node %s: %w", u.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func toUnstructured(o client.Object, scheme *runtime.Scheme) (*unstructured.Unstructured, error) {
+	gvk, err := apiutil.GVKForObject(o, scheme)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", o.GetName(), err)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, o.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// waitEstablished waits until every named CRD reports Established=True.
+func waitEstablished(ctx context.Context, c client.Client, names []string, timeout time.Duration) error {
+	pending := ""
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			crd := &unstructured.Unstructured{}
+			crd.SetAPIVersion("apiextensions.k8s.io/v1")
+			crd.SetKind("CustomResourceDefinition")
+			if err := c.Get(ctx, client.ObjectKey{Name: n}, crd); err != nil {
+				pending = n + ": " + err.Error()
+				return false, nil
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			ok := false
+			for _, cond := range conds {
+				cm, _ := cond.(map[string]any)
+				if cm["type"] == "Established" && cm["status"] == "True" {
+					ok = true
+				}
+			}
+			if !ok {
+				pending = n
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CRD %s not Established: %w", pending, err)
+	}
+	return nil
+}
+
+func names(objs []*unstructured.Unstructured) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.GetName()
+	}
+	return out
+}
+
+func namespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// seededSecret is the cert-controller Secret a rotator accepts as-is ("no cert refresh needed").
+func seededSecret(ns, name string, ca, srv *keyPair) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"ca.crt": ca.CertPEM, "ca.key": ca.KeyPEM, "tls.crt": srv.CertPEM, "tls.key": srv.KeyPEM},
+	}
+}
+
+// GPUProduct is the node label the default nodes (and the default flavor) use.
+const GPUProduct = "NVIDIA-H100-80GB-HBM3"
+
+// DefaultNodes are the KWOK GPU nodes a cluster gets when no cluster spec is given.
+func DefaultNodes(n, gpus int) []client.Object {
+	out := make([]client.Object, n)
+	for i := range n {
+		name := "kwok-gpu-" + strconv.Itoa(i)
+		res := corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("96"),
+			corev1.ResourceMemory: resource.MustParse("1024Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+			"nvidia.com/gpu":      *resource.NewQuantity(int64(gpus), resource.DecimalSI),
+		}
+		out[i] = &corev1.Node{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Annotations: map[string]string{kwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Labels: map[string]string{
+					"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": name,
+					"type": "kwok", "nvidia.com/gpu.product": GPUProduct, "nvidia.com/gpu.count": strconv.Itoa(gpus),
+				},
+			},
+			Status: corev1.NodeStatus{
+				Capacity: res, Allocatable: res,
+				NodeInfo: corev1.NodeSystemInfo{Architecture: "amd64", OperatingSystem: "linux", KubeletVersion: "fake", ContainerRuntimeVersion: "fake"},
+			},
+		}
+	}
+	return out
+}
+
+// waitNodesReady waits until every KWOK node is Ready.
+func waitNodesReady(ctx context.Context, c client.Client, timeout time.Duration) (int, error) {
+	ready := 0
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		var nodes corev1.NodeList
+		if err := c.List(ctx, &nodes); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, err
+		}
+		ready = 0
+		total := 0
+		for _, n := range nodes.Items {
+			if n.Annotations[kwokNodeAnnotation] != "fake" {
+				continue
+			}
+			total++
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return total > 0 && ready == total, nil
+	})
+	if err != nil {
+		return ready, fmt.Errorf("KWOK nodes not Ready (%d ready): %w", ready, err)
+	}
+	return ready, nil
+}

@@ -1,0 +1,124 @@
+// Package cluster runs a local Kubernetes control plane for kueuelab: etcd, kube-apiserver,
+// controller-manager, scheduler, KWOK, Kueue, JobSet, training-operator and mpi-operator as child
+// processes on 127.0.0.1, with certificates, configs, PIDs and logs in one state dir per cluster.
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+)
+
+// DefaultName is the cluster `kueuelab cluster up` manages without --name.
+const DefaultName = "default"
+
+// DefaultPortBase is the first port of the default cluster's block of consecutive ports.
+const DefaultPortBase = 16400
+
+// PortBaseFor is a cluster's default port block: DefaultPortBase for the default cluster, and a
+// fixed block derived from the name for others, so differently named clusters rarely collide.
+func PortBaseFor(name string) int {
+	if name == DefaultName {
+		return DefaultPortBase
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return DefaultPortBase + 100*int(1+h.Sum32()%90)
+}
+
+// Ports are the loopback ports of one cluster's components.
+type Ports struct {
+	EtcdClient, EtcdPeer, EtcdMetrics           int
+	APIServer, ControllerManager, Scheduler     int
+	KWOK                                        int
+	KueueWebhook, KueueHealth, KueueMetrics     int
+	JobSetWebhook, JobSetHealth, JobSetMetrics  int
+	TrainingWebhook, TrainingHealth, TrainingMx int
+	MPIHealth                                   int
+}
+
+// PortsFrom lays out a cluster's ports as a block starting at base.
+func PortsFrom(base int) Ports {
+	return Ports{
+		EtcdClient: base, EtcdPeer: base + 1, EtcdMetrics: base + 2,
+		APIServer: base + 3, ControllerManager: base + 4, Scheduler: base + 5,
+		KWOK:         base + 6,
+		KueueWebhook: base + 7, KueueHealth: base + 8, KueueMetrics: base + 9,
+		JobSetWebhook: base + 10, JobSetHealth: base + 11, JobSetMetrics: base + 12,
+		TrainingWebhook: base + 13, TrainingHealth: base + 14, TrainingMx: base + 15,
+		MPIHealth: base + 16,
+	}
+}
+
+// State is one cluster's persistent description (cluster.json in its state dir).
+type State struct {
+	Name     string `json:"name"`
+	Dir      string `json:"-"`
+	PortBase int    `json:"portBase"`
+	Ports    Ports  `json:"ports"`
+	BinDir   string `json:"binDir"`
+}
+
+var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// StateRoot is $XDG_STATE_HOME/kueuelab, else ~/.local/state/kueuelab.
+func StateRoot() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "kueuelab"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("state dir: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "kueuelab"), nil
+}
+
+// Load reads the state of cluster name under root; ok is false when the cluster was never created.
+func Load(root, name string) (*State, bool, error) {
+	if !validName.MatchString(name) {
+		return nil, false, fmt.Errorf("cluster name %q: want lower-case letters, digits and '-'", name)
+	}
+	s := &State{Name: name, Dir: filepath.Join(root, name)}
+	b, err := os.ReadFile(filepath.Join(s.Dir, "cluster.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return s, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, false, fmt.Errorf("%s/cluster.json: %w", s.Dir, err)
+	}
+	s.Dir = filepath.Join(root, name)
+	return s, true, nil
+}
+
+func (s *State) save() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(s.Dir, "cluster.json"), append(b, '\n'), 0o644)
+}
+
+// Kubeconfig is the path of the cluster's admin kubeconfig.
+func (s *State) Kubeconfig() string { return filepath.Join(s.Dir, "kubeconfig") }
+
+func (s *State) path(elem ...string) string {
+	return filepath.Join(append([]string{s.Dir}, elem...)...)
+}
+
+// PortFree reports whether 127.0.0.1:port can be bound now.
+func PortFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}

@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// prerequisite is a CRD an existing cluster must serve, and how to get it.
+type prerequisite struct {
+	crd, version, fix string
+}
+
+var prerequisites = []prerequisite{
+	{"workloads.kueue.x-k8s.io", "v1beta1", "install Kueue v0.15.0: kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/v0.15.0/manifests.yaml"},
+	{"clusterqueues.kueue.x-k8s.io", "v1beta1", "install Kueue v0.15.0 (see above)"},
+	{"localqueues.kueue.x-k8s.io", "v1beta1", "install Kueue v0.15.0 (see above)"},
+	{"resourceflavors.kueue.x-k8s.io", "v1beta1", "install Kueue v0.15.0 (see above)"},
+	{"jobsets.jobset.x-k8s.io", "v1alpha2", "install JobSet v0.10.1: kubectl apply --server-side -f https://github.com/kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml"},
+	{"pytorchjobs.kubeflow.org", "v1", "install the Kubeflow training-operator v1.9.3: kubectl apply --server-side -k \"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.3\""},
+	{"mpijobs.kubeflow.org", "v2beta1", "install mpi-operator v0.7.0 (its v2beta1 MPIJob CRD, not training-operator's v1 one): kubectl apply --server-side -f https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.7.0/deploy/v2beta1/mpi-operator.yaml"},
+	{"stages.kwok.x-k8s.io", "v1alpha1", "install KWOK v0.7.0 with its Stage CRD: kubectl apply -f https://github.com/kubernetes-sigs/kwok/releases/download/v0.7.0/kwok.yaml"},
+}
+
+// Install prepares an existing cluster (e.g. kind + KWOK with Kueue installed by its user): it
+// checks the prerequisites and applies only what kueuelab owns: its completion stages, plus objs.
+func Install(ctx context.Context, kubeconfig string, objs []client.Object, out io.Writer) error {
+	cfg, err := RESTConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	c, err := newClient(cfg, scheme)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for _, p := range prerequisites {
+		var crd apiextensionsv1.CustomResourceDefinition
+		err := c.Get(ctx, client.ObjectKey{Name: p.crd}, &crd)
+		switch {
+		case apierrors.IsNotFound(err):
+			problems = append(problems, fmt.Sprintf("CRD %s missing: %s", p.crd, p.fix))
+			continue
+		case err != nil:
+			return fmt.Errorf("read CRD %s: %w", p.crd, err)
+		}
+		served := slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+			return v.Name == p.version && v.Served
+		})
+		if !served {
+			problems = append(problems, fmt.Sprintf("CRD %s does not serve %s: %s", p.crd, p.version, p.fix))
+			continue
+		}
+		fmt.Fprintf(out, "  ok  %s (%s)\n", p.crd, p.version)
+	}
+	var dep appsv1.Deployment
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: kueueNamespace, Name: "kueue-controller-manager"}, &dep); {
+	case err == nil:
+		for _, ctr := range dep.Spec.Template.Spec.Containers {
+			if tag := imageTag(ctr.Image); ctr.Name == "manager" && tag != "" {
+				if !strings.HasPrefix(tag, "v0.15.") {
+					problems = append(problems, fmt.Sprintf("Kueue %s is installed (image %s); kueuelab targets v0.15.x", tag, ctr.Image))
+				} else {
+					fmt.Fprintf(out, "  ok  Kueue %s\n", tag)
+				}
+			}
+		}
+	case apierrors.IsNotFound(err):
+		fmt.Fprintf(out, "  ??  no Deployment %s/kueue-controller-manager: Kueue's version not checked\n", kueueNamespace)
+	default:
+		return fmt.Errorf("read Kueue Deployment: %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("cluster prerequisites not met:\n  - %s", strings.Join(problems, "\n  - "))
+	}
+	stages, err := decodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")
+	if err != nil {
+		return err
+	}
+	if err := applyUnstructured(ctx, c, stages); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  applied %d completion stages (annotation %s=true|fail)\n", len(stages), CompleteAnnotation)
+	if len(objs) > 0 {
+		if err := ApplyObjects(ctx, cfg, objs); err != nil {
+			return errors.Join(errors.New("apply cluster objects"), err)
+		}
+		fmt.Fprintf(out, "  applied %d cluster objects\n", len(objs))
+	}
+	return nil
+}
+
+// imageTag returns the tag of an image reference ("" when it has none or only a digest).
+func imageTag(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	i := strings.LastIndex(image, ":")
+	if i < 0 || strings.Contains(image[i:], "/") {
+		return ""
+	}
+	return image[i+1:]
+}

@@ -1,0 +1,89 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const kubebuilderHooks = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: mutating-webhook-configuration
+webhooks:
+- name: mjob.kb.io
+  clientConfig:
+    service: {name: webhook-service, namespace: system, path: /mutate-batch-v1-job}
+- name: mpod.kb.io
+  clientConfig:
+    service: {name: webhook-service, namespace: system, path: /mutate--v1-pod}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: webhook-service
+`
+
+func TestURLWebhooks(t *testing.T) {
+	objs, err := decodeYAML(strings.NewReader(kubebuilderHooks), "hooks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := urlWebhooks(objs, "kueue-", "https://127.0.0.1:9443", []byte("CA"), []string{"mpod.kb.io"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].GetName() != "kueue-mutating-webhook-configuration" {
+		t.Fatalf("got %d objects (%v), want the renamed webhook configuration only", len(out), names(out))
+	}
+	whs, _, _ := unstructured.NestedSlice(out[0].Object, "webhooks")
+	if len(whs) != 1 {
+		t.Fatalf("got %d webhooks, want 1 (mpod skipped)", len(whs))
+	}
+	w := whs[0].(map[string]any)
+	tests := []struct {
+		field []string
+		want  string
+	}{
+		{[]string{"clientConfig", "url"}, "https://127.0.0.1:9443/mutate-batch-v1-job"},
+		{[]string{"clientConfig", "caBundle"}, b64([]byte("CA"))},
+	}
+	for _, tc := range tests {
+		got, _, _ := unstructured.NestedString(w, tc.field...)
+		if got != tc.want {
+			t.Errorf("%v = %q, want %q", tc.field, got, tc.want)
+		}
+	}
+	if _, found, _ := unstructured.NestedMap(w, "clientConfig", "service"); found {
+		t.Errorf("service reference left in clientConfig")
+	}
+	if _, found, _ := unstructured.NestedMap(w, "namespaceSelector"); !found {
+		t.Errorf("no namespaceSelector keeping kube-system out")
+	}
+}
+
+func TestDecodeYAMLRejectsKindless(t *testing.T) {
+	_, err := decodeYAML(strings.NewReader("metadata: {name: x}\n"), "bad.yaml")
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml: document 1") {
+		t.Fatalf("err = %v, want one naming bad.yaml document 1", err)
+	}
+}
+
+func TestCompletionStagesUseKueuelabAnnotation(t *testing.T) {
+	objs, err := decodeYAML(strings.NewReader(string(completionStages)), "stages-complete.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"kueuelab-pod-complete": "true", "kueuelab-pod-fail": "fail"}
+	if len(objs) != len(want) {
+		t.Fatalf("got %d stages, want %d", len(objs), len(want))
+	}
+	for _, o := range objs {
+		got, _, _ := unstructured.NestedString(o.Object, "spec", "selector", "matchAnnotations", CompleteAnnotation)
+		if got != want[o.GetName()] {
+			t.Errorf("stage %s matches %s=%q, want %q", o.GetName(), CompleteAnnotation, got, want[o.GetName()])
+		}
+	}
+}

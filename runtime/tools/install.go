@@ -1,0 +1,316 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Installer builds a Set with the local Go toolchain.
+type Installer struct {
+	Go       string    // the go command; "go" when empty
+	CacheDir string    // kueuelab's cache root (work dirs and logs go under it)
+	BinDir   string    // where the binaries go
+	Out      io.Writer // one progress line per component
+	Force    bool      // rebuild binaries that are present
+}
+
+// Install builds every missing binary of the set, one component at a time (each go build is
+// parallel already), and downloads the manifest modules.
+func (in Installer) Install(ctx context.Context, set Set) error {
+	start := time.Now()
+	logDir := filepath.Join(in.CacheDir, "logs", set.Name)
+	work := filepath.Join(in.CacheDir, "build", set.Name)
+	for _, d := range []string{in.BinDir, logDir, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("tools install: %w", err)
+		}
+	}
+	fmt.Fprintf(in.Out, "tools set %s -> %s\n", set.Name, in.BinDir)
+	for _, c := range set.Components {
+		dst := filepath.Join(in.BinDir, c.Name)
+		if _, err := os.Stat(dst); err == nil && !in.Force {
+			fmt.Fprintf(in.Out, "  %-24s %-8s present\n", c.Name, c.Version)
+			continue
+		}
+		t0 := time.Now()
+		logPath := filepath.Join(logDir, c.Name+".log")
+		if err := in.build(ctx, c, work, dst, logPath); err != nil {
+			return fmt.Errorf("build %s %s: %w\n--- last lines of %s ---\n%s", c.Name, c.Version, err, logPath, tail(logPath, 25))
+		}
+		fmt.Fprintf(in.Out, "  %-24s %-8s built in %s\n", c.Name, c.Version, time.Since(t0).Round(time.Second))
+	}
+	t0 := time.Now()
+	for _, m := range ManifestModules() {
+		if _, err := ModuleDir(ctx, in.Go, m); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(in.Out, "  %-24s %-8s ready in %s\n", "manifest modules", "", time.Since(t0).Round(time.Second))
+	fmt.Fprintf(in.Out, "total %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func (in Installer) build(ctx context.Context, c Component, work, dst, logPath string) error {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	r := runner{goBin: in.Go, log: logf}
+	ldflags := strings.Join(append([]string{"-s", "-w"}, c.ldflags...), " ")
+	tmp := dst + ".tmp"
+	defer os.Remove(tmp)
+	switch c.method {
+	case wrapperK8s:
+		dir := filepath.Join(work, "k8s")
+		if err := writeK8sWrapper(ctx, r, dir, c); err != nil {
+			return err
+		}
+		err = r.run(ctx, dir, modMod, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, c.Package)
+	case wrapperModule:
+		dir := filepath.Join(work, c.Name)
+		if err := writeWrapper(ctx, r, dir, "go 1.23", c.Module+" "+c.Version, nil, c.Package); err != nil {
+			return err
+		}
+		err = r.run(ctx, dir, modMod, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, c.Package)
+	case goInstall:
+		gobin := filepath.Join(work, "gobin")
+		r.extraEnv = []string{"GOBIN=" + gobin}
+		if err = r.run(ctx, work, "", "install", "-trimpath", "-ldflags", ldflags, c.Package+"@"+c.Version); err == nil {
+			err = copyFile(filepath.Join(gobin, filepath.Base(c.Package)), tmp)
+		}
+	case sourceCopy:
+		dir := filepath.Join(work, c.Name)
+		if err := in.copySource(ctx, r, c, dir); err != nil {
+			return err
+		}
+		err = r.run(ctx, dir, modMod, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, c.Package)
+	default:
+		return fmt.Errorf("unknown build method %d", c.method)
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// copySource copies the module out of the read-only module cache and applies the component's patch.
+func (in Installer) copySource(ctx context.Context, r runner, c Component, dir string) error {
+	src, err := ModuleDir(ctx, in.Go, c.Module+"@"+c.Version)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := copyTree(src, dir); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if c.patch == "" {
+		return nil
+	}
+	p, err := patches.ReadFile("patches/" + c.patch)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "patch", "-p1", "--forward", "--batch")
+	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, bytes.NewReader(p), r.log, r.log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("apply patches/%s: %w", c.patch, err)
+	}
+	return nil
+}
+
+// writeK8sWrapper writes a wrapper module requiring k8s.io/kubernetes with one replace per staging
+// module, derived from the replace block of kubernetes' own go.mod.
+func writeK8sWrapper(ctx context.Context, r runner, dir string, c Component) error {
+	if _, err := os.Stat(filepath.Join(dir, "go.sum")); err == nil {
+		return nil // already tidied (shared by the three commands)
+	}
+	kdir, err := ModuleDir(ctx, r.goBin, c.Module+"@"+c.Version)
+	if err != nil {
+		return err
+	}
+	gomod, err := os.ReadFile(filepath.Join(kdir, "go.mod"))
+	if err != nil {
+		return err
+	}
+	staging := "v0." + strings.TrimPrefix(c.Version, "v1.")
+	var replaces []string
+	inReplace := false
+	sc := bufio.NewScanner(bytes.NewReader(gomod))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "replace (":
+			inReplace = true
+		case inReplace && line == ")":
+			inReplace = false
+		case inReplace && strings.Contains(line, "=>"):
+			mod := strings.Fields(line)[0]
+			replaces = append(replaces, fmt.Sprintf("%s => %s %s", mod, mod, staging))
+		}
+	}
+	if len(replaces) == 0 {
+		return fmt.Errorf("no replace block in %s/go.mod", kdir)
+	}
+	pkgs := []string{"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"}
+	return writeWrapper(ctx, r, dir, "go 1.24.0\n\ngodebug default=go1.24", c.Module+" "+c.Version, replaces, pkgs...)
+}
+
+// writeWrapper writes go.mod and a tools.go importing pkgs, then tidies the wrapper module.
+func writeWrapper(ctx context.Context, r runner, dir, goLine, require string, replaces []string, pkgs ...string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "module kueuelab.local/%s\n\n%s\n\nrequire %s\n", filepath.Base(dir), goLine, require)
+	if len(replaces) > 0 {
+		b.WriteString("\nreplace (\n")
+		for _, r := range replaces {
+			b.WriteString("\t" + r + "\n")
+		}
+		b.WriteString(")\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	var t strings.Builder
+	t.WriteString("//go:build tools\n\npackage tools\n\nimport (\n")
+	for _, p := range pkgs {
+		fmt.Fprintf(&t, "\t_ %q\n", p)
+	}
+	t.WriteString(")\n")
+	if err := os.WriteFile(filepath.Join(dir, "tools.go"), []byte(t.String()), 0o644); err != nil {
+		return err
+	}
+	return r.run(ctx, dir, modMod, "mod", "tidy")
+}
+
+const modMod = "-mod=mod"
+
+// runner runs the go command with an explicit environment and logs its output.
+type runner struct {
+	goBin    string
+	log      io.Writer
+	extraEnv []string
+}
+
+func (r runner) run(ctx context.Context, dir, goflags string, args ...string) error {
+	cmd := exec.CommandContext(ctx, goCmd(r.goBin), args...)
+	cmd.Dir = dir
+	cmd.Env = append(goEnv(goflags), r.extraEnv...)
+	cmd.Stdout, cmd.Stderr = r.log, r.log
+	fmt.Fprintf(r.log, "$ (cd %s && go %s)\n", dir, strings.Join(args, " "))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %s: %w", args[0], err)
+	}
+	return nil
+}
+
+func goCmd(g string) string {
+	if g == "" {
+		return "go"
+	}
+	return g
+}
+
+// goEnv is the caller's environment with the settings the builds rely on made explicit: the local
+// toolchain (no automatic download), no workspace, static binaries, and the given GOFLAGS.
+func goEnv(goflags string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "GOTOOLCHAIN", "GOFLAGS", "GOWORK", "CGO_ENABLED", "GOBIN":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "GOTOOLCHAIN=local", "GOWORK=off", "CGO_ENABLED=0", "GOFLAGS="+goflags)
+}
+
+// ModuleDir downloads mod@version through the module proxy (a no-op when cached) and returns
+// its directory in the module cache.
+func ModuleDir(ctx context.Context, goBin, modAtVersion string) (string, error) {
+	cmd := exec.CommandContext(ctx, goCmd(goBin), "mod", "download", "-json", modAtVersion)
+	cmd.Env = goEnv("")
+	cmd.Dir = os.TempDir() // outside any module, so the project's go.mod plays no part
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &info); jerr == nil && info.Error != "" {
+		return "", fmt.Errorf("go mod download %s: %s", modAtVersion, info.Error)
+	}
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s: %w: %s", modAtVersion, err, strings.TrimSpace(stderr.String()))
+	}
+	if info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: no Dir in output", modAtVersion)
+	}
+	return info.Dir, nil
+}
+
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		return copyFile(p, target)
+	})
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	// Module cache files are read-only; the copy must be writable so a patch can apply.
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, st.Mode().Perm()|0o200)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// tail returns the last n lines of a file (for build failures).
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,162 @@
+// Package tools builds the pinned control-plane binaries (etcd, Kubernetes, KWOK, Kueue, JobSet,
+// training-operator, mpi-operator) from the Go module proxy into a versioned cache outside the
+// repository, and locates those binaries and the upstream manifests a local cluster installs.
+package tools
+
+import (
+	"embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+//go:embed patches/*.patch
+var patches embed.FS
+
+// method says how a component is built from its module.
+type method int
+
+const (
+	// wrapperK8s builds a command of k8s.io/kubernetes through a wrapper module that replaces the
+	// staging modules (k8s.io/kubernetes' own go.mod points them at ./staging, unusable from the cache).
+	wrapperK8s method = iota
+	// wrapperModule builds a package through a wrapper module requiring the module (etcd's server
+	// module has ../ replaces of its own, so it cannot be the main module).
+	wrapperModule
+	// goInstall runs `go install pkg@version`.
+	goInstall
+	// sourceCopy copies the module out of the module cache and builds there (`go install` is
+	// refused by the proxy for these: 403 on @v/list), optionally applying a patch first.
+	sourceCopy
+)
+
+// Component is one binary of the set.
+type Component struct {
+	Name    string // binary name in the set's bin dir
+	Module  string
+	Version string
+	Package string // import path (wrapper, goInstall) or ./relative path inside the source copy
+	method  method
+	ldflags []string
+	patch   string // file under patches/, applied with patch -p1 to the source copy
+}
+
+// Set is a named list of components built and used together.
+type Set struct {
+	Name       string
+	Components []Component
+}
+
+// Manifest modules: upstream modules whose CRDs and stages the cluster installs.
+const (
+	KWOKModule     = "sigs.k8s.io/kwok@v0.7.0"
+	KueueModule    = "sigs.k8s.io/kueue@v0.15.0"
+	JobSetModule   = "sigs.k8s.io/jobset@v0.10.1"
+	TrainingModule = "github.com/kubeflow/training-operator@v1.9.3"
+	MPIModule      = "github.com/kubeflow/mpi-operator@v0.7.0"
+	TrainerModule  = "github.com/kubeflow/trainer/v2@v2.1.0"
+	KatibModule    = "github.com/kubeflow/katib@v0.14.0"
+)
+
+// ManifestModules lists the modules `up` reads manifests from; `tools install` downloads them.
+func ManifestModules() []string {
+	return []string{KWOKModule, KueueModule, JobSetModule, TrainingModule, MPIModule, TrainerModule, KatibModule}
+}
+
+const k8sVersion = "v1.34.2"
+
+// Pinned is the version set kueuelab is tested with.
+func Pinned() Set {
+	k8sLD := []string{
+		"-X k8s.io/component-base/version.gitVersion=" + k8sVersion,
+		"-X k8s.io/component-base/version.gitMajor=1",
+		"-X k8s.io/component-base/version.gitMinor=34",
+		"-X k8s.io/component-base/version.gitTreeState=clean",
+		"-X k8s.io/client-go/pkg/version.gitVersion=" + k8sVersion,
+	}
+	k8s := func(name string) Component {
+		return Component{Name: name, Module: "k8s.io/kubernetes", Version: k8sVersion,
+			Package: "k8s.io/kubernetes/cmd/" + name, method: wrapperK8s, ldflags: k8sLD}
+	}
+	return Set{
+		Name: "k8s-1.34.2_etcd-3.5.21_kwok-0.7.0_kueue-0.15.0_jobset-0.10.1_to-1.9.3_mpi-0.7.0",
+		Components: []Component{
+			{Name: "etcd", Module: "go.etcd.io/etcd/server/v3", Version: "v3.5.21",
+				Package: "go.etcd.io/etcd/server/v3", method: wrapperModule},
+			k8s("kube-apiserver"),
+			k8s("kube-controller-manager"),
+			k8s("kube-scheduler"),
+			{Name: "kwok", Module: "sigs.k8s.io/kwok", Version: "v0.7.0",
+				Package: "sigs.k8s.io/kwok/cmd/kwok", method: goInstall},
+			{Name: "kueue", Module: "sigs.k8s.io/kueue", Version: "v0.15.0", Package: "./cmd/kueue",
+				method: sourceCopy, ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v0.15.0"}},
+			{Name: "jobset", Module: "sigs.k8s.io/jobset", Version: "v0.10.1", Package: ".", method: sourceCopy},
+			{Name: "training-operator", Module: "github.com/kubeflow/training-operator", Version: "v1.9.3",
+				Package: "github.com/kubeflow/training-operator/cmd/training-operator.v1", method: goInstall},
+			{Name: "mpi-operator", Module: "github.com/kubeflow/mpi-operator", Version: "v0.7.0",
+				Package: "./cmd/mpi-operator", method: sourceCopy, patch: "mpi-operator-v0.7.0-health-address.patch"},
+		},
+	}
+}
+
+// Names returns the binary names of the set.
+func (s Set) Names() []string {
+	out := make([]string, len(s.Components))
+	for i, c := range s.Components {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// CacheDir is kueuelab's cache root: $XDG_CACHE_HOME/kueuelab, else ~/.cache/kueuelab.
+func CacheDir() (string, error) {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "kueuelab"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cache dir: %w", err)
+	}
+	return filepath.Join(home, ".cache", "kueuelab"), nil
+}
+
+// BinDirEnv names the environment variable pointing at binaries a user already has.
+const BinDirEnv = "KUEUELAB_BIN_DIR"
+
+// BinDir resolves where the set's binaries live: the flag value, else $KUEUELAB_BIN_DIR, else the
+// versioned cache dir.
+func BinDir(flagValue string, set Set) (string, error) {
+	if flagValue != "" {
+		return filepath.Abs(flagValue)
+	}
+	if d := os.Getenv(BinDirEnv); d != "" {
+		return filepath.Abs(d)
+	}
+	c, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(c, "bin", set.Name), nil
+}
+
+// Locate returns the path of every binary of the set in dir, or an error naming the missing ones.
+func Locate(dir string, set Set) (map[string]string, error) {
+	out := map[string]string{}
+	var missing []string
+	for _, c := range set.Components {
+		p := filepath.Join(dir, c.Name)
+		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			missing = append(missing, c.Name)
+			continue
+		}
+		out[c.Name] = p
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("binaries missing in %s: %s (run `kueuelab tools install`, or point --bin-dir / $%s at a directory holding them)",
+			dir, strings.Join(missing, ", "), BinDirEnv)
+	}
+	return out, nil
+}

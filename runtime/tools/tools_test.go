@@ -1,0 +1,77 @@
+package tools
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPinnedSetIsConsistent(t *testing.T) {
+	set := Pinned()
+	seen := map[string]bool{}
+	for _, c := range set.Components {
+		if seen[c.Name] {
+			t.Errorf("component %s listed twice", c.Name)
+		}
+		seen[c.Name] = true
+		if c.Module == "" || !strings.HasPrefix(c.Version, "v") || c.Package == "" {
+			t.Errorf("component %s: module %q version %q package %q", c.Name, c.Module, c.Version, c.Package)
+		}
+		if c.patch != "" {
+			if _, err := patches.ReadFile("patches/" + c.patch); err != nil {
+				t.Errorf("component %s: patch %s: %v", c.Name, c.patch, err)
+			}
+		}
+	}
+	if strings.ContainsAny(set.Name, "/ ") {
+		t.Errorf("set name %q must be usable as a directory name", set.Name)
+	}
+}
+
+func TestLocate(t *testing.T) {
+	set := Set{Name: "s", Components: []Component{{Name: "a"}, {Name: "b"}, {Name: "c"}}}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b"), []byte("not executable"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Locate(dir, set)
+	if err == nil || !strings.Contains(err.Error(), "b, c") {
+		t.Fatalf("err = %v, want one naming the missing b, c", err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "c"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Locate(dir, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["c"] != filepath.Join(dir, "c") {
+		t.Errorf("c at %q", got["c"])
+	}
+}
+
+func TestBinDirPrecedence(t *testing.T) {
+	set := Set{Name: "s"}
+	t.Setenv(BinDirEnv, "/from/env")
+	t.Setenv("XDG_CACHE_HOME", "/cache")
+	tests := []struct{ flag, want string }{
+		{"/from/flag", "/from/flag"},
+		{"", "/from/env"},
+	}
+	for _, tc := range tests {
+		if got, err := BinDir(tc.flag, set); err != nil || got != tc.want {
+			t.Errorf("BinDir(%q) = %q, %v; want %q", tc.flag, got, err, tc.want)
+		}
+	}
+	t.Setenv(BinDirEnv, "")
+	if got, _ := BinDir("", set); got != "/cache/kueuelab/bin/s" {
+		t.Errorf("default BinDir = %q, want /cache/kueuelab/bin/s", got)
+	}
+}

@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/tools"
+)
+
+// env is the cluster every test of the package shares.
+type env struct {
+	kubeconfig string
+	client     client.Client
+	scheme     *runtime.Scheme
+}
+
+var shared *env // set once by TestMain before any test runs, read-only afterwards
+
+func TestMain(m *testing.M) {
+	// Errors reach the tests as return values; without a logger controller-runtime prints a stack trace.
+	ctrllog.SetLogger(logr.Discard())
+	if os.Getenv("KUEUELAB_E2E") == "0" {
+		fmt.Println("e2e: skipped because KUEUELAB_E2E=0")
+		os.Exit(0)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	set := tools.Pinned()
+	bin, err := tools.BinDir("", set)
+	if err == nil {
+		_, err = tools.Locate(bin, set)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n(set KUEUELAB_E2E=0 to skip the end-to-end tests)\n", err)
+		return 1
+	}
+	root, err := os.MkdirTemp("", "kueuelab-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	name := fmt.Sprintf("e2e-%d", os.Getpid())
+	base, err := freePortBlock(27400, 17)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	t0 := time.Now()
+	cl, err := cluster.Up(ctx, cluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout})
+	code := 1
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: cluster up: %v\n", err)
+	} else {
+		fmt.Printf("e2e: cluster %s up in %s (ports from %d)\n", name, time.Since(t0).Round(100*time.Millisecond), base)
+		code = runTests(m, cl)
+	}
+	if err := cluster.Down(context.Background(), root, name, false, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: cluster down:", err)
+		code = 1
+	}
+	if code != 0 || os.Getenv("KUEUELAB_E2E_KEEP") == "1" {
+		fmt.Printf("e2e: state (logs, configs) kept in %s\n", filepath.Join(root, name))
+		return code
+	}
+	if err := os.RemoveAll(root); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+	}
+	return code
+}
+
+func runTests(m *testing.M, cl *cluster.Cluster) int {
+	scheme, err := cluster.Scheme()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	c, err := client.New(cl.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	shared = &env{kubeconfig: cl.State.Kubeconfig(), client: c, scheme: scheme}
+	t0 := time.Now()
+	code := m.Run()
+	fmt.Printf("e2e: tests took %s\n", time.Since(t0).Round(100*time.Millisecond))
+	return code
+}
+
+// freePortBlock finds n consecutive free loopback ports, trying blocks from start upwards.
+func freePortBlock(start, n int) (int, error) {
+	for base := start; base+n < 65000; base += 100 {
+		ok := true
+		for p := base; p < base+n && ok; p++ {
+			ok = cluster.PortFree(p) == nil
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free ports from %d", n, start)
+}
