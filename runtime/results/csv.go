@@ -1,0 +1,153 @@
+package results
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/kueuelab/kueuelab/model/trace"
+)
+
+// workloadColumns is the header of workloads.csv. Times are trace seconds, empty when the step
+// never happened.
+var workloadColumns = []string{
+	"id", "namespace", "family", "intent", "local_queue", "queue", "pods", "gpus", "ideal_sec", "gpu_util",
+	"submit_offset_sec", "submitted_sec", "workload_created_sec", "quota_reserved_sec", "admitted_sec", "flavors",
+	"first_pod_running_sec", "all_pods_running_sec", "finished_sec", "state",
+	"time_to_admission_sec", "jct_sec", "slowdown",
+	"evictions", "preemptions", "requeues", "energy_j", "gpu_seconds", "error",
+}
+
+// WriteWorkloadsCSV writes one row per record, in the order given.
+func WriteWorkloadsCSV(w io.Writer, recs []Record) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(workloadColumns); err != nil {
+		return err
+	}
+	row := make([]string, len(workloadColumns))
+	for i := range recs {
+		r := &recs[i]
+		tta, ttaOK := r.TimeToAdmission()
+		jct, jctOK := r.JCT()
+		sd, sdOK := r.Slowdown()
+		row = append(row[:0],
+			r.ID, r.Namespace, string(r.Family), r.Intent, r.LocalQueue, r.Queue,
+			strconv.Itoa(r.Pods), strconv.FormatInt(r.GPUs, 10), num(r.IdealSec), num(r.GPUUtil),
+			num(r.SubmitOffsetSec), opt(r.Submitted), opt(r.WorkloadCreated), opt(r.QuotaReserved), opt(r.Admitted), flavorString(r.Flavors),
+			opt(r.FirstPodRunning), opt(r.AllPodsRunning), opt(r.Finished), r.State,
+			optOK(tta, ttaOK), optOK(jct, jctOK), optOK(sd, sdOK),
+			incidentString(r.Evictions), incidentString(r.Preemptions), strconv.Itoa(r.Requeues), num(r.EnergyJ), num(r.GPUSeconds), r.Error,
+		)
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func opt(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*p, 'f', 3, 64)
+}
+
+func optOK(v float64, ok bool) string {
+	if !ok {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// ReadWorkloadsCSV parses workloads.csv; errors name the line and column.
+func ReadWorkloadsCSV(r io.Reader, name string) ([]Record, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(workloadColumns)
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", name, err)
+	}
+	if !slices.Equal(head, workloadColumns) {
+		return nil, fmt.Errorf("%s:1: header %v, want %v", name, head, workloadColumns)
+	}
+	var out []Record
+	for {
+		row, err := cr.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		line, _ := cr.FieldPos(0)
+		rec, err := parseRow(row)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		out = append(out, rec)
+	}
+}
+
+func parseRow(row []string) (Record, error) {
+	col := func(name string) string { return row[slices.Index(workloadColumns, name)] }
+	var err error
+	f := func(name string) float64 {
+		if err != nil {
+			return 0
+		}
+		v, perr := strconv.ParseFloat(col(name), 64)
+		if perr != nil {
+			err = fmt.Errorf("column %s: %q is not a number", name, col(name))
+		}
+		return v
+	}
+	o := func(name string) *float64 {
+		if err != nil || col(name) == "" {
+			return nil
+		}
+		v := f(name)
+		return &v
+	}
+	i := func(name string) int64 {
+		if err != nil {
+			return 0
+		}
+		v, perr := strconv.ParseInt(col(name), 10, 64)
+		if perr != nil {
+			err = fmt.Errorf("column %s: %q is not an integer", name, col(name))
+		}
+		return v
+	}
+	r := Record{
+		ID: col("id"), Namespace: col("namespace"), Family: trace.Family(col("family")), Intent: col("intent"),
+		LocalQueue: col("local_queue"), Queue: col("queue"), Pods: int(i("pods")), GPUs: i("gpus"),
+		IdealSec: f("ideal_sec"), GPUUtil: f("gpu_util"), SubmitOffsetSec: f("submit_offset_sec"),
+		Submitted: o("submitted_sec"), WorkloadCreated: o("workload_created_sec"), QuotaReserved: o("quota_reserved_sec"),
+		Admitted: o("admitted_sec"), FirstPodRunning: o("first_pod_running_sec"), AllPodsRunning: o("all_pods_running_sec"),
+		Finished: o("finished_sec"), State: col("state"), Requeues: int(i("requeues")),
+		EnergyJ: f("energy_j"), GPUSeconds: f("gpu_seconds"), Error: col("error"),
+	}
+	if err != nil {
+		return Record{}, err
+	}
+	switch r.State {
+	case StateSucceeded, StateFailed, StateUnfinished:
+	default:
+		return Record{}, fmt.Errorf("column state: %q is not %s, %s or %s", r.State, StateSucceeded, StateFailed, StateUnfinished)
+	}
+	if r.Flavors, err = parseFlavors(col("flavors")); err != nil {
+		return Record{}, fmt.Errorf("column flavors: %w", err)
+	}
+	if r.Evictions, err = parseIncidents(col("evictions")); err != nil {
+		return Record{}, fmt.Errorf("column evictions: %w", err)
+	}
+	if r.Preemptions, err = parseIncidents(col("preemptions")); err != nil {
+		return Record{}, fmt.Errorf("column preemptions: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,354 @@
+// Package results records what happened to every workload of a run, in trace seconds from the
+// trace start, and turns it into files (events.jsonl, workloads.csv, timeseries.csv,
+// summary.json) and a printed summary table. A Recorder folds runner events into one Record per
+// trace workload; Load reads a results directory back.
+package results
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/kueuelab/kueuelab/model/trace"
+)
+
+// Workload states. Every workload of a trace ends a run in exactly one of them.
+const (
+	StateSucceeded  = "Succeeded"
+	StateFailed     = "Failed"
+	StateUnfinished = "unfinished"
+)
+
+// EventType names what an Event reports.
+type EventType string
+
+// Event types, in the order they usually happen to a workload.
+const (
+	EvSubmitted       EventType = "submitted"        // the runner created the workload's objects
+	EvSubmitFailed    EventType = "submit_failed"    // the API server refused them (Message says why)
+	EvTrialCreated    EventType = "trial_created"    // the runner, playing Katib, created a trial Job (Object)
+	EvWorkloadCreated EventType = "workload_created" // Kueue created a Workload for it
+	EvQuotaReserved   EventType = "quota_reserved"   // a Workload got QuotaReserved=True (Flavors)
+	EvAdmitted        EventType = "admitted"         // a Workload got Admitted=True (Flavors)
+	EvEvicted         EventType = "evicted"          // a Workload got Evicted=True (Reason)
+	EvPreempted       EventType = "preempted"        // a Workload got Preempted=True (Reason)
+	EvRequeued        EventType = "requeued"         // a Workload got Requeued=True after an eviction
+	EvPodRunning      EventType = "pod_running"      // a pod (Object) became Running
+	EvAllPodsRunning  EventType = "all_pods_running" // every pod of the workload's gang is Running
+	EvPodFinished     EventType = "pod_finished"     // a pod stopped running (EnergyJ, GPUSeconds)
+	EvFinished        EventType = "finished"         // the workload is done (Reason Succeeded or Failed)
+)
+
+// Event is one line of events.jsonl. T is trace seconds since the trace start.
+type Event struct {
+	T        float64   `json:"t"`
+	Workload string    `json:"workload"`
+	Type     EventType `json:"type"`
+	// Object is namespace/name of the Kubernetes object the event is about, when there is one.
+	Object  string `json:"object,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Flavors maps a pod set to its ResourceFlavor (quota_reserved, admitted).
+	Flavors    map[string]string `json:"flavors,omitempty"`
+	EnergyJ    float64           `json:"energyJ,omitempty"`
+	GPUSeconds float64           `json:"gpuSeconds,omitempty"`
+}
+
+// Incident is an eviction or preemption: when, and why (the Workload condition's reason).
+type Incident struct {
+	T      float64 `json:"t"`
+	Reason string  `json:"reason"`
+}
+
+// Record is the life of one trace workload. Times are trace seconds since the trace start and
+// nil when the step never happened; a time is the first occurrence (a re-admission after an
+// eviction does not move Admitted).
+type Record struct {
+	ID         string       `json:"id"`
+	Namespace  string       `json:"namespace"`
+	Family     trace.Family `json:"family"`
+	Intent     string       `json:"intent"`
+	LocalQueue string       `json:"localQueue"`
+	// Queue is the ClusterQueue the workload's LocalQueue points at.
+	Queue string `json:"queue"`
+	Pods  int    `json:"pods"`
+	GPUs  int64  `json:"gpus"`
+	// IdealSec is the trace's duration: the JCT of the workload alone on an uncapped node.
+	IdealSec float64 `json:"idealSec"`
+	// GPUUtil is the profile's GPU utilisation, used for effective GPU utilisation.
+	GPUUtil float64 `json:"gpuUtil"`
+	// SubmitOffsetSec is when the trace says to submit; Submitted is when the runner did.
+	SubmitOffsetSec float64 `json:"submitOffsetSec"`
+
+	Submitted       *float64          `json:"submitted"`
+	WorkloadCreated *float64          `json:"workloadCreated"`
+	QuotaReserved   *float64          `json:"quotaReserved"`
+	Admitted        *float64          `json:"admitted"`
+	Flavors         map[string]string `json:"flavors,omitempty"`
+	FirstPodRunning *float64          `json:"firstPodRunning"`
+	AllPodsRunning  *float64          `json:"allPodsRunning"`
+	Finished        *float64          `json:"finished"`
+	State           string            `json:"state"`
+	Evictions       []Incident        `json:"evictions,omitempty"`
+	Preemptions     []Incident        `json:"preemptions,omitempty"`
+	Requeues        int               `json:"requeues"`
+	EnergyJ         float64           `json:"energyJ"`
+	// GPUSeconds is Σ over pods of GPUs × seconds Running (all attempts).
+	GPUSeconds float64 `json:"gpuSeconds"`
+	// Error says why the workload could not be submitted, if it could not.
+	Error string `json:"error,omitempty"`
+}
+
+// NewRecord starts the record of w, queued on localQueue of ClusterQueue queue.
+func NewRecord(w *trace.Workload, localQueue, queue string) *Record {
+	return &Record{
+		ID: w.WorkloadID, Namespace: w.Namespace, Family: w.WorkloadType, Intent: w.Intent(),
+		LocalQueue: localQueue, Queue: queue, Pods: w.PodCount(), GPUs: w.TotalGPUs(),
+		IdealSec: w.DurationSec, GPUUtil: w.SharedIntensityProfile.GPUUtilization,
+		SubmitOffsetSec: w.SubmitTimeOffsetSec, State: StateUnfinished,
+	}
+}
+
+// Terminal reports whether the workload reached Succeeded or Failed, or can never get there
+// because it was not submitted.
+func (r *Record) Terminal() bool { return r.State != StateUnfinished || r.Error != "" }
+
+// TimeToAdmission is Admitted − Submitted; ok is false when either is missing.
+func (r *Record) TimeToAdmission() (float64, bool) { return span(r.Submitted, r.Admitted) }
+
+// JCT is the job completion time, Finished − Submitted; ok is false when either is missing.
+func (r *Record) JCT() (float64, bool) { return span(r.Submitted, r.Finished) }
+
+// Slowdown is JCT ÷ IdealSec; ok is false without a JCT or an ideal duration.
+func (r *Record) Slowdown() (float64, bool) {
+	j, ok := r.JCT()
+	if !ok || r.IdealSec <= 0 {
+		return 0, false
+	}
+	return j / r.IdealSec, true
+}
+
+func span(a, b *float64) (float64, bool) {
+	if a == nil || b == nil {
+		return 0, false
+	}
+	return *b - *a, true
+}
+
+// apply folds e into r.
+func (r *Record) apply(e *Event) {
+	first := func(p **float64) {
+		if *p == nil {
+			t := e.T
+			*p = &t
+		}
+	}
+	switch e.Type {
+	case EvSubmitted:
+		first(&r.Submitted)
+	case EvSubmitFailed:
+		r.Error = e.Message
+	case EvWorkloadCreated:
+		first(&r.WorkloadCreated)
+	case EvQuotaReserved:
+		first(&r.QuotaReserved)
+		r.mergeFlavors(e.Flavors)
+	case EvAdmitted:
+		first(&r.Admitted)
+		r.mergeFlavors(e.Flavors)
+	case EvEvicted:
+		r.Evictions = append(r.Evictions, Incident{T: e.T, Reason: e.Reason})
+	case EvPreempted:
+		r.Preemptions = append(r.Preemptions, Incident{T: e.T, Reason: e.Reason})
+	case EvRequeued:
+		r.Requeues++
+	case EvPodRunning:
+		first(&r.FirstPodRunning)
+	case EvAllPodsRunning:
+		first(&r.AllPodsRunning)
+	case EvPodFinished:
+		r.EnergyJ += e.EnergyJ
+		r.GPUSeconds += e.GPUSeconds
+	case EvFinished:
+		if r.Finished == nil {
+			first(&r.Finished)
+			r.State = e.Reason
+		}
+	}
+}
+
+func (r *Record) mergeFlavors(f map[string]string) {
+	for k, v := range f {
+		if r.Flavors == nil {
+			r.Flavors = map[string]string{}
+		}
+		if _, ok := r.Flavors[k]; !ok {
+			r.Flavors[k] = v
+		}
+	}
+}
+
+// flavorString writes flavors as "podset=flavor;..." sorted by pod set.
+func flavorString(f map[string]string) string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + f[k]
+	}
+	return strings.Join(parts, ";")
+}
+
+func parseFlavors(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, part := range strings.Split(s, ";") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("flavor %q: want podset=flavor", part)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// incidentString writes incidents as "reason@t;...".
+func incidentString(in []Incident) string {
+	parts := make([]string, len(in))
+	for i, x := range in {
+		parts[i] = x.Reason + "@" + strconv.FormatFloat(x.T, 'f', 3, 64)
+	}
+	return strings.Join(parts, ";")
+}
+
+func parseIncidents(s string) ([]Incident, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []Incident
+	for _, part := range strings.Split(s, ";") {
+		i := strings.LastIndexByte(part, '@')
+		if i < 0 {
+			return nil, fmt.Errorf("incident %q: want reason@seconds", part)
+		}
+		t, err := strconv.ParseFloat(part[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("incident %q: %w", part, err)
+		}
+		out = append(out, Incident{T: t, Reason: part[:i]})
+	}
+	return out, nil
+}
+
+// Recorder folds events into one Record per trace workload and appends every event to a log.
+// It is safe for concurrent use (informer handlers report from several goroutines).
+type Recorder struct {
+	mu      sync.Mutex
+	log     *EventLog
+	order   []*Record
+	byID    map[string]*Record
+	pending int
+	// unknown counts events for workloads the recorder does not know (kept in the log).
+	unknown int
+	// counts of workloads past each milestone, for progress display.
+	submitted, admitted, finished int
+}
+
+// NewRecorder starts a record for every workload; log may be nil (records only).
+func NewRecorder(records []*Record, log *EventLog) (*Recorder, error) {
+	rc := &Recorder{log: log, order: records, byID: make(map[string]*Record, len(records))}
+	for _, r := range records {
+		if _, dup := rc.byID[r.ID]; dup {
+			return nil, fmt.Errorf("workload %s appears twice", r.ID)
+		}
+		rc.byID[r.ID] = r
+		if r.Terminal() {
+			rc.finished++ // a workload that cannot be submitted is done before the run starts
+		} else {
+			rc.pending++
+		}
+	}
+	return rc, nil
+}
+
+// Record logs e and applies it to its workload's record. It reports whether the workload became
+// terminal with this event.
+func (rc *Recorder) Record(e Event) (bool, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var err error
+	if rc.log != nil {
+		err = rc.log.Write(&e)
+	}
+	r, ok := rc.byID[e.Workload]
+	if !ok {
+		rc.unknown++
+		return false, err
+	}
+	was := r.Terminal()
+	hadSub, hadAdm := r.Submitted != nil, r.Admitted != nil
+	r.apply(&e)
+	if !hadSub && r.Submitted != nil {
+		rc.submitted++
+	}
+	if !hadAdm && r.Admitted != nil {
+		rc.admitted++
+	}
+	done := !was && r.Terminal()
+	if done {
+		rc.pending--
+		rc.finished++
+	}
+	return done, err
+}
+
+// Counts is how far the run got.
+type Counts struct {
+	Total, Submitted, Admitted, Finished int
+}
+
+// Counts returns the current milestone counts.
+func (rc *Recorder) Counts() Counts {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return Counts{Total: len(rc.order), Submitted: rc.submitted, Admitted: rc.admitted, Finished: rc.finished}
+}
+
+// Pending returns the number of workloads that are not terminal yet.
+func (rc *Recorder) Pending() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.pending
+}
+
+// Records returns copies of the records in trace order.
+func (rc *Recorder) Records() []Record {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make([]Record, len(rc.order))
+	for i, r := range rc.order {
+		out[i] = *r
+		out[i].Flavors = cloneMap(r.Flavors)
+		out[i].Evictions = append([]Incident(nil), r.Evictions...)
+		out[i].Preemptions = append([]Incident(nil), r.Preemptions...)
+	}
+	return out
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

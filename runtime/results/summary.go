@@ -1,0 +1,235 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+
+	"gonum.org/v1/gonum/stat"
+)
+
+// Meta describes the run a summary belongs to.
+type Meta struct {
+	Trace   string  `json:"trace"`
+	Cluster string  `json:"cluster"`
+	Speedup float64 `json:"speedup"`
+	// WallSec is the run's wall-clock duration (setup excluded).
+	WallSec float64 `json:"wallSec"`
+	// TraceSec is the trace time the run reached.
+	TraceSec float64 `json:"traceSec"`
+	// GPUCapacity is the GPUs of every node of the cluster: the denominator of utilisation.
+	GPUCapacity int64 `json:"gpuCapacity"`
+	// Incomplete says why the run stopped before every workload was terminal ("" when it did not).
+	Incomplete string `json:"incomplete,omitempty"`
+}
+
+// Quantiles are the p50, p95 and p99 of N values; nil when N is 0.
+type Quantiles struct {
+	N   int      `json:"n"`
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+// Group is the statistics of the workloads of one scope: all of them, one ClusterQueue, or one
+// family. Time-to-admission counts admitted workloads, JCT and slowdown finished ones.
+type Group struct {
+	Scope      string `json:"scope"` // all, queue or family
+	Name       string `json:"name"`
+	Workloads  int    `json:"workloads"`
+	Succeeded  int    `json:"succeeded"`
+	Failed     int    `json:"failed"`
+	Unfinished int    `json:"unfinished"`
+	// TimeToAdmissionSec, JCTSec and Slowdown are quantiles in trace seconds (slowdown: a ratio).
+	TimeToAdmissionSec Quantiles `json:"timeToAdmissionSec"`
+	JCTSec             Quantiles `json:"jctSec"`
+	Slowdown           Quantiles `json:"slowdown"`
+	// GPUHours are GPU-hours allocated to Running pods; GPUAllocation is them over the cluster's
+	// GPU capacity × the run's makespan; GPUEffective weighs each workload's GPU-hours by its
+	// profile's GPU utilisation.
+	GPUHours      float64 `json:"gpuHours"`
+	GPUAllocation float64 `json:"gpuAllocation"`
+	GPUEffective  float64 `json:"gpuEffective"`
+	EnergyKWh     float64 `json:"energyKWh"`
+	// MakespanSec is last finish − first submission of the group's workloads.
+	MakespanSec float64 `json:"makespanSec"`
+	Preemptions int     `json:"preemptions"`
+	Evictions   int     `json:"evictions"`
+	Requeues    int     `json:"requeues"`
+}
+
+// Summary is summary.json.
+type Summary struct {
+	Meta
+	MakespanSec float64 `json:"makespanSec"`
+	Groups      []Group `json:"groups"`
+}
+
+// Summarize computes the summary of recs: one group for all workloads, then one per ClusterQueue
+// and one per family, each sorted by name.
+func Summarize(recs []Record, m Meta) Summary {
+	s := Summary{Meta: m, MakespanSec: makespan(recs)}
+	s.Groups = append(s.Groups, group("all", "", recs, s.MakespanSec, m.GPUCapacity))
+	for _, scope := range []string{"queue", "family"} {
+		by := map[string][]Record{}
+		for _, r := range recs {
+			k := r.Queue
+			if scope == "family" {
+				k = string(r.Family)
+			}
+			by[k] = append(by[k], r)
+		}
+		names := make([]string, 0, len(by))
+		for k := range by {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			s.Groups = append(s.Groups, group(scope, k, by[k], s.MakespanSec, m.GPUCapacity))
+		}
+	}
+	return s
+}
+
+func group(scope, name string, recs []Record, runSpan float64, capacity int64) Group {
+	g := Group{Scope: scope, Name: name, Workloads: len(recs)}
+	var tta, jct, sd []float64
+	var gpuSec, effSec, energy float64
+	for i := range recs {
+		r := &recs[i]
+		switch r.State {
+		case StateSucceeded:
+			g.Succeeded++
+		case StateFailed:
+			g.Failed++
+		default:
+			g.Unfinished++
+		}
+		if v, ok := r.TimeToAdmission(); ok {
+			tta = append(tta, v)
+		}
+		if v, ok := r.JCT(); ok {
+			jct = append(jct, v)
+		}
+		if v, ok := r.Slowdown(); ok {
+			sd = append(sd, v)
+		}
+		gpuSec += r.GPUSeconds
+		effSec += r.GPUSeconds * r.GPUUtil
+		energy += r.EnergyJ
+		g.Preemptions += len(r.Preemptions)
+		g.Evictions += len(r.Evictions)
+		g.Requeues += r.Requeues
+	}
+	g.TimeToAdmissionSec, g.JCTSec, g.Slowdown = quantiles(tta), quantiles(jct), quantiles(sd)
+	g.MakespanSec = makespan(recs)
+	g.GPUHours = gpuSec / 3600
+	if capacity > 0 && runSpan > 0 {
+		g.GPUAllocation = gpuSec / (float64(capacity) * runSpan)
+		g.GPUEffective = effSec / (float64(capacity) * runSpan)
+	}
+	g.EnergyKWh = energy / 3.6e6
+	return g
+}
+
+// makespan is the last finish − the first submission (0 when nothing finished).
+func makespan(recs []Record) float64 {
+	first, last := math.Inf(1), math.Inf(-1)
+	for i := range recs {
+		if r := &recs[i]; r.Submitted != nil {
+			first = math.Min(first, *r.Submitted)
+		}
+		if r := &recs[i]; r.Finished != nil {
+			last = math.Max(last, *r.Finished)
+		}
+	}
+	if last > first {
+		return last - first
+	}
+	return 0
+}
+
+func quantiles(v []float64) Quantiles {
+	q := Quantiles{N: len(v)}
+	if len(v) == 0 {
+		return q
+	}
+	sort.Float64s(v)
+	at := func(p float64) *float64 {
+		x := stat.Quantile(p, stat.Empirical, v, nil)
+		return &x
+	}
+	q.P50, q.P95, q.P99 = at(0.5), at(0.95), at(0.99)
+	return q
+}
+
+// WriteJSON writes s as indented JSON.
+func (s *Summary) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteTable prints the summary table: one row per group, times in trace seconds.
+func (s *Summary) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "makespan %s trace (%s wall at speedup %g), %d GPUs\n",
+		dur(s.MakespanSec), dur(s.WallSec), s.Speedup, s.GPUCapacity)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "group\tn\tok\tfail\tunfin\tTTA p50\tp95\tp99\tJCT p50\tp95\tp99\tslowdown p50\tp95\tp99\tGPU alloc\teff\tkWh\tpreempt\tevict\t")
+	for _, g := range s.Groups {
+		name := g.Scope
+		if g.Name != "" {
+			name += " " + g.Name
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n",
+			name, g.Workloads, g.Succeeded, g.Failed, g.Unfinished,
+			qdur(g.TimeToAdmissionSec.P50), qdur(g.TimeToAdmissionSec.P95), qdur(g.TimeToAdmissionSec.P99),
+			qdur(g.JCTSec.P50), qdur(g.JCTSec.P95), qdur(g.JCTSec.P99),
+			qratio(g.Slowdown.P50), qratio(g.Slowdown.P95), qratio(g.Slowdown.P99),
+			pct(g.GPUAllocation), pct(g.GPUEffective), strconv.FormatFloat(g.EnergyKWh, 'f', 1, 64),
+			g.Preemptions, g.Evictions)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s.Incomplete != "" {
+		_, err := fmt.Fprintf(w, "INCOMPLETE: %s\n", s.Incomplete)
+		return err
+	}
+	return nil
+}
+
+// dur prints seconds compactly: 42s, 12.5m, 3.2h.
+func dur(sec float64) string {
+	switch a := math.Abs(sec); {
+	case a < 120:
+		return strconv.FormatFloat(sec, 'f', 0, 64) + "s"
+	case a < 7200:
+		return strconv.FormatFloat(sec/60, 'f', 1, 64) + "m"
+	default:
+		return strconv.FormatFloat(sec/3600, 'f', 1, 64) + "h"
+	}
+}
+
+func qdur(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return dur(*p)
+}
+
+func qratio(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', 2, 64)
+}
+
+func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" }

@@ -1,0 +1,504 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+
+	"github.com/kueuelab/kueuelab/model/gen"
+	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/render"
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/render/contract"
+	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/results"
+)
+
+// repoFile finds a file relative to the module root.
+func repoFile(t *testing.T, rel string) string {
+	t.Helper()
+	_, f, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(f), "..", "..", rel)
+}
+
+// genTrace generates n workloads with the default profile (seeded) through a trace file, as a
+// user's run reads them.
+func genTrace(t *testing.T, n int, seed uint64) *trace.Trace {
+	t.Helper()
+	p, err := gen.DefaultProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	fw, err := trace.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gen.Write(context.Background(), fw.Writer, gen.New(p, seed), gen.Options{Workloads: n, EmitWorkloadRecords: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.LoadWorkloads(context.Background(), path, trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func testPlan(t *testing.T, n int, specFile string) (*plan, *Config) {
+	t.Helper()
+	spec, err := rcluster.Load(repoFile(t, specFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{REST: nil, Trace: genTrace(t, n, 7), Spec: spec, Speedup: 1000, OutDir: t.TempDir()}
+	if err := cfg.check(); err == nil || !strings.Contains(err.Error(), "no rest config") {
+		t.Fatalf("check without a rest config: %v", err)
+	}
+	p, err := newPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, cfg
+}
+
+func TestPlanCoversEveryWorkloadOnce(t *testing.T) {
+	p, cfg := testPlan(t, 200, "examples/clusters/teams.yaml")
+	if len(p.items) != 200 || len(p.records) != 200 {
+		t.Fatalf("%d items, %d records, want 200", len(p.items), len(p.records))
+	}
+	if !slices.IsSortedFunc(p.items, func(a, b *item) int { return cmpFloat(a.offset, b.offset) }) {
+		t.Error("items not in submit order")
+	}
+	families := map[trace.Family]int{}
+	exps := 0
+	for _, it := range p.items {
+		if it.exp != nil {
+			exps++
+			if len(it.objects) != 0 {
+				t.Errorf("%s: an experiment submits trials only, got %d objects", it.id, len(it.objects))
+			}
+		}
+	}
+	for _, r := range p.records {
+		families[r.Family]++
+		if r.Queue == "" || r.LocalQueue == "" {
+			t.Errorf("%s: no queue (lq %q, cq %q)", r.ID, r.LocalQueue, r.Queue)
+		}
+	}
+	for _, f := range trace.Families {
+		if families[f] == 0 {
+			t.Errorf("no %s workload in 200 generated ones", f)
+		}
+	}
+	if exps != families[trace.HPOExperiment] {
+		t.Errorf("%d experiments, %d hpo workloads", exps, families[trace.HPOExperiment])
+	}
+	if p.gpuCapacity != 96 {
+		t.Errorf("GPU capacity %d, want 96", p.gpuCapacity)
+	}
+	if !slices.Equal(p.flavors, []string{"cpu", "h100-sxm"}) || !slices.Equal(p.queues, []string{"team-a-cq", "team-b-cq", "team-c-cq"}) {
+		t.Errorf("flavors %v queues %v", p.flavors, p.queues)
+	}
+	for _, w := range cfg.Trace.Workloads {
+		if p.byLabel[w.Namespace+"/"+render.Name(w.WorkloadID)] == "" && !hasLabelFor(p, w.WorkloadID) {
+			t.Errorf("%s: pods cannot be mapped back", w.WorkloadID)
+		}
+	}
+}
+
+func hasLabelFor(p *plan, id string) bool {
+	for _, v := range p.byLabel {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func TestTrialsPlayKatib(t *testing.T) {
+	p, _ := testPlan(t, 200, "examples/clusters/small.yaml")
+	var it *item
+	for _, x := range p.items {
+		if x.exp != nil && *x.exp.Spec.MaxTrialCount >= 3 {
+			it = x
+			break
+		}
+	}
+	if it == nil {
+		t.Fatal("no experiment with ≥ 3 trials in the trace")
+	}
+	tr := newTrials()
+	*it.exp.Spec.ParallelTrialCount = 2
+	set, err := tr.add(it.id, it.exp, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := set.max
+	first, err := tr.next(it.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 2 {
+		t.Fatalf("first batch %d trials, want parallelTrialCount 2", len(first))
+	}
+	if again, _ := tr.next(it.id); len(again) != 0 {
+		t.Fatalf("%d more trials while 2 run", len(again))
+	}
+	j := first[1]
+	if j.Name != it.exp.Name+"-trial-1" || j.Namespace != it.exp.Namespace {
+		t.Errorf("trial %s/%s", j.Namespace, j.Name)
+	}
+	if j.Labels["kueue.x-k8s.io/queue-name"] == "" || j.Labels[contract.WorkloadLabel] != it.exp.Name || j.Labels[TrialLabel] != "1" {
+		t.Errorf("trial labels %v", j.Labels)
+	}
+	if j.Spec.Template.Labels[contract.WorkloadLabel] != it.exp.Name {
+		t.Errorf("trial pod labels %v", j.Spec.Template.Labels)
+	}
+	for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+		if strings.Contains(e.Value, "${") {
+			t.Errorf("env %s=%s not substituted", e.Name, e.Value)
+		}
+	}
+	// Same seed, same trial: same parameters; the two trials differ.
+	again := newTrials()
+	if _, err := again.add(it.id, it.exp, 1); err != nil {
+		t.Fatal(err)
+	}
+	rerun, _ := again.next(it.id)
+	if !slices.Equal(envOf(rerun[1]), envOf(j)) {
+		t.Errorf("trial parameters not reproducible: %v vs %v", envOf(rerun[1]), envOf(j))
+	}
+	if slices.Equal(envOf(first[0]), envOf(first[1])) {
+		t.Errorf("two trials drew identical parameters %v", envOf(j))
+	}
+	ref, ok := tr.lookup(j.Namespace, j.Name)
+	if !ok || ref.n != 1 {
+		t.Fatalf("lookup %v %v", ref, ok)
+	}
+	// Finish trials one by one: each frees a slot, the last one decides.
+	created := 2
+	for n := 0; n < k; n++ {
+		verdict := tr.finish(trialRef{id: it.id, n: n}, n == 0)
+		if tr.finish(trialRef{id: it.id, n: n}, false) != "" && n < k-1 {
+			t.Fatal("a duplicate finish counted")
+		}
+		more, _ := tr.next(it.id)
+		created += len(more)
+		if n < k-1 && verdict != "" {
+			t.Fatalf("verdict %q after %d of %d trials", verdict, n+1, k)
+		}
+		if n == k-1 && verdict != results.StateSucceeded {
+			t.Fatalf("verdict %q after all trials (1 failure ≤ maxFailedTrialCount)", verdict)
+		}
+	}
+	if created != k {
+		t.Errorf("created %d trials, want maxTrialCount %d", created, k)
+	}
+	if ids := tr.takePending(); len(ids) == 0 {
+		t.Error("finishing trials did not wake the submitter")
+	}
+}
+
+func envOf(j *batchv1.Job) []string {
+	var out []string
+	for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+		out = append(out, e.Name+"="+e.Value)
+	}
+	return out
+}
+
+// watchFixture is a watcher over a one-workload plan with a manual clock.
+func watchFixture(t *testing.T) (*watcher, *results.Recorder, *plan) {
+	t.Helper()
+	p, _ := testPlan(t, 40, "examples/clusters/small.yaml")
+	rec, err := results.NewRecorder(p.records, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &traceClock{speedup: 1000}
+	clk.start(time.Now())
+	return newWatcher(p, rec, clk, newTrials()), rec, p
+}
+
+func kueueWorkload(owner client.Object, kind string, count int32, conds ...metav1.Condition) *kueue.Workload {
+	return &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "wl-" + owner.GetName(), Namespace: owner.GetNamespace(), UID: types.UID("uid-" + owner.GetName()),
+			OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: owner.GetName()}}},
+		Spec:   kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: "main", Count: count}}},
+		Status: kueue.WorkloadStatus{Conditions: conds},
+	}
+}
+
+func cond(typ, reason string, sec int64) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.Unix(sec, 0)}
+}
+
+func TestWatcherRecordsLifecycle(t *testing.T) {
+	w, rec, p := watchFixture(t)
+	var it *item
+	for _, x := range p.items {
+		if x.exp == nil && kindOf(x.objects[0]) == "Job" {
+			it = x
+			break
+		}
+	}
+	if it == nil {
+		t.Fatal("no batch Job workload")
+	}
+	top := it.objects[0]
+	wl := kueueWorkload(top, "Job", 1)
+	w.onWorkload(wl)
+	wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 1), cond("Admitted", "Admitted", 1)}
+	wl.Status.Admission = &kueue.Admission{ClusterQueue: "main", PodSetAssignments: []kueue.PodSetAssignment{{Name: "main",
+		Flavors: map[corev1.ResourceName]kueue.ResourceFlavorReference{"cpu": "h100-sxm", "nvidia.com/gpu": "h100-sxm"}}}}
+	w.onWorkload(wl)
+	w.onWorkload(wl) // a resync reports nothing new
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-x", Namespace: top.GetNamespace(),
+		Labels: map[string]string{contract.WorkloadLabel: top.GetName()}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			"nvidia.com/gpu": resource.MustParse("2")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	w.onPod(pod, false)
+	wl.Status.Conditions = append(wl.Status.Conditions, cond("Evicted", "Preempted", 2), cond("Preempted", "InClusterQueue", 2))
+	w.onWorkload(wl)
+	wl.Status.Conditions = append(wl.Status.Conditions, cond("Requeued", "Preempted", 3))
+	w.onWorkload(wl)
+	done := pod.DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	done.Annotations = map[string]string{EnergyAnnotation: "1234.5"}
+	w.onPod(done, false)
+	w.onPod(done, true)
+	wl.Status.Conditions = append(wl.Status.Conditions, cond("Finished", "Succeeded", 4))
+	w.onWorkload(wl)
+
+	var r results.Record
+	for _, x := range rec.Records() {
+		if x.ID == it.id {
+			r = x
+		}
+	}
+	if r.WorkloadCreated == nil || r.QuotaReserved == nil || r.Admitted == nil || r.FirstPodRunning == nil || r.AllPodsRunning == nil || r.Finished == nil {
+		t.Fatalf("missing milestones: %+v", r)
+	}
+	if r.State != results.StateSucceeded || r.Flavors["main"] != "h100-sxm" {
+		t.Errorf("state %s flavors %v", r.State, r.Flavors)
+	}
+	if len(r.Evictions) != 1 || r.Evictions[0].Reason != "Preempted" || len(r.Preemptions) != 1 || r.Preemptions[0].Reason != "InClusterQueue" || r.Requeues != 1 {
+		t.Errorf("evictions %v preemptions %v requeues %d", r.Evictions, r.Preemptions, r.Requeues)
+	}
+	if r.EnergyJ != 1234.5 || !(r.GPUSeconds > 0) {
+		t.Errorf("energy %g gpu-seconds %g", r.EnergyJ, r.GPUSeconds)
+	}
+}
+
+func TestWatcherIgnoresForeignWorkloads(t *testing.T) {
+	w, rec, _ := watchFixture(t)
+	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Namespace: "team-a"}}
+	w.onWorkload(kueueWorkload(foreign, "Job", 1, cond("Finished", "Succeeded", 1)))
+	if c := rec.Counts(); c.Finished != 0 {
+		t.Errorf("a foreign Workload finished one of ours: %+v", c)
+	}
+}
+
+func TestSamplerAggregates(t *testing.T) {
+	p, _ := testPlan(t, 40, "examples/clusters/small.yaml")
+	s := &sampler{plan: p}
+	gpuPS := func(n int32, g string) kueue.PodSet {
+		return kueue.PodSet{Name: "main", Count: n, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(g)}}}}}}}
+	}
+	admitted := kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"},
+		Spec: kueue.WorkloadSpec{QueueName: "team-a-lq", PodSets: []kueue.PodSet{gpuPS(2, "4")}},
+		Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{cond("QuotaReserved", "x", 1)},
+			Admission: &kueue.Admission{ClusterQueue: "main", PodSetAssignments: []kueue.PodSetAssignment{{Name: "main",
+				Flavors:       map[corev1.ResourceName]kueue.ResourceFlavorReference{"nvidia.com/gpu": "h100-sxm"},
+				ResourceUsage: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}}}}
+	pending := kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"},
+		Spec: kueue.WorkloadSpec{QueueName: "team-a-lq", PodSets: []kueue.PodSet{gpuPS(1, "8")}}}
+	finished := *admitted.DeepCopy()
+	finished.Status.Conditions = append(finished.Status.Conditions, cond("Finished", "Succeeded", 2))
+	node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "h100-000", Labels: map[string]string{rcluster.LabelGPUFamily: "H100-SXM"}}}
+	var id string
+	for k, v := range p.byLabel {
+		if strings.HasPrefix(k, "team-a/") && v != "" {
+			id = strings.TrimPrefix(k, "team-a/")
+			break
+		}
+	}
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Labels: map[string]string{contract.WorkloadLabel: id}},
+		Spec: corev1.PodSpec{NodeName: "h100-000", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	rows := s.aggregate(60, []kueue.Workload{admitted, pending, finished}, []corev1.Pod{pod}, []corev1.Node{node}, map[string]float64{"h100-000": 3000})
+	got := map[string]results.Sample{}
+	for _, r := range rows {
+		got[r.Scope+"/"+r.Name] = r
+	}
+	if q := got["clusterqueue/main"]; q.Requested != 16 || q.Reserved != 8 || q.Pending != 1 || q.InUse != 4 || !math.IsNaN(q.NodePowerW) {
+		t.Errorf("queue row %+v", q)
+	}
+	if f := got["flavor/h100-sxm"]; f.Reserved != 8 || f.InUse != 4 || f.NodePowerW != 3000 {
+		t.Errorf("flavor row %+v", f)
+	}
+	if f := got["flavor/cpu"]; f.Reserved != 0 || !math.IsNaN(f.NodePowerW) {
+		t.Errorf("cpu row %+v", f)
+	}
+}
+
+// TestSubmitterPaces submits a trace through a fake API server at a high speedup: every workload
+// is submitted, and no object is created before its due time.
+func TestSubmitterPaces(t *testing.T) {
+	p, _ := testPlan(t, 30, "examples/clusters/small.yaml")
+	scheme, err := rtcluster.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &recordingClient{Client: fake.NewClientBuilder().WithScheme(scheme).Build()}
+	rec, err := results.NewRecorder(p.records, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := p.items[len(p.items)-1].offset
+	clk := &traceClock{speedup: math.Max(1, last/0.5)} // the whole trace in half a second of wall time
+	sub := newSubmitter(fc, p, rec, clk, 1000, 100, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk.start(time.Now())
+	done := make(chan struct{})
+	go func() { sub.run(ctx); close(done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for rec.Counts().Submitted < len(p.items) {
+		if time.Now().After(deadline) {
+			t.Fatalf("submitted %d of %d", rec.Counts().Submitted, len(p.items))
+		}
+		time.Sleep(5 * time.Millisecond) // polling the recorder
+	}
+	cancel()
+	<-done
+	for _, c := range fc.calls {
+		if due := clk.due(c.offset); c.at.Before(due) {
+			t.Errorf("%s created %s before it was due", c.name, due.Sub(c.at))
+		}
+	}
+	if n, _, _ := sub.stats(); n != len(p.items) {
+		t.Errorf("stats count %d", n)
+	}
+}
+
+type createCall struct {
+	name   string
+	at     time.Time
+	offset float64
+}
+
+// recordingClient notes when each object was created.
+type recordingClient struct {
+	client.Client
+	mu    sync.Mutex
+	calls []createCall
+}
+
+func (r *recordingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
+	r.mu.Lock()
+	r.calls = append(r.calls, createCall{name: o.GetName(), at: time.Now(), offset: offsetOf(o)})
+	r.mu.Unlock()
+	return r.Client.Create(ctx, o, opts...)
+}
+
+func offsetOf(o client.Object) float64 {
+	var v float64
+	for _, tmpl := range podTemplates(o) {
+		if s, ok := tmpl.Annotations[contract.SubmitOffsetSec]; ok {
+			fmt.Sscan(s, &v)
+			return v
+		}
+	}
+	return 0
+}
+
+func podTemplates(o client.Object) []corev1.PodTemplateSpec {
+	if j, ok := o.(*batchv1.Job); ok {
+		return []corev1.PodTemplateSpec{j.Spec.Template}
+	}
+	return nil
+}
+
+// TestPlanKeepsUnrunnableWorkloads: workloads larger than the cluster stay in the results as
+// unfinished with the placer's reason, and count as done for the progress.
+func TestPlanKeepsUnrunnableWorkloads(t *testing.T) {
+	spec := `apiVersion: kueuelab.io/v1alpha1
+kind: ClusterSpec
+nodePools:
+- {name: cpu, gpuFamily: CPU, count: 1, cpu: 64, memory: 256Gi}
+- {name: gpu, gpuFamily: H100-SXM, count: 1, gpusPerNode: 2, cpu: 64, memory: 512Gi}
+clusterQueues:
+- name: q
+  quotas:
+  - {flavor: cpu, resources: {cpu: 64, memory: 256Gi}}
+  - {flavor: h100-sxm, resources: {cpu: 64, memory: 512Gi, nvidia.com/gpu: 2}}
+teams:
+- {name: team, clusterQueue: q}
+defaultTeam: team
+`
+	path := filepath.Join(t.TempDir(), "tiny.yaml")
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := rcluster.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Trace: genTrace(t, 100, 3), Spec: s, Speedup: 1000}
+	p, err := newPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.unrunnable) == 0 || len(p.items)+len(p.unrunnable) != 100 || len(p.records) != 100 {
+		t.Fatalf("%d items, %d unrunnable, %d records; want some unrunnable and 100 in all", len(p.items), len(p.unrunnable), len(p.records))
+	}
+	for _, r := range p.records {
+		if r.Error != "" && r.GPUs <= 2 {
+			t.Errorf("%s (%d GPUs) unrunnable: %s", r.ID, r.GPUs, r.Error)
+		}
+		if r.Error != "" && r.State != results.StateUnfinished {
+			t.Errorf("%s: state %s", r.ID, r.State)
+		}
+	}
+	rec, err := results.NewRecorder(p.records, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rec.Counts(); c.Finished != len(p.unrunnable) || rec.Pending() != len(p.items) {
+		t.Errorf("counts %+v pending %d", c, rec.Pending())
+	}
+}

@@ -1,0 +1,173 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/results"
+)
+
+// sampler writes a time series row per ClusterQueue and flavor every step trace seconds, read
+// from the watcher's informer cache.
+type sampler struct {
+	plan      *plan
+	cache     client.Reader
+	clk       *traceClock
+	nodePower func() map[string]float64
+	out       *results.SeriesWriter
+	step      float64
+}
+
+func (s *sampler) run(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for k := 1; ; k++ {
+		t := float64(k) * s.step
+		timer.Reset(time.Until(s.clk.due(t)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		samples, err := s.sample(ctx, t)
+		if err == nil {
+			err = s.out.Write(samples)
+		}
+		if err != nil && ctx.Err() == nil {
+			// The series is best effort: a failed read or write loses one step, never the run.
+			continue
+		}
+	}
+}
+
+func (s *sampler) sample(ctx context.Context, t float64) ([]results.Sample, error) {
+	var wls kueue.WorkloadList
+	if err := s.cache.List(ctx, &wls); err != nil {
+		return nil, err
+	}
+	var pods corev1.PodList
+	if err := s.cache.List(ctx, &pods); err != nil {
+		return nil, err
+	}
+	var nodes corev1.NodeList
+	if err := s.cache.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	var power map[string]float64
+	if s.nodePower != nil {
+		power = s.nodePower()
+	}
+	return s.aggregate(t, wls.Items, pods.Items, nodes.Items, power), nil
+}
+
+// aggregate computes one row per ClusterQueue and flavor of the plan.
+func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, nodes []corev1.Node, power map[string]float64) []results.Sample {
+	cq := map[string]*results.Sample{}
+	fl := map[string]*results.Sample{}
+	var out []results.Sample
+	for _, q := range s.plan.queues {
+		out = append(out, results.Sample{T: t, Scope: results.ScopeClusterQueue, Name: q, NodePowerW: math.NaN()})
+	}
+	for _, f := range s.plan.flavors {
+		out = append(out, results.Sample{T: t, Scope: results.ScopeFlavor, Name: f, NodePowerW: math.NaN()})
+	}
+	for i := range out {
+		if out[i].Scope == results.ScopeClusterQueue {
+			cq[out[i].Name] = &out[i]
+		} else {
+			fl[out[i].Name] = &out[i]
+		}
+	}
+	for i := range wls {
+		wl := &wls[i]
+		if meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+			continue
+		}
+		var gpus int64
+		for _, ps := range wl.Spec.PodSets {
+			gpus += int64(ps.Count) * podGPUs(&ps.Template.Spec)
+		}
+		name := s.plan.lqToCQ[wl.Namespace+"/"+string(wl.Spec.QueueName)]
+		adm := wl.Status.Admission
+		if adm != nil {
+			name = string(adm.ClusterQueue)
+		}
+		q := cq[name]
+		if q != nil {
+			q.Requested += gpus
+		}
+		if adm == nil || !meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) {
+			if q != nil {
+				q.Pending++
+			}
+			continue
+		}
+		if q != nil {
+			q.Reserved += gpus
+		}
+		for _, psa := range adm.PodSetAssignments {
+			for r, f := range psa.Flavors {
+				if x := fl[string(f)]; x != nil && isGPU(string(r)) {
+					use := psa.ResourceUsage[r]
+					x.Reserved += use.Value()
+				}
+			}
+		}
+	}
+	nodeFlavor := map[string]string{}
+	for i := range nodes {
+		n := &nodes[i]
+		f := flavorOfFamily(n.Labels[rcluster.LabelGPUFamily])
+		nodeFlavor[n.Name] = f
+		if x := fl[f]; x != nil {
+			if w, ok := power[n.Name]; ok {
+				if math.IsNaN(x.NodePowerW) {
+					x.NodePowerW = 0
+				}
+				x.NodePowerW += w
+			}
+		}
+	}
+	byLabelQueue := map[string]string{}
+	for _, r := range s.plan.records {
+		byLabelQueue[r.ID] = r.Queue
+	}
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		g := podGPUs(&p.Spec)
+		if g == 0 {
+			continue
+		}
+		if id, ok := s.plan.byLabel[p.Namespace+"/"+p.Labels[contract.WorkloadLabel]]; ok {
+			if q := cq[byLabelQueue[id]]; q != nil {
+				q.InUse += g
+			}
+		}
+		if x := fl[nodeFlavor[p.Spec.NodeName]]; x != nil {
+			x.InUse += g
+		}
+	}
+	return out
+}
+
+// flavorOfFamily is render/cluster's flavor name for a catalog family: the lowercased name.
+func flavorOfFamily(family string) string {
+	b := []byte(family)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kueuelab/kueuelab/model/gen"
+	"github.com/kueuelab/kueuelab/model/trace"
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/agent"
+	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/runner"
+)
+
+// runSpec is a one-queue cluster: a CPU pool and one 8-GPU H100 node, with gpuQuota GPUs of
+// quota. Team is the namespace every trace workload lands in, so two runs do not share names.
+func runSpec(team string, gpuQuota int) string {
+	return fmt.Sprintf(`apiVersion: kueuelab.io/v1alpha1
+kind: ClusterSpec
+metadata:
+  name: %[1]s
+nodePools:
+- name: %[1]s-cpu
+  gpuFamily: CPU
+  count: 2
+  cpu: 64
+  memory: 256Gi
+- name: %[1]s-gpu
+  gpuFamily: H100-SXM
+  count: 1
+  gpusPerNode: 8
+  cpu: 192
+  memory: 2000Gi
+clusterQueues:
+- name: %[1]s-cq
+  preemption:
+    withinClusterQueue: LowerPriority
+  quotas:
+  - flavor: cpu
+    resources:
+      cpu: 128
+      memory: 512Gi
+  - flavor: h100-sxm
+    resources:
+      cpu: 192
+      memory: 2000Gi
+      nvidia.com/gpu: %[2]d
+teams:
+- name: %[1]s
+  clusterQueue: %[1]s-cq
+defaultTeam: %[1]s
+`, team, gpuQuota)
+}
+
+// runTrace generates the 50-workload trace of the runner tests: seed 1 has every family and no
+// workload above 4 GPUs, so it fits half the quota too.
+func runTrace(t *testing.T) (*trace.Trace, string) {
+	t.Helper()
+	p, err := gen.DefaultProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	fw, err := trace.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gen.Write(t.Context(), fw.Writer, gen.New(p, 1), gen.Options{Workloads: 50, EmitWorkloadRecords: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.LoadWorkloads(t.Context(), path, trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := map[trace.Family]int{}
+	for _, w := range tr.Workloads {
+		fams[w.WorkloadType]++
+		if w.TotalGPUs() > 4 {
+			t.Fatalf("workload %s wants %d GPUs, more than the half quota", w.WorkloadID, w.TotalGPUs())
+		}
+	}
+	for _, f := range trace.Families {
+		if fams[f] == 0 {
+			t.Fatalf("the trace has no %s workload", f)
+		}
+	}
+	return tr, path
+}
+
+// replay runs tr on the shared cluster with the in-process agent and returns the results dir.
+func replay(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int, speedup float64) (*runner.Result, *results.Dir) {
+	t.Helper()
+	specPath := filepath.Join(t.TempDir(), team+".yaml")
+	if err := os.WriteFile(specPath, []byte(runSpec(team, gpuQuota)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := rcluster.Load(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := cluster.RESTConfig(shared.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Speedup: speedup}, cs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "results")
+	log := &testWriter{t: t}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	res, err := runner.Run(ctx, runner.Config{REST: rc, Trace: tr, TraceName: tracePath, Spec: spec, Speedup: speedup,
+		Timeout: 6 * time.Minute, OutDir: out, Agent: a, Out: log, Progress: log, Seed: 1})
+	if err != nil {
+		if errors.Is(err, runner.ErrIncomplete) {
+			t.Fatalf("run with %d GPUs of quota: %v", gpuQuota, err)
+		}
+		t.Fatal(err)
+	}
+	t.Logf("%d GPUs of quota: %d workloads submitted over %.1fs wall (worst lag %.3fs), run %.1fs wall, setup %.1fs",
+		gpuQuota, res.Submitted, res.SubmitWallSec, res.MaxLagSec, res.Summary.WallSec, res.SetupSec)
+	d, err := results.Load(out)
+	if err != nil {
+		t.Fatalf("results do not parse: %v", err)
+	}
+	return res, d
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+func TestRunReplaysTraceToCompletion(t *testing.T) {
+	tr, path := runTrace(t)
+	const speedup = 1000
+	_, full := replay(t, tr, path, "run-full", 8, speedup)
+	checkCounts(t, tr, full)
+	_, half := replay(t, tr, path, "run-half", 4, speedup)
+	checkCounts(t, tr, half)
+
+	ttaFull, ttaHalf := full.Summary.Groups[0].TimeToAdmissionSec, half.Summary.Groups[0].TimeToAdmissionSec
+	t.Logf("time-to-admission p50/p95: %.0f/%.0f s with 8 GPUs, %.0f/%.0f s with 4",
+		*ttaFull.P50, *ttaFull.P95, *ttaHalf.P50, *ttaHalf.P95)
+	if meanTTA(half) <= meanTTA(full) {
+		t.Errorf("mean time-to-admission %.0f s with half the GPU quota, not longer than %.0f s with all of it", meanTTA(half), meanTTA(full))
+	}
+}
+
+// checkCounts checks that every workload appears once, terminal, with the trace's families.
+func checkCounts(t *testing.T, tr *trace.Trace, d *results.Dir) {
+	t.Helper()
+	all := d.Summary.Groups[0]
+	if all.Workloads != len(tr.Workloads) || all.Succeeded+all.Failed != len(tr.Workloads) || all.Unfinished != 0 {
+		t.Errorf("summary: %d workloads, %d succeeded, %d failed, %d unfinished; the trace has %d",
+			all.Workloads, all.Succeeded, all.Failed, all.Unfinished, len(tr.Workloads))
+	}
+	want := map[string]int{}
+	for _, w := range tr.Workloads {
+		want[string(w.WorkloadType)]++
+	}
+	for _, g := range d.Summary.Groups {
+		if g.Scope == "family" && g.Workloads != want[g.Name] {
+			t.Errorf("family %s: %d workloads in the summary, %d in the trace", g.Name, g.Workloads, want[g.Name])
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range d.Workloads {
+		if seen[r.ID] {
+			t.Errorf("workload %s appears twice in workloads.csv", r.ID)
+		}
+		seen[r.ID] = true
+		if r.Admitted == nil || r.Finished == nil || r.FirstPodRunning == nil {
+			t.Errorf("workload %s: admitted %v running %v finished %v", r.ID, r.Admitted, r.FirstPodRunning, r.Finished)
+		}
+	}
+	if len(seen) != len(tr.Workloads) {
+		t.Errorf("workloads.csv has %d workloads, the trace %d", len(seen), len(tr.Workloads))
+	}
+	if len(d.Events) == 0 || len(d.Series) == 0 {
+		t.Errorf("%d events, %d time series rows", len(d.Events), len(d.Series))
+	}
+}
+
+func meanTTA(d *results.Dir) float64 {
+	var sum float64
+	n := 0
+	for _, r := range d.Workloads {
+		if v, ok := r.TimeToAdmission(); ok {
+			sum += v
+			n++
+		}
+	}
+	return sum / float64(n)
+}
