@@ -1,0 +1,361 @@
+// Package experiment runs one trace under several cluster and Kueue configurations: an
+// experiment file names a trace (or generator settings), a base cluster spec and variants, each a
+// list of typed patch operations; Run executes every variant × repeat on a fresh cluster and
+// records each in its own results directory, skipping those a previous run finished.
+package experiment
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// APIVersion and Kind identify an experiment document.
+const (
+	APIVersion = "kueuelab.io/v1alpha1"
+	Kind       = "Experiment"
+)
+
+// Experiment is an experiment file.
+type Experiment struct {
+	APIVersion string   `yaml:"apiVersion"`
+	Kind       string   `yaml:"kind"`
+	Metadata   Metadata `yaml:"metadata"`
+	// Trace is a trace file (relative to the experiment file); exclusive with Generator.
+	Trace string `yaml:"trace,omitempty"`
+	// Generator generates the trace: one per repeat, with seed Seed + repeat index.
+	Generator *Generator `yaml:"generator,omitempty"`
+	// Cluster is the base cluster spec (relative to the experiment file).
+	Cluster string `yaml:"cluster"`
+	// Speedup is trace seconds per wall second (default 1000).
+	Speedup float64 `yaml:"speedup,omitempty"`
+	// Timeout bounds each run's wall time, as a Go duration ("20m"; default: none).
+	Timeout string `yaml:"timeout,omitempty"`
+	// Repeats is the number of runs per variant (default 1); --repeats overrides it.
+	Repeats int `yaml:"repeats,omitempty"`
+	// Seed is the runner's seed (placement, Katib sampling) of repeat 0; repeat k uses Seed + k.
+	Seed int64 `yaml:"seed,omitempty"`
+	// Baseline names the variant deltas are measured against (default: the first).
+	Baseline string    `yaml:"baseline,omitempty"`
+	Variants []Variant `yaml:"variants"`
+
+	file    string
+	timeout time.Duration
+}
+
+// Metadata names the experiment.
+type Metadata struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+}
+
+// Generator are the settings of `kueuelab gen` that make the trace.
+type Generator struct {
+	Jobs int    `yaml:"jobs"`
+	Seed uint64 `yaml:"seed"`
+	// Profile is a profile file (relative to the experiment file; default: the embedded profile).
+	Profile   string     `yaml:"profile,omitempty"`
+	Overrides *Overrides `yaml:"overrides,omitempty"`
+}
+
+// Overrides are the generator flags that override profile fields (see `kueuelab gen --help`).
+type Overrides struct {
+	MeanInterArrivalSec *float64 `yaml:"meanInterArrivalSec,omitempty"`
+	GPURatio            *float64 `yaml:"gpuRatio,omitempty"`
+	PerfRatio           *float64 `yaml:"perfRatio,omitempty"`
+	EcoRatio            *float64 `yaml:"ecoRatio,omitempty"`
+	BurstDayProbability *float64 `yaml:"burstDayProbability,omitempty"`
+	BurstMultiplier     *float64 `yaml:"burstMultiplier,omitempty"`
+	BurstMeanJobs       *float64 `yaml:"burstMeanJobs,omitempty"`
+	CPUWorkRatePerCore  *float64 `yaml:"cpuWorkRatePerCore,omitempty"`
+	GPUWorkRatePerGPU   *float64 `yaml:"gpuWorkRatePerGPU,omitempty"`
+}
+
+// Variant is one configuration under test: the base cluster spec with ClusterPatch (a JSON merge
+// patch, RFC 7386) applied first, then the typed operations of Patch in order, and Kueue run
+// with KueueConfig.
+type Variant struct {
+	Name        string       `yaml:"name"`
+	Description string       `yaml:"description,omitempty"`
+	Patch       []Op         `yaml:"patch,omitempty"`
+	KueueConfig *KueueConfig `yaml:"kueueConfig,omitempty"`
+	// ClusterPatch is merged into the cluster spec document (for what the typed operations do
+	// not cover); null deletes a field, a list replaces the list.
+	ClusterPatch map[string]any `yaml:"clusterPatch,omitempty"`
+
+	line int
+}
+
+// UnmarshalYAML keeps the variant's line for error messages.
+func (v *Variant) UnmarshalYAML(n *yaml.Node) error {
+	type plain Variant
+	if err := n.Decode((*plain)(v)); err != nil {
+		return err
+	}
+	v.line = n.Line
+	return nil
+}
+
+// File is the path the experiment was loaded from.
+func (e *Experiment) File() string { return e.file }
+
+// TimeoutDuration is the parsed Timeout (0: none).
+func (e *Experiment) TimeoutDuration() time.Duration { return e.timeout }
+
+// BaselineName is the variant deltas are measured against.
+func (e *Experiment) BaselineName() string {
+	if e.Baseline != "" {
+		return e.Baseline
+	}
+	return e.Variants[0].Name
+}
+
+// path resolves p relative to the experiment file.
+func (e *Experiment) path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(e.file), p)
+}
+
+// ClusterPath is the base cluster spec's path.
+func (e *Experiment) ClusterPath() string { return e.path(e.Cluster) }
+
+// Load reads and validates the experiment file at path; every problem is reported, each as
+// "file:line: field.path: reason". Variants are checked against the cluster spec by Spec.
+func Load(path string) (*Experiment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("experiment: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load on bytes already read; name is the file name used in errors and to resolve the
+// relative paths.
+func Parse(name string, data []byte) (*Experiment, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty experiment file", name)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s:%d: an experiment file is a single YAML document", name, extra.Line)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	el := &errList{file: name}
+	if root.Kind != yaml.MappingNode {
+		el.add(root.Line, "", "an experiment file is a mapping (apiVersion, kind, cluster, variants, ...)")
+		return nil, el.err()
+	}
+	checkKnown(root, reflect.TypeOf(Experiment{}), "", el)
+	if err := el.err(); err != nil {
+		return nil, err
+	}
+	e := &Experiment{file: name}
+	if err := root.Decode(e); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for _, m := range te.Errors {
+				el.errs = append(el.errs, fmt.Errorf("%s:%s", name, strings.TrimPrefix(m, "line ")))
+			}
+			return nil, el.err()
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	e.validate(root, el)
+	if err := el.err(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+var variantName = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
+
+func (e *Experiment) validate(root *yaml.Node, el *errList) {
+	line := func(path ...any) int { return lineOf(root, path) }
+	if e.APIVersion != APIVersion {
+		el.add(line("apiVersion"), "apiVersion", "must be %q, got %q", APIVersion, e.APIVersion)
+	}
+	if e.Kind != Kind {
+		el.add(line("kind"), "kind", "must be %q, got %q", Kind, e.Kind)
+	}
+	switch {
+	case e.Trace == "" && e.Generator == nil:
+		el.add(root.Line, "trace", "set trace (a trace file) or generator (jobs, seed, ...)")
+	case e.Trace != "" && e.Generator != nil:
+		el.add(line("generator"), "generator", "trace and generator are exclusive")
+	case e.Generator != nil:
+		if e.Generator.Jobs < 1 {
+			el.add(line("generator", "jobs"), "generator.jobs", "must be >= 1, got %d", e.Generator.Jobs)
+		}
+	}
+	if e.Cluster == "" {
+		el.add(root.Line, "cluster", "required: the base cluster spec (a path relative to the experiment file)")
+	}
+	if e.Speedup == 0 {
+		e.Speedup = 1000
+	}
+	if !(e.Speedup > 0) {
+		el.add(line("speedup"), "speedup", "must be > 0, got %g", e.Speedup)
+	}
+	if e.Timeout != "" {
+		d, err := time.ParseDuration(e.Timeout)
+		if err != nil || d <= 0 {
+			el.add(line("timeout"), "timeout", "want a positive Go duration such as 20m, got %q", e.Timeout)
+		}
+		e.timeout = d
+	}
+	if e.Repeats == 0 {
+		e.Repeats = 1
+	}
+	if e.Repeats < 1 {
+		el.add(line("repeats"), "repeats", "must be >= 1, got %d", e.Repeats)
+	}
+	if len(e.Variants) == 0 {
+		el.add(root.Line, "variants", "at least one variant is required")
+	}
+	seen := map[string]bool{}
+	for i := range e.Variants {
+		v := &e.Variants[i]
+		p := fmt.Sprintf("variants[%d]", i)
+		if !variantName.MatchString(v.Name) {
+			el.add(v.line, p+".name", "%q: want lower-case letters, digits, '.', '_' and '-' (it names a directory)", v.Name)
+		}
+		if seen[v.Name] {
+			el.add(v.line, p+".name", "duplicate variant %q", v.Name)
+		}
+		seen[v.Name] = true
+		for j := range v.Patch {
+			if err := v.Patch[j].check(); err != nil {
+				el.add(v.Patch[j].line, fmt.Sprintf("%s.patch[%d]", p, j), "%v", err)
+			}
+		}
+		if v.KueueConfig != nil {
+			if err := v.KueueConfig.check(); err != nil {
+				el.add(lineOf(root, []any{"variants", i, "kueueConfig"}), p+".kueueConfig", "%v", err)
+			}
+		}
+	}
+	if e.Baseline != "" && !seen[e.Baseline] {
+		el.add(line("baseline"), "baseline", "no variant named %q", e.Baseline)
+	}
+}
+
+// errList collects validation errors as "file:line: path: reason".
+type errList struct {
+	file string
+	errs []error
+}
+
+func (l *errList) add(line int, path, format string, args ...any) {
+	loc := l.file
+	if line > 0 {
+		loc += ":" + strconv.Itoa(line)
+	}
+	msg := fmt.Sprintf(format, args...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	l.errs = append(l.errs, fmt.Errorf("%s: %s", loc, msg))
+}
+
+func (l *errList) err() error { return errors.Join(l.errs...) }
+
+// lineOf returns the line of the deepest node path reaches from n.
+func lineOf(n *yaml.Node, path []any) int {
+	line := n.Line
+	for _, seg := range path {
+		var next *yaml.Node
+		switch v := seg.(type) {
+		case string:
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == v {
+						next = n.Content[i+1]
+					}
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && v < len(n.Content) {
+				next = n.Content[v]
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n, line = next, next.Line
+	}
+	return line
+}
+
+// checkKnown reports every mapping key that names no field of t, with its path and line
+// (yaml.v3's KnownFields does not reach into custom unmarshalers).
+func checkKnown(n *yaml.Node, t reflect.Type, path string, l *errList) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			fields[name] = f.Type
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			ft, ok := fields[k]
+			if !ok {
+				known := make([]string, 0, len(fields))
+				for name := range fields {
+					known = append(known, name)
+				}
+				sort.Strings(known)
+				l.add(n.Content[i].Line, join(k), "unknown field (known fields: %s)", strings.Join(known, ", "))
+				continue
+			}
+			checkKnown(n.Content[i+1], ft, join(k), l)
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return
+		}
+		for i, c := range n.Content {
+			checkKnown(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), l)
+		}
+	}
+}

@@ -1,0 +1,317 @@
+package experiment
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+
+	"github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/runner"
+)
+
+const teams = "../../examples/clusters/teams.yaml"
+
+// header is an experiment file up to its variants, on the teams cluster.
+func header(extra string) string {
+	return `apiVersion: kueuelab.io/v1alpha1
+kind: Experiment
+metadata: {name: t}
+generator: {jobs: 10, seed: 1}
+cluster: ` + teams + "\n" + extra
+}
+
+func TestExamplesLoadAndPatch(t *testing.T) {
+	files, err := filepath.Glob("../../examples/experiments/*.yaml")
+	if err != nil || len(files) != 3 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		e, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range e.Variants {
+			if _, _, err := e.Spec(&e.Variants[i]); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+	}
+}
+
+// gpuQuota returns the nominal quota and limits of q's h100-sxm GPUs as rendered.
+func gpuQuota(t *testing.T, s *cluster.Spec, q string) kueue.ResourceQuota {
+	t.Helper()
+	objs, err := s.Objects(cluster.Options{OmitNodes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		cq, ok := o.(*kueue.ClusterQueue)
+		if !ok || cq.Name != q {
+			continue
+		}
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, fq := range rg.Flavors {
+				for _, r := range fq.Resources {
+					if fq.Name == "h100-sxm" && r.Name == "nvidia.com/gpu" {
+						return r
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("no GPU quota for %s", q)
+	return kueue.ResourceQuota{}
+}
+
+func TestPatchOperations(t *testing.T) {
+	e, err := Parse("exp.yaml", []byte(header(`variants:
+- name: v
+  patch:
+  - set: {queue: team-a, flavor: h100-sxm, resource: nvidia.com/gpu, nominalQuota: 64, borrowingLimit: 0, lendingLimit: unlimited}
+  - set: {queue: "*", flavor: h100-sxm, resource: nvidia.com/gpu, borrowingLimit: 8}
+  - cohort: {queue: team-c-cq, cohort: other}
+  - fairSharingWeight: {queue: team-b, weight: "2"}
+  - priority: {class: eco, value: 5}
+  - powerCap: {pool: h100, value: "50%"}
+  - nodes: {pool: h100, count: 14}
+  - preemption: {queue: team-a, withinClusterQueue: Never}
+`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := e.Spec(&e.Variants[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := gpuQuota(t, s, "team-a-cq")
+	if a.NominalQuota.Value() != 64 || a.LendingLimit != nil || a.BorrowingLimit == nil || a.BorrowingLimit.Value() != 8 {
+		t.Errorf("team-a quota %+v: want nominal 64, borrowing 8 (the later op), no lending limit", a)
+	}
+	if b := gpuQuota(t, s, "team-b-cq"); b.BorrowingLimit == nil || b.BorrowingLimit.Value() != 8 || b.NominalQuota.Value() != 32 {
+		t.Errorf("team-b quota %+v", b)
+	}
+	if s.ClusterQueues[2].Cohort != "other" || len(s.Cohorts) != 2 {
+		t.Errorf("cohort op: queue cohort %q, cohorts %+v", s.ClusterQueues[2].Cohort, s.Cohorts)
+	}
+	if fs := s.ClusterQueues[1].FairSharing; fs == nil || fs.Weight != "2" {
+		t.Errorf("weight: %+v", fs)
+	}
+	if v := s.PriorityClasses.Eco.Value; v == nil || *v != 5 {
+		t.Errorf("eco priority %v", v)
+	}
+	// 50% of an H100 SXM's 700 W, as watts because a label value cannot hold '%'.
+	if got := s.NodePools[1].Labels[PowerCapLabel]; got != "350W" {
+		t.Errorf("power cap label %q, want 350W", got)
+	}
+	if s.NodePools[1].Count != 14 {
+		t.Errorf("node count %d", s.NodePools[1].Count)
+	}
+	if p := s.ClusterQueues[0].Preemption; p.WithinClusterQueue != "Never" || p.ReclaimWithinCohort != "Any" {
+		t.Errorf("preemption %+v: want withinClusterQueue changed, the rest kept", p)
+	}
+}
+
+func TestClusterPatch(t *testing.T) {
+	e, err := Parse("exp.yaml", []byte(header(`variants:
+- name: v
+  clusterPatch:
+    metadata: {name: patched}
+    defaultTeam: team-b
+`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := e.Spec(&e.Variants[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Metadata.Name != "patched" || s.DefaultTeam != "team-b" {
+		t.Errorf("merge patch not applied: %q %q", s.Metadata.Name, s.DefaultTeam)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		want      []string
+	}{
+		{"unknown top field", header("speedUp: 3\nvariants: [{name: a}]\n"), []string{"exp.yaml:6: speedUp: unknown field"}},
+		{"unknown op", header("variants:\n- name: a\n  patch:\n  - bogus: {}\n"), []string{"exp.yaml:9: variants[0].patch[0].bogus: unknown field"}},
+		{"unknown op field", header("variants:\n- name: a\n  patch:\n  - set: {queue: a, flavor: f, resource: r, nominal: 3}\n"),
+			[]string{"variants[0].patch[0].set.nominal: unknown field"}},
+		{"two ops in one", header("variants:\n- name: a\n  patch:\n  - {priority: {class: eco, value: 1}, nodes: {pool: p, count: 1}}\n"),
+			[]string{"exp.yaml:9: variants[0].patch[0]: an operation has exactly one of"}},
+		{"bad quantity", header("variants:\n- name: a\n  patch:\n  - set: {queue: a, flavor: f, resource: r, nominalQuota: lots}\n"),
+			[]string{"exp.yaml:9: variants[0].patch[0]: set.nominalQuota: \"lots\" is not a non-negative quantity"}},
+		{"no variants", header(""), []string{"variants: at least one variant is required"}},
+		{"duplicate variant", header("variants: [{name: a}, {name: a}]\n"), []string{"variants[1].name: duplicate variant \"a\""}},
+		{"bad variant name", header("variants: [{name: A/B}]\n"), []string{"variants[0].name: \"A/B\""}},
+		{"unknown baseline", header("baseline: x\nvariants: [{name: a}]\n"), []string{"exp.yaml:6: baseline: no variant named \"x\""}},
+		{"trace and generator", header("trace: t.jsonl\nvariants: [{name: a}]\n"), []string{"generator: trace and generator are exclusive"}},
+		{"bad timeout", header("timeout: soon\nvariants: [{name: a}]\n"), []string{"exp.yaml:6: timeout: want a positive Go duration"}},
+		{"bad strategy", header("variants:\n- name: a\n  kueueConfig: {fairSharing: {enable: true, preemptionStrategies: [X]}}\n"),
+			[]string{"exp.yaml:8: variants[0].kueueConfig: fairSharing.preemptionStrategies"}},
+		{"wait without timeout", header("variants:\n- name: a\n  kueueConfig: {waitForPodsReady: {enable: true}}\n"),
+			[]string{"waitForPodsReady.timeout: want a positive trace-time duration"}},
+		{"wrong kind", strings.Replace(header("variants: [{name: a}]\n"), "kind: Experiment", "kind: Exp", 1), []string{"exp.yaml:2: kind: must be \"Experiment\""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("exp.yaml", []byte(tc.doc))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, op string
+		want     string
+	}{
+		{"unknown queue", `set: {queue: team-z, flavor: h100-sxm, resource: nvidia.com/gpu, nominalQuota: 1}`,
+			`exp.yaml:9: variant v: patch[0].set.queue: unknown queue "team-z" (ClusterQueues: team-a-cq, team-b-cq, team-c-cq; teams: team-a, team-b, team-c`},
+		{"unknown flavor", `set: {queue: team-a, flavor: a100, resource: nvidia.com/gpu, nominalQuota: 1}`,
+			`exp.yaml:9: variant v: patch[0].set.flavor: unknown flavor "a100" (flavors: cpu, h100-sxm)`},
+		{"limit on a missing resource", `set: {queue: team-a, flavor: cpu, resource: nvidia.com/gpu, borrowingLimit: 1}`,
+			`patch[0].set.resource: queue team-a-cq has no nvidia.com/gpu quota on flavor cpu`},
+		{"unknown pool", `powerCap: {pool: a100, value: eco}`, `patch[0].powerCap.pool: unknown pool "a100" (pools: cpu, h100`},
+		{"cap on a CPU pool", `powerCap: {pool: cpu, value: eco}`, `patch[0].powerCap.pool: pool cpu has no GPUs`},
+		{"cap out of range", `powerCap: {pool: h100, value: 5000W}`, `patch[0].powerCap.value: pool h100: power cap "5000W"`},
+		{"unknown cohort", `fairSharingWeight: {cohort: nope, weight: "1"}`, `patch[0].fairSharingWeight.cohort: unknown cohort "nope" (cohorts: research)`},
+		{"invalid result", `preemption: {queue: team-a, withinClusterQueue: Sometimes}`, `the patched cluster spec is invalid`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := Parse("exp.yaml", []byte(header("variants:\n- name: v\n  patch:\n  - "+tc.op+"\n")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = e.Spec(&e.Variants[0])
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestKueueConfigFields(t *testing.T) {
+	yes := true
+	k := &KueueConfig{FairSharing: &KueueFairSharing{Enable: true},
+		WaitForPodsReady: &WaitForPodsReady{Enable: true, Timeout: "100m", BlockAdmission: &yes}}
+	if err := k.check(); err != nil {
+		t.Fatal(err)
+	}
+	f := k.Fields(1000)
+	fs := f["fairSharing"].(map[string]any)["preemptionStrategies"].([]string)
+	if strings.Join(fs, ",") != "LessThanOrEqualToFinalShare,LessThanInitialShare" {
+		t.Errorf("strategies %v", fs)
+	}
+	// 100 trace minutes at speedup 1000 are 6 wall seconds.
+	if w := f["waitForPodsReady"].(map[string]any); w["timeout"] != "6s" || w["blockAdmission"] != true {
+		t.Errorf("waitForPodsReady %v", w)
+	}
+	if !(&KueueConfig{FairSharing: &KueueFairSharing{Enable: false}}).Empty() || k.Empty() {
+		t.Error("Empty")
+	}
+}
+
+// TestResume runs a 2-variant × 2-repeat experiment with a fake executor, then again: the
+// second run executes only what has no done marker.
+func TestResume(t *testing.T) {
+	dir := t.TempDir()
+	expFile := filepath.Join(dir, "exp.yaml")
+	abs, err := filepath.Abs(teams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(header("repeats: 2\nseed: 10\nvariants: [{name: a}, {name: b}]\n"), teams, abs, 1)
+	if err := os.WriteFile(expFile, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(expFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var ran []string
+	fake := func(_ context.Context, j *job) (*runner.Result, error) {
+		ran = append(ran, j.label())
+		if j.trace == nil || len(j.trace.Workloads) != 10 {
+			t.Errorf("%s: trace not loaded", j.label())
+		}
+		return &runner.Result{Summary: results.Summary{Meta: results.Meta{Trace: j.traceRef}}}, nil
+	}
+	var progress strings.Builder
+	o, err := Run(t.Context(), e, Options{OutDir: out, Out: &progress, exec: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Ran != 4 || o.Skipped != 0 || len(ran) != 4 {
+		t.Fatalf("first run: ran %d skipped %d (%v)", o.Ran, o.Skipped, ran)
+	}
+	if !strings.Contains(progress.String(), "variant 2/2 (b) repeat 2/2: starting (10 workloads, seed 11)") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+	m, ok := ReadDone(filepath.Join(out, "b", "r1"))
+	if !ok || m.Seed != 11 || m.TraceSeed != 2 || filepath.Base(m.Trace) != "seed-2.jsonl" {
+		t.Errorf("done marker %+v", m)
+	}
+	// Lose one marker: only that run is redone, and a half-written directory is cleared.
+	if err := os.Remove(filepath.Join(out, "a", "r1", DoneFile)); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(out, "a", "r1", "stale")
+	if err := os.WriteFile(stale, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ran = nil
+	o, err = Run(t.Context(), e, Options{OutDir: out, exec: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Ran != 1 || o.Skipped != 3 || len(ran) != 1 || ran[0] != "variant 1/2 (a) repeat 2/2" {
+		t.Fatalf("resume: ran %d skipped %d (%v)", o.Ran, o.Skipped, ran)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale file of an unfinished run kept: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "a", SpecFile)); err != nil {
+		t.Errorf("variant spec not written: %v", err)
+	}
+}
+
+func TestKubeconfigRejectsKueueConfig(t *testing.T) {
+	e, err := Parse("exp.yaml", []byte(header("variants:\n- name: a\n  kueueConfig: {fairSharing: {enable: true}}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(t.Context(), e, Options{OutDir: t.TempDir(), REST: &rest.Config{Host: "https://127.0.0.1:1"}})
+	if err == nil || !strings.Contains(err.Error(), "exp.yaml:7: variant a: kueueConfig needs a fresh local cluster") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestPrefixWriter(t *testing.T) {
+	var b strings.Builder
+	w := &prefixWriter{w: &b, prefix: "v 1/2: "}
+	for _, s := range []string{"trace 00:01", ":00 a\nb\n", "c"} {
+		if _, err := w.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.String() != "v 1/2: trace 00:01:00 a\nv 1/2: b\n" {
+		t.Errorf("%q", b.String())
+	}
+}

@@ -1,0 +1,458 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kueuelab/kueuelab/model/gen"
+	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/agent"
+	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/runner"
+)
+
+// Files Run writes in the output directory.
+const (
+	// ManifestFile (experiment.json) lists the variants in order, the baseline and the repeats.
+	ManifestFile = "experiment.json"
+	// DoneFile marks a finished variant/repeat directory; it holds a DoneMarker.
+	DoneFile = "done"
+	// SpecFile is each variant's patched cluster spec (<out>/<variant>/cluster.yaml).
+	SpecFile = "cluster.yaml"
+)
+
+// Manifest is experiment.json: what `kueuelab report` needs to compare the variants.
+type Manifest struct {
+	Name     string   `json:"name"`
+	File     string   `json:"file"`
+	Baseline string   `json:"baseline"`
+	Variants []string `json:"variants"`
+	Repeats  int      `json:"repeats"`
+}
+
+// DoneMarker is the content of a done file.
+type DoneMarker struct {
+	Variant    string          `json:"variant"`
+	Repeat     int             `json:"repeat"`
+	Seed       int64           `json:"seed"`
+	TraceSeed  uint64          `json:"traceSeed,omitempty"`
+	Trace      string          `json:"trace"`
+	WallSec    float64         `json:"wallSec"`
+	FinishedAt time.Time       `json:"finishedAt"`
+	Summary    results.Summary `json:"summary"`
+}
+
+// LocalCluster says where the fresh local clusters run.
+type LocalCluster struct {
+	Root     string // state root (default: the kueuelab state dir)
+	Name     string // cluster name (default "experiment"); any cluster of that name is replaced
+	BinDir   string // control-plane binaries (default: the tools cache)
+	PortBase int
+	Go       string
+}
+
+// Options configure Run.
+type Options struct {
+	OutDir string
+	// Repeats overrides the experiment's repeats when > 0.
+	Repeats int
+	// REST, when set, runs every variant on that cluster, reset between runs, instead of on a
+	// fresh local cluster each.
+	REST  *rest.Config
+	Local LocalCluster
+	// NewAgent builds the agent run in-process for one run. Nil with REST: the cluster's agent
+	// Deployment is used (the runner checks it); nil without REST: InProcessAgent.
+	NewAgent func(rc *rest.Config, speedup float64, seed int64) (runner.Agent, error)
+	// Out receives the progress lines; Log the detail (cluster up/down, run summaries).
+	Out io.Writer
+	Log io.Writer
+
+	// exec replaces the real run (tests).
+	exec func(ctx context.Context, r *job) (*runner.Result, error)
+	// resetObjs are what a reset deletes (REST only).
+	resetObjs []client.Object
+}
+
+// InProcessAgent is the kueuelab agent with default settings, for Options.NewAgent.
+func InProcessAgent(rc *rest.Config, speedup float64, seed int64) (runner.Agent, error) {
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("agent client: %w", err)
+	}
+	return agent.New(agent.Config{Speedup: speedup, Seed: uint64(seed)}, cs, nil)
+}
+
+// Outcome is what Run did.
+type Outcome struct {
+	Manifest Manifest
+	Ran      int // runs executed now
+	Skipped  int // runs a previous invocation finished
+}
+
+// job is one variant × repeat.
+type job struct {
+	exp      *Experiment
+	variant  *Variant
+	vi, rep  int
+	repeats  int
+	spec     *cluster.Spec
+	dir      string
+	seed     int64
+	trace    *trace.Trace
+	traceRef string
+}
+
+func (j *job) label() string {
+	return fmt.Sprintf("variant %d/%d (%s) repeat %d/%d", j.vi+1, len(j.exp.Variants), j.variant.Name, j.rep+1, j.repeats)
+}
+
+// Run executes every variant × repeat of e not already done in o.OutDir: <out>/<variant>/r<k>/
+// holds the results of repeat k and, once it finished, a done marker. Every variant's cluster
+// spec is built and checked before anything runs.
+func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
+	if o.OutDir == "" {
+		return nil, errors.New("experiment: no output directory")
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	repeats := e.Repeats
+	if o.Repeats > 0 {
+		repeats = o.Repeats
+	}
+	specs := make([]*cluster.Spec, len(e.Variants))
+	var errs []error
+	for i := range e.Variants {
+		v := &e.Variants[i]
+		if o.REST != nil && !v.KueueConfig.Empty() {
+			errs = append(errs, fmt.Errorf("%s:%d: variant %s: kueueConfig needs a fresh local cluster: the cluster behind --kubeconfig keeps its own Kueue configuration", e.file, v.line, v.Name))
+			continue
+		}
+		s, doc, err := e.Spec(v)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		specs[i] = s
+		dir := filepath.Join(o.OutDir, v.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, SpecFile), doc, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := &Outcome{Manifest: Manifest{Name: e.Metadata.Name, File: e.file, Baseline: e.BaselineName(), Repeats: repeats}}
+	for _, v := range e.Variants {
+		out.Manifest.Variants = append(out.Manifest.Variants, v.Name)
+	}
+	if err := writeJSON(filepath.Join(o.OutDir, ManifestFile), out.Manifest); err != nil {
+		return nil, err
+	}
+	exec := o.exec
+	if exec == nil {
+		exec = o.execute
+	}
+	if o.REST != nil && o.exec == nil {
+		objs, err := clusterObjects(specs)
+		if err != nil {
+			return nil, err
+		}
+		o.resetObjs = objs
+		defer func() {
+			if err := reset(context.Background(), o.REST, objs, o.Log); err != nil {
+				fmt.Fprintf(o.Out, "experiment: final reset: %v\n", err)
+			}
+		}()
+	}
+	traces := &traceCache{e: e, dir: filepath.Join(o.OutDir, "traces"), loaded: map[int]*trace.Trace{}, refs: map[int]string{}}
+	for i := range e.Variants {
+		for k := 0; k < repeats; k++ {
+			j := &job{exp: e, variant: &e.Variants[i], vi: i, rep: k, repeats: repeats, spec: specs[i],
+				dir: filepath.Join(o.OutDir, e.Variants[i].Name, "r"+strconv.Itoa(k)), seed: e.Seed + int64(k)}
+			if m, ok := ReadDone(j.dir); ok {
+				fmt.Fprintf(o.Out, "%s: done earlier (%s), skipped\n", j.label(), m.FinishedAt.Format(time.RFC3339))
+				out.Skipped++
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return out, fmt.Errorf("experiment interrupted before %s; rerun to resume: %w", j.label(), err)
+			}
+			var err error
+			if j.trace, j.traceRef, err = traces.get(ctx, k); err != nil {
+				return out, err
+			}
+			// A directory without a done marker is a run that was cut short: start it over.
+			if err := os.RemoveAll(j.dir); err != nil {
+				return out, err
+			}
+			if err := os.MkdirAll(j.dir, 0o755); err != nil {
+				return out, err
+			}
+			fmt.Fprintf(o.Out, "%s: starting (%d workloads, seed %d)\n", j.label(), len(j.trace.Workloads), j.seed)
+			t0 := time.Now()
+			res, err := exec(ctx, j)
+			timedOut := errors.Is(err, runner.ErrIncomplete) && ctx.Err() == nil && res != nil &&
+				strings.HasPrefix(res.Summary.Incomplete, "timeout")
+			if err != nil && !timedOut {
+				return out, fmt.Errorf("%s: %w (rerun the experiment to resume)", j.label(), err)
+			}
+			// A run that hit the timeout is a result (its unfinished workloads are counted); an
+			// interrupted one is not and reruns next time.
+			m := DoneMarker{Variant: j.variant.Name, Repeat: k, Seed: j.seed, Trace: j.traceRef,
+				WallSec: time.Since(t0).Seconds(), FinishedAt: time.Now().UTC(), Summary: res.Summary}
+			if e.Generator != nil {
+				m.TraceSeed = e.Generator.Seed + uint64(k)
+			}
+			if err := writeJSON(filepath.Join(j.dir, DoneFile), m); err != nil {
+				return out, err
+			}
+			out.Ran++
+			fmt.Fprintf(o.Out, "%s: done in %s, %s\n", j.label(), time.Since(t0).Round(time.Second), brief(&res.Summary))
+		}
+	}
+	return out, nil
+}
+
+// brief is a one-line summary of a run.
+func brief(s *results.Summary) string {
+	for _, g := range s.Groups {
+		if g.Scope == "all" {
+			tta := "-"
+			if g.TimeToAdmissionSec.P50 != nil {
+				tta = strconv.FormatFloat(*g.TimeToAdmissionSec.P50, 'f', 0, 64) + "s"
+			}
+			line := fmt.Sprintf("%d/%d finished, time-to-admission p50 %s, %.1f kWh", g.Succeeded+g.Failed, g.Workloads, tta, g.EnergyKWh)
+			if s.Incomplete != "" {
+				line += " (INCOMPLETE: " + s.Incomplete + ")"
+			}
+			return line
+		}
+	}
+	return "no workloads"
+}
+
+// ReadDone reads the done marker of a variant/repeat directory; ok is false when there is none
+// or it does not parse (the run is then redone).
+func ReadDone(dir string) (*DoneMarker, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, DoneFile))
+	if err != nil {
+		return nil, false
+	}
+	var m DoneMarker
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, false
+	}
+	return &m, true
+}
+
+// writeJSON writes v atomically (temp file and rename), so a crash never leaves half a marker.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// execute runs one job on a fresh local cluster or on the REST cluster.
+func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
+	e := j.exp
+	log := &prefixWriter{w: o.Log, prefix: j.label() + ": "}
+	rc := o.REST
+	newAgent := o.NewAgent
+	if rc == nil {
+		l := o.Local
+		if l.Name == "" {
+			l.Name = "experiment"
+		}
+		objs, err := j.spec.Objects(cluster.Options{})
+		if err != nil {
+			return nil, err
+		}
+		if err := downIfPresent(ctx, l, log); err != nil {
+			return nil, err
+		}
+		cl, err := rtcluster.Up(ctx, rtcluster.Options{Root: l.Root, Name: l.Name, BinDir: l.BinDir, PortBase: l.PortBase, Go: l.Go,
+			Objects: objs, KueueConfig: j.variant.KueueConfig.Fields(e.Speedup), Out: log})
+		defer func() {
+			if err := rtcluster.Down(context.Background(), l.Root, l.Name, true, log); err != nil {
+				fmt.Fprintf(o.Out, "%s: cluster down: %v\n", j.label(), err)
+			}
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("cluster up: %w", err)
+		}
+		rc = cl.Config
+		if newAgent == nil {
+			newAgent = InProcessAgent
+		}
+	} else if err := reset(ctx, rc, o.resetObjs, log); err != nil {
+		return nil, err
+	}
+	cfg := runner.Config{REST: rc, Trace: j.trace, TraceName: j.traceRef, Spec: j.spec, Speedup: e.Speedup,
+		Timeout: e.timeout, OutDir: j.dir, Seed: j.seed, Progress: &prefixWriter{w: o.Out, prefix: j.label() + ": "}, Out: log}
+	if newAgent != nil {
+		a, err := newAgent(rc, e.Speedup, j.seed)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Agent = a
+	}
+	return runner.Run(ctx, cfg)
+}
+
+// downIfPresent stops and purges a leftover cluster of the experiment's name, so every run
+// starts on a fresh one (a running Kueue would keep its old configuration).
+func downIfPresent(ctx context.Context, l LocalCluster, log io.Writer) error {
+	root := l.Root
+	if root == "" {
+		r, err := rtcluster.StateRoot()
+		if err != nil {
+			return err
+		}
+		root = r
+	}
+	if _, err := os.Stat(filepath.Join(root, l.Name)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := rtcluster.Down(ctx, root, l.Name, true, log); err != nil {
+		return fmt.Errorf("remove the leftover cluster %s: %w", l.Name, err)
+	}
+	return nil
+}
+
+// traceCache gives each repeat its trace: the experiment's trace file, or one generated with
+// seed + repeat and kept in <out>/traces so a resumed experiment replays the same workloads.
+type traceCache struct {
+	e      *Experiment
+	dir    string
+	loaded map[int]*trace.Trace
+	refs   map[int]string
+}
+
+func (c *traceCache) get(ctx context.Context, rep int) (*trace.Trace, string, error) {
+	key := rep
+	if c.e.Generator == nil {
+		key = 0
+	}
+	if t, ok := c.loaded[key]; ok {
+		return t, c.refs[key], nil
+	}
+	path := c.e.path(c.e.Trace)
+	if g := c.e.Generator; g != nil {
+		path = filepath.Join(c.dir, fmt.Sprintf("seed-%d.jsonl", g.Seed+uint64(rep)))
+		if _, err := os.Stat(path); err != nil {
+			if err := c.generate(ctx, path, g.Seed+uint64(rep)); err != nil {
+				return nil, "", err
+			}
+		}
+	}
+	t, err := trace.LoadWorkloads(ctx, path, trace.Options{})
+	if err != nil {
+		return nil, "", err
+	}
+	c.loaded[key], c.refs[key] = t, path
+	return t, path, nil
+}
+
+func (c *traceCache) generate(ctx context.Context, path string, seed uint64) error {
+	g := c.e.Generator
+	p, err := gen.DefaultProfile()
+	name := gen.DefaultProfileName
+	if g.Profile != "" {
+		name = c.e.path(g.Profile)
+		p, _, err = gen.LoadProfile(name)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: generator: %w", c.e.file, err)
+	}
+	g.Overrides.apply(p)
+	if err := p.Validate(name + " with the overrides of " + c.e.file); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	fw, err := trace.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, genErr := gen.Write(ctx, fw.Writer, gen.New(p, seed), gen.Options{Workloads: g.Jobs, EmitWorkloadRecords: true})
+	if err := errors.Join(genErr, fw.Close()); err != nil {
+		return fmt.Errorf("generate %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+func (ov *Overrides) apply(p *gen.Profile) {
+	if ov == nil {
+		return
+	}
+	for _, o := range []struct{ dst, src *float64 }{
+		{&p.Arrival.MeanInterArrivalSec, ov.MeanInterArrivalSec},
+		{&p.GPURatio, ov.GPURatio},
+		{&p.Intent.PerformanceRatio, ov.PerfRatio},
+		{&p.Intent.EcoRatio, ov.EcoRatio},
+		{&p.Arrival.Burst.DayProbability, ov.BurstDayProbability},
+		{&p.Arrival.Burst.Multiplier, ov.BurstMultiplier},
+		{&p.Arrival.Burst.MeanJobs, ov.BurstMeanJobs},
+		{&p.Work.CPURatePerCore, ov.CPUWorkRatePerCore},
+		{&p.Work.GPURatePerGPU, ov.GPUWorkRatePerGPU},
+	} {
+		if o.src != nil {
+			*o.dst = *o.src
+		}
+	}
+}
+
+// prefixWriter prefixes every line written to it (one progress view across variants).
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		if _, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i]); err != nil {
+			return len(b), err
+		}
+		p.buf = p.buf[i+1:]
+	}
+}

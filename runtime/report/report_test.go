@@ -1,0 +1,252 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/runtime/experiment"
+	"github.com/kueuelab/kueuelab/runtime/results"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func ptr(v float64) *float64 { return &v }
+
+// synthRecords makes n workloads on queues qa and qb; wait scales queue qa's time-to-admission.
+func synthRecords(rng *rand.Rand, n int, wait float64) []results.Record {
+	fams := []trace.Family{"distributed_training", "single_gpu_training", "cpu_preprocess"}
+	var recs []results.Record
+	for i := 0; i < n; i++ {
+		q := "qa"
+		w := wait
+		if i%3 == 0 {
+			q, w = "qb", 60
+		}
+		sub := float64(i) * 120
+		tta := w * (0.5 + rng.Float64())
+		ideal := 600 + 600*rng.Float64()
+		fin := sub + tta + ideal*(1+0.1*rng.Float64())
+		r := results.Record{ID: fmt.Sprintf("w%03d", i), Namespace: q, Family: fams[i%3], Intent: "standard",
+			LocalQueue: q + "-lq", Queue: q + "-cq", Pods: 1, GPUs: 8, IdealSec: ideal, GPUUtil: 0.8,
+			SubmitOffsetSec: sub, Submitted: ptr(sub), WorkloadCreated: ptr(sub), QuotaReserved: ptr(sub + tta),
+			Admitted: ptr(sub + tta), FirstPodRunning: ptr(sub + tta + 1), AllPodsRunning: ptr(sub + tta + 1),
+			Finished: ptr(fin), State: results.StateSucceeded, EnergyJ: 8 * 500 * (fin - sub - tta), GPUSeconds: 8 * (fin - sub - tta)}
+		if i == n-1 {
+			r.Finished, r.State = nil, results.StateUnfinished
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// writeRun writes a results directory as the runner would, with a done marker.
+func writeRun(t *testing.T, dir string, recs []results.Record, variant string, rep int) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum := results.Summarize(recs, results.Meta{Trace: "t.jsonl", Cluster: "c.yaml", Speedup: 1000, GPUCapacity: 64})
+	var b bytes.Buffer
+	if err := sum.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(results.SummaryFile, b.Bytes())
+	b.Reset()
+	if err := results.WriteWorkloadsCSV(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	write(results.WorkloadsFile, b.Bytes())
+	write(results.EventsFile, nil)
+	sw, err := results.CreateSeries(filepath.Join(dir, results.TimeSeriesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ts := 0.0; ts <= 4*3600; ts += 600 {
+		var inUse, pending int64
+		for _, r := range recs {
+			if *r.Admitted <= ts && (r.Finished == nil || *r.Finished > ts) {
+				inUse += r.GPUs
+			}
+			if *r.Submitted <= ts && *r.Admitted > ts {
+				pending++
+			}
+		}
+		if err := sw.Write([]results.Sample{
+			{T: ts, Scope: results.ScopeFlavor, Name: "h100-sxm", InUse: inUse, NodePowerW: math.NaN()},
+			{T: ts, Scope: results.ScopeClusterQueue, Name: "qa-cq", Pending: int(pending), NodePowerW: math.NaN()},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := json.Marshal(experiment.DoneMarker{Variant: variant, Repeat: rep, Summary: sum, FinishedAt: time.Unix(0, 0).UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(experiment.DoneFile, m)
+}
+
+// synthExperiment lays out an experiment output dir: 3 variants × 3 repeats, plus an
+// unfinished repeat (no done marker) the report must ignore.
+func synthExperiment(t *testing.T) string {
+	t.Helper()
+	out := t.TempDir()
+	variants := []struct {
+		name string
+		wait float64
+	}{{"small", 1800}, {"base", 900}, {"big", 300}}
+	man := experiment.Manifest{Name: "synthetic", Baseline: "base", Repeats: 3}
+	for vi, v := range variants {
+		man.Variants = append(man.Variants, v.name)
+		for k := 0; k < 3; k++ {
+			rng := rand.New(rand.NewPCG(uint64(vi), uint64(k)))
+			writeRun(t, filepath.Join(out, v.name, fmt.Sprintf("r%d", k)), synthRecords(rng, 30, v.wait), v.name, k)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(out, "big", "r3"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(man)
+	if err := os.WriteFile(filepath.Join(out, experiment.ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestReportGolden(t *testing.T) {
+	in, err := Load([]string{synthExperiment(t)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Baseline != "base" || len(in.Variants) != 3 || len(in.Variants[2].Runs) != 3 {
+		t.Fatalf("loaded %s baseline %s, %d variants", in.Name, in.Baseline, len(in.Variants))
+	}
+	r := Compute(in)
+	var got bytes.Buffer
+	if err := r.WriteJSON(&got); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "report.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("report tables differ from %s (rerun with -update to accept):\n%s", golden, got.String())
+	}
+	// Less waiting is what the synthetic variants were built with.
+	for _, tb := range r.Tables {
+		if tb.Metric == "time-to-admission mean" && tb.Scope == "queue qa-cq" {
+			if !(*tb.Rows[0].Mean > *tb.Rows[1].Mean && *tb.Rows[1].Mean > *tb.Rows[2].Mean) {
+				t.Errorf("mean TTA not decreasing with quota: %+v", tb.Rows)
+			}
+			if tb.Rows[1].Delta == nil || *tb.Rows[1].Delta != 0 || tb.Rows[0].DeltaCI == nil {
+				t.Errorf("baseline delta / paired CI: %+v", tb.Rows)
+			}
+		}
+	}
+}
+
+func TestMeanCIByHand(t *testing.T) {
+	// t(0.975, 2) = (2p−1)·√(2 / (4p(1−p))) for 2 degrees of freedom = 4.302652729749461; s = 1.
+	m, h := meanCI([]float64{1, 2, 3})
+	if *m != 2 || math.Abs(*h-4.302652729749461/math.Sqrt(3)) > 1e-9 {
+		t.Errorf("mean %v ± %v, want 2 ± 2.48413771175", *m, *h)
+	}
+	m, h = meanCI([]float64{5})
+	if *m != 5 || h != nil {
+		t.Errorf("one value: %v %v, want 5 and no interval", *m, h)
+	}
+	tb := Table{Rows: []Row{{Variant: "a", Values: []float64{5}, Mean: ptr(5)}}}
+	if c := tb.Format("b")[0]; c.CI != "n/a" {
+		t.Errorf("one repeat shows CI %q, want n/a", c.CI)
+	}
+}
+
+func TestHTMLAndPlots(t *testing.T) {
+	dir := synthExperiment(t)
+	in, err := Load([]string{dir}, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Compute(in)
+	plots, err := Plots(in, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One CDF per queue (2), GPU over time, pending over time, energy, slowdown.
+	if len(plots) != 6 {
+		t.Fatalf("%d plots", len(plots))
+	}
+	for _, p := range plots {
+		if !bytes.HasPrefix(p.PNG, []byte("\x89PNG")) {
+			t.Errorf("%s: not a PNG", p.Title)
+		}
+		if dump := os.Getenv("KUEUELAB_REPORT_PNG_DIR"); dump != "" {
+			name := strings.NewReplacer(" ", "_", "·", "", "/", "_").Replace(p.Title) + ".png"
+			if err := os.WriteFile(filepath.Join(dump, name), p.PNG, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r, plots, time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if n := strings.Count(html, "<img "); n != len(plots) {
+		t.Errorf("%d <img> for %d plots", n, len(plots))
+	}
+	if strings.Count(html, `src="data:image/png;base64,`) != len(plots) || strings.Contains(html, "http://") || strings.Contains(html, "https://") {
+		t.Error("plots not embedded as data URIs, or the page references the network")
+	}
+	if !strings.Contains(html, `<tr class="baseline"><td>big</td>`) {
+		t.Error("baseline row not marked")
+	}
+	var txt bytes.Buffer
+	if err := r.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "time-to-admission mean · queue qa-cq (s)") {
+		t.Errorf("text tables:\n%s", txt.String())
+	}
+	var csv bytes.Buffer
+	if err := r.WriteCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(csv.String(), "\n"); lines != 1+3*len(r.Tables) {
+		t.Errorf("csv: %d lines for %d tables", lines, len(r.Tables))
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load([]string{dir}, ""); err == nil || !strings.Contains(err.Error(), "holds no results") {
+		t.Errorf("empty dir: %v", err)
+	}
+	if _, err := Load([]string{synthExperiment(t)}, "nope"); err == nil || !strings.Contains(err.Error(), `--baseline "nope": no such variant (have small, base, big)`) {
+		t.Errorf("bad baseline: %v", err)
+	}
+}

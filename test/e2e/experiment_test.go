@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/experiment"
+	"github.com/kueuelab/kueuelab/runtime/report"
+)
+
+// quotaSweep is a 3-variant experiment on a small generated trace: team A's GPU quota (and the
+// nodes behind it) at 32, 48 and 64, with borrowing off so team A's admissions depend on its own
+// quota only.
+const quotaSweep = `apiVersion: kueuelab.io/v1alpha1
+kind: Experiment
+metadata: {name: e2e-quota-sweep}
+generator:
+  jobs: 40
+  seed: 11
+  overrides: {meanInterArrivalSec: 60}
+cluster: CLUSTER
+speedup: 1000
+timeout: 8m
+baseline: a-48
+variants:
+- name: a-32
+  patch:
+  - set: {queue: "*", flavor: h100-sxm, resource: nvidia.com/gpu, borrowingLimit: 0}
+  - nodes: {pool: h100, count: 10}
+  - set: {queue: team-a, flavor: h100-sxm, resource: nvidia.com/gpu, nominalQuota: 32}
+  - set: {queue: team-a, flavor: h100-sxm, resource: cpu, nominalQuota: 768}
+  - set: {queue: team-a, flavor: h100-sxm, resource: memory, nominalQuota: 8000Gi}
+- name: a-48
+  patch:
+  - set: {queue: "*", flavor: h100-sxm, resource: nvidia.com/gpu, borrowingLimit: 0}
+- name: a-64
+  patch:
+  - set: {queue: "*", flavor: h100-sxm, resource: nvidia.com/gpu, borrowingLimit: 0}
+  - nodes: {pool: h100, count: 14}
+  - set: {queue: team-a, flavor: h100-sxm, resource: nvidia.com/gpu, nominalQuota: 64}
+  - set: {queue: team-a, flavor: h100-sxm, resource: cpu, nominalQuota: 1536}
+  - set: {queue: team-a, flavor: h100-sxm, resource: memory, nominalQuota: 16000Gi}
+`
+
+// TestExperimentQuotaSweep runs the sweep on the shared cluster (reset between variants, agent
+// in-process), builds the report, and checks that more quota never gave team A a longer mean
+// time-to-admission. The tolerance is 2 s of wall time in trace time: the control plane's own
+// admission latency, which no quota removes.
+func TestExperimentQuotaSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three replays of a 40-workload trace")
+	}
+	dir := t.TempDir()
+	clusterSpec, err := filepath.Abs("../../examples/clusters/teams.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "sweep.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(quotaSweep, "CLUSTER", clusterSpec, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := experiment.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := cluster.RESTConfig(shared.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var progress bytes.Buffer
+	t0 := time.Now()
+	res, err := experiment.Run(t.Context(), e, experiment.Options{OutDir: out, REST: rc, NewAgent: experiment.InProcessAgent, Out: &progress})
+	t.Logf("experiment: %s\n%s", time.Since(t0).Round(time.Second), progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ran != 3 {
+		t.Fatalf("ran %d runs, want 3", res.Ran)
+	}
+	// A rerun finds every run done.
+	res, err = experiment.Run(t.Context(), e, experiment.Options{OutDir: out, REST: rc, NewAgent: experiment.InProcessAgent})
+	if err != nil || res.Ran != 0 || res.Skipped != 3 {
+		t.Fatalf("rerun: ran %d skipped %d, err %v", res.Ran, res.Skipped, err)
+	}
+
+	in, err := report.Load([]string{out}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := report.Compute(in)
+	plots, err := report.Plots(in, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var html bytes.Buffer
+	if err := report.WriteHTML(&html, r, plots, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(html.String(), "<img "); n != len(plots) || n < 5 {
+		t.Errorf("report: %d <img> for %d plots", n, len(plots))
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report:\n%s", text.String())
+
+	const tolerance = 2 * 1000 // trace seconds: 2 wall seconds at speedup 1000
+	for _, tb := range r.Tables {
+		if tb.Metric != "time-to-admission mean" || tb.Scope != "queue team-a-cq" {
+			continue
+		}
+		if len(tb.Rows) != 3 {
+			t.Fatalf("rows %+v", tb.Rows)
+		}
+		for i := 1; i < 3; i++ {
+			less, more := tb.Rows[i-1], tb.Rows[i]
+			if less.Mean == nil || more.Mean == nil {
+				t.Fatalf("no admitted team-a workload in %s or %s", less.Variant, more.Variant)
+			}
+			if *more.Mean > *less.Mean+tolerance {
+				t.Errorf("team A's mean time-to-admission grew with quota: %s %.0fs, %s %.0fs", less.Variant, *less.Mean, more.Variant, *more.Mean)
+			}
+		}
+		return
+	}
+	t.Fatal("no time-to-admission mean table for team-a-cq")
+}
