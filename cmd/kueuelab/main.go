@@ -9,9 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func main() {
+	// controller-runtime's clients log through a logger that must be set once, or they print a
+	// stack trace on first use; every error they meet is returned to the command, which reports it.
+	ctrllog.SetLogger(logr.Discard())
 	// The first Ctrl-C cancels the context so long commands flush what they have; a second one kills.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

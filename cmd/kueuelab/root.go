@@ -16,6 +16,14 @@ queued through Kueue), and replays traces on a real control plane with KWOK GPU 
 	}
 	root.AddCommand(
 		newVersionCmd(),
+		newTraceCmd(),
+		newToolsCmd(), newClusterCmd(),
+		newGenCmd(), newProfileCmd(),
+		newValidateCmd(),
+		newAgentCmd(),
+		newRenderCmd(),
+		newExperimentCmd(), newReportCmd(),
+		newRunCmd(),
 	)
 	return root
 }

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/tools"
+)
+
+func newClusterCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Run a local control plane (Kubernetes, KWOK, Kueue, JobSet, training-operator, mpi-operator)",
+	}
+	var name string
+	cmd.PersistentFlags().StringVar(&name, "name", cluster.DefaultName, "cluster name (one state dir per cluster)")
+	cmd.AddCommand(newClusterUpCmd(&name), newClusterDownCmd(&name), newClusterStatusCmd(&name), newClusterKubeconfigCmd(&name), newClusterInstallCmd())
+	return cmd
+}
+
+func newClusterUpCmd(name *string) *cobra.Command {
+	var binDir, spec string
+	var portBase int
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "up",
+		Short: "Start the local cluster (a no-op that reports health when it is running)",
+		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, Kueue, JobSet,
+training-operator and mpi-operator on 127.0.0.1 as background processes that outlive this command,
+each awaited on its readiness endpoint. State (certificates, configs, PIDs, logs, etcd data) lives
+in $XDG_STATE_HOME/kueuelab/<name> (default ~/.local/state/kueuelab/<name>). Without --cluster the
+cluster gets 4 KWOK nodes with 8 nvidia.com/gpu each.`,
+		Example: "  kueuelab cluster up\n  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			objs, err := clusterSpecObjects(spec, false)
+			if err != nil {
+				return err
+			}
+			set := tools.Pinned()
+			dir := ""
+			if binDir != "" || cmd.Flags().Changed("bin-dir") {
+				d, err := tools.BinDir(binDir, set)
+				if err != nil {
+					return err
+				}
+				dir = d
+			}
+			cl, err := cluster.Up(cmd.Context(), cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Out: cmd.OutOrStdout()})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nkubeconfig: %s\n  export KUBECONFIG=$(kueuelab cluster kubeconfig --name %s)\n  kubectl get nodes\nstop it with: kueuelab cluster down --name %s\n",
+				cl.State.Kubeconfig(), cl.State.Name, cl.State.Name)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&binDir, "bin-dir", "", "directory holding the binaries (env "+tools.BinDirEnv+"; default: the tools cache)")
+	c.Flags().StringVar(&spec, "cluster", "", "cluster spec whose nodes, flavors and queues to apply")
+	c.Flags().IntVar(&portBase, "port-base", 0, "first of 17 consecutive loopback ports (default: the cluster's previous base, else 16400 for \"default\" and a block derived from --name otherwise)")
+	c.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "readiness deadline per component")
+	return c
+}
+
+func newClusterDownCmd(name *string) *cobra.Command {
+	var purge bool
+	c := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the processes the cluster started (reverse order)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cluster.Down(cmd.Context(), "", *name, purge, cmd.OutOrStdout())
+		},
+	}
+	c.Flags().BoolVar(&purge, "purge", false, "also remove the cluster's state dir (certificates, etcd data, logs)")
+	return c
+}
+
+func newClusterStatusCmd(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show each component's process and health",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, rows, err := cluster.Status(cmd.Context(), "", *name)
+			if err != nil {
+				return err
+			}
+			cluster.PrintStatus(cmd.OutOrStdout(), s, rows)
+			if !cluster.Healthy(rows) {
+				return errors.New("cluster not healthy (component logs are in " + s.Dir + "/logs)")
+			}
+			return nil
+		},
+	}
+}
+
+func newClusterKubeconfigCmd(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:     "kubeconfig",
+		Short:   "Print the cluster's kubeconfig path",
+		Example: "  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			root, err := cluster.StateRoot()
+			if err != nil {
+				return err
+			}
+			s, ok, err := cluster.Load(root, *name)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("no cluster %q (run `kueuelab cluster up --name %s`)", *name, *name)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), s.Kubeconfig())
+			return nil
+		},
+	}
+}
+
+func newClusterInstallCmd() *cobra.Command {
+	var kubeconfig, spec string
+	var withNodes bool
+	c := &cobra.Command{
+		Use:   "install",
+		Short: "Prepare an existing cluster: check Kueue, JobSet, Kubeflow and KWOK, install kueuelab's completion stages",
+		Long: `For a cluster you run yourself (e.g. kind + KWOK with Kueue installed): checks that the Kueue,
+JobSet, training-operator, mpi-operator and KWOK Stage CRDs are served (and Kueue's version from its
+controller Deployment), then installs only what kueuelab owns: the KWOK completion stages and, with
+--cluster, the spec's namespaces, flavors, queues and KWOK nodes.`,
+		Example: "  kueuelab cluster install --kubeconfig ~/.kube/config",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kubeconfig == "" {
+				return errors.New("--kubeconfig is required")
+			}
+			objs, err := clusterSpecObjects(spec, !withNodes)
+			if err != nil {
+				return err
+			}
+			return cluster.Install(cmd.Context(), kubeconfig, objs, cmd.OutOrStdout())
+		},
+	}
+	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the existing cluster")
+	c.Flags().StringVar(&spec, "cluster", "", "cluster spec whose namespaces, flavors and queues to apply")
+	c.Flags().BoolVar(&withNodes, "nodes", true, "with --cluster, also apply the spec's KWOK nodes")
+	return c
+}
+
+// clusterSpecObjects loads a cluster spec and renders its objects; nil without a spec.
+func clusterSpecObjects(path string, omitNodes bool) ([]client.Object, error) {
+	if path == "" {
+		return nil, nil
+	}
+	spec, err := rcluster.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Objects(rcluster.Options{OmitNodes: omitNodes})
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kueuelab/kueuelab/runtime/tools"
+)
+
+func newToolsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "Build and locate the control-plane binaries the local cluster runs",
+	}
+	var binDir string
+	var force bool
+	install := &cobra.Command{
+		Use:   "install",
+		Short: "Build the pinned etcd, Kubernetes, KWOK, Kueue, JobSet, training-operator and mpi-operator binaries",
+		Long: `Builds every pinned binary through the Go module proxy with the local go toolchain into a
+versioned cache ($XDG_CACHE_HOME/kueuelab/bin/<set>, default ~/.cache/kueuelab/bin/<set>),
+skipping binaries that are present. A cold build takes about 22 minutes on 2 cores.`,
+		Example: "  kueuelab tools install\n  kueuelab tools install --bin-dir /opt/kueuelab/bin",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set := tools.Pinned()
+			dir, err := tools.BinDir(binDir, set)
+			if err != nil {
+				return err
+			}
+			cache, err := tools.CacheDir()
+			if err != nil {
+				return err
+			}
+			in := tools.Installer{CacheDir: cache, BinDir: dir, Out: cmd.OutOrStdout(), Force: force}
+			return in.Install(cmd.Context(), set)
+		},
+	}
+	install.Flags().StringVar(&binDir, "bin-dir", "", "directory for the binaries (default: the versioned cache; env "+tools.BinDirEnv+")")
+	install.Flags().BoolVar(&force, "force", false, "rebuild binaries that are already present")
+	path := &cobra.Command{
+		Use:   "path",
+		Short: "Print the directory holding the binaries and check that all are present",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set := tools.Pinned()
+			dir, err := tools.BinDir(binDir, set)
+			if err != nil {
+				return err
+			}
+			if _, err := tools.Locate(dir, set); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), dir)
+			return nil
+		},
+	}
+	path.Flags().StringVar(&binDir, "bin-dir", "", "directory holding the binaries (env "+tools.BinDirEnv+")")
+	cmd.AddCommand(install, path)
+	return cmd
+}
