@@ -1,10 +1,8 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
 	"sort"
@@ -12,6 +10,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kueuelab/kueuelab/internal/yamldoc"
 )
 
 // Load reads and validates the cluster spec at path. Unknown fields, wrong types and invalid
@@ -26,21 +26,9 @@ func Load(path string) (*Spec, error) {
 
 // Parse is Load on bytes already read; name is used in error messages.
 func Parse(name string, data []byte) (*Spec, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty cluster spec", name)
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s:%d: a cluster spec is a single YAML document", name, extra.Line)
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
+	root, err := yamldoc.Root(name, "cluster spec", data)
+	if err != nil {
+		return nil, err
 	}
 	el := &errList{file: name, root: root}
 	if root.Kind != yaml.MappingNode {

@@ -5,10 +5,8 @@
 package experiment
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -19,6 +17,8 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kueuelab/kueuelab/internal/yamldoc"
 )
 
 // APIVersion and Kind identify an experiment document.
@@ -145,21 +145,9 @@ func Load(path string) (*Experiment, error) {
 // Parse is Load on bytes already read; name is the file name used in errors and to resolve the
 // relative paths.
 func Parse(name string, data []byte) (*Experiment, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty experiment file", name)
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s:%d: an experiment file is a single YAML document", name, extra.Line)
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
+	root, err := yamldoc.Root(name, "experiment file", data)
+	if err != nil {
+		return nil, err
 	}
 	el := &errList{file: name}
 	if root.Kind != yaml.MappingNode {
