@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -142,9 +143,24 @@ func replay(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int,
 	return res, d
 }
 
-type testWriter struct{ t *testing.T }
+// testWriter logs what the runner prints one whole line at a time: the summary table arrives in
+// fragments from tabwriter, and a log line per fragment is unreadable.
+type testWriter struct {
+	t   *testing.T
+	buf []byte
+}
 
-func (w *testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+func (w *testWriter) Write(b []byte) (int, error) {
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		w.t.Log(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+}
 
 func TestRunReplaysTraceToCompletion(t *testing.T) {
 	tr, path := runTrace(t)
