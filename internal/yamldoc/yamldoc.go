@@ -8,6 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -32,4 +36,137 @@ func Root(name, what string, data []byte) (*yaml.Node, error) {
 		root = root.Content[0]
 	}
 	return root, nil
+}
+
+// Path is a field path of string keys and int indexes, printed as a.b[0]["nvidia.com/gpu"].
+type Path []any
+
+// Key returns p extended by a mapping key, never sharing p's backing array.
+func (p Path) Key(k string) Path { return append(p[:len(p):len(p)], k) }
+
+// Idx returns p extended by a sequence index, never sharing p's backing array.
+func (p Path) Idx(i int) Path { return append(p[:len(p):len(p)], i) }
+
+func (p Path) String() string {
+	var b strings.Builder
+	for _, s := range p {
+		switch v := s.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", v)
+		case string:
+			if isIdent(v) {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(v)
+			} else {
+				fmt.Fprintf(&b, "[%s]", strconv.Quote(v))
+			}
+		}
+	}
+	return b.String()
+}
+
+func isIdent(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Line walks p from n, through aliases, and returns the line of the deepest node it reaches
+// (0 without a tree), so an error about a value that is missing points at its parent.
+func Line(n *yaml.Node, p Path) int {
+	if n == nil {
+		return 0
+	}
+	line := n.Line
+	for _, seg := range p {
+		if n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
+		var next *yaml.Node
+		switch v := seg.(type) {
+		case string:
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == v {
+						next = n.Content[i+1]
+						break
+					}
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && v < len(n.Content) {
+				next = n.Content[v]
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n, line = next, next.Line
+	}
+	return line
+}
+
+// UnknownFields calls report for every mapping key under n that names no yaml-tagged field of
+// the struct type it decodes into, with the key's node, its path from n and the known field
+// names in order. It runs before decoding because yaml.v3's KnownFields names neither the path
+// nor the fields, and does not reach into custom unmarshalers.
+func UnknownFields(n *yaml.Node, t reflect.Type, report func(key *yaml.Node, p Path, known []string)) {
+	unknownFields(n, t, nil, report)
+}
+
+func unknownFields(n *yaml.Node, t reflect.Type, p Path, report func(*yaml.Node, Path, []string)) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode { // a scalar form, or a type error Decode reports
+			return
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			fields[name] = f.Type
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			ft, ok := fields[k]
+			if !ok {
+				known := make([]string, 0, len(fields))
+				for name := range fields {
+					known = append(known, name)
+				}
+				sort.Strings(known)
+				report(n.Content[i], p.Key(k), known)
+				continue
+			}
+			unknownFields(n.Content[i+1], ft, p.Key(k), report)
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			unknownFields(n.Content[i+1], t.Elem(), p.Key(n.Content[i].Value), report)
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return
+		}
+		for i, c := range n.Content {
+			unknownFields(c, t.Elem(), p.Idx(i), report)
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package yamldoc
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,5 +35,71 @@ func TestRoot(t *testing.T) {
 				t.Fatalf("root kind %v line %d, want kind %v line 1", n.Kind, n.Line, tc.wantKind)
 			}
 		})
+	}
+}
+
+func TestPathString(t *testing.T) {
+	tests := []struct {
+		p    Path
+		want string
+	}{
+		{nil, ""},
+		{Path{"nodePools", 1, "gpusPerNode"}, "nodePools[1].gpusPerNode"},
+		{Path{"resources", "nvidia.com/gpu"}, `resources["nvidia.com/gpu"]`},
+	}
+	for _, tc := range tests {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("%#v.String() = %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestLineFollowsAliases(t *testing.T) {
+	in := "base: &b\n  x: 1\n  y:\n    z: 2\nuse: *b\nlist:\n- a\n- b\n"
+	root, err := Root("f.yaml", "spec", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		p    Path
+		want int
+	}{
+		{Path{"base", "y", "z"}, 4},
+		{Path{"use", "y", "z"}, 4}, // through the alias, to the anchored node
+		{Path{"list", 1}, 8},
+		{Path{"list", 5}, 7}, // past the end: the deepest node reached, the list
+		{Path{"missing", "deeper"}, 1},
+	}
+	for _, tc := range tests {
+		if got := Line(root, tc.p); got != tc.want {
+			t.Errorf("Line(%v) = %d, want %d", tc.p, got, tc.want)
+		}
+	}
+	if got := Line(nil, Path{"a"}); got != 0 {
+		t.Errorf("Line(nil) = %d, want 0", got)
+	}
+}
+
+func TestUnknownFields(t *testing.T) {
+	type inner struct {
+		A int `yaml:"a"`
+	}
+	type spec struct {
+		Items []inner          `yaml:"items"`
+		ByKey map[string]inner `yaml:"byKey"`
+		Ptr   *inner           `yaml:"ptr"`
+	}
+	in := "items:\n- a: 1\n  b: 2\nbyKey:\n  k: {c: 3}\nptr: {a: 1}\nextra: 4\n"
+	root, err := Root("f.yaml", "spec", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	UnknownFields(root, reflect.TypeOf(spec{}), func(key *yaml.Node, p Path, known []string) {
+		got = append(got, fmt.Sprintf("%d %s %v", key.Line, p, known))
+	})
+	want := []string{"3 items[0].b [a]", "5 byKey.k.c [a]", "7 extra [byKey items ptr]"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("reports %q, want %q", got, want)
 	}
 }

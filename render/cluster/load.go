@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"sort"
-	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -35,7 +33,9 @@ func Parse(name string, data []byte) (*Spec, error) {
 		el.add(nil, "a cluster spec is a mapping (apiVersion, kind, nodePools, ...)")
 		return nil, el.err()
 	}
-	checkKnown(root, reflect.TypeOf(Spec{}), nil, el)
+	yamldoc.UnknownFields(root, reflect.TypeOf(Spec{}), func(_ *yaml.Node, p yamldoc.Path, known []string) {
+		el.add(fieldPath(p), "unknown field (known fields: %s)", strings.Join(known, ", "))
+	})
 	if err := el.err(); err != nil {
 		return nil, err
 	}
@@ -68,39 +68,12 @@ func (q *Quota) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // fieldPath locates a value in the spec: string segments are mapping keys, ints list indexes.
-type fieldPath []any
+// fieldPath is a path into the spec, as printed in errors.
+type fieldPath yamldoc.Path
 
-func (p fieldPath) key(k string) fieldPath { return append(p[:len(p):len(p)], k) }
-func (p fieldPath) idx(i int) fieldPath    { return append(p[:len(p):len(p)], i) }
-
-func (p fieldPath) String() string {
-	var b strings.Builder
-	for _, s := range p {
-		switch v := s.(type) {
-		case int:
-			fmt.Fprintf(&b, "[%d]", v)
-		case string:
-			if isIdent(v) {
-				if b.Len() > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(v)
-			} else {
-				fmt.Fprintf(&b, "[%s]", strconv.Quote(v))
-			}
-		}
-	}
-	return b.String()
-}
-
-func isIdent(s string) bool {
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return s != ""
-}
+func (p fieldPath) key(k string) fieldPath { return fieldPath(yamldoc.Path(p).Key(k)) }
+func (p fieldPath) idx(i int) fieldPath    { return fieldPath(yamldoc.Path(p).Idx(i)) }
+func (p fieldPath) String() string         { return yamldoc.Path(p).String() }
 
 // errList collects validation errors; each gets the line of the deepest node its path reaches.
 type errList struct {
@@ -112,7 +85,7 @@ type errList struct {
 func (l *errList) add(p fieldPath, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	loc := l.file
-	if line := lineOf(l.root, p); line > 0 {
+	if line := yamldoc.Line(l.root, yamldoc.Path(p)); line > 0 {
 		loc = fmt.Sprintf("%s:%d", l.file, line)
 	}
 	if len(p) == 0 {
@@ -127,92 +100,4 @@ func (l *errList) err() error {
 		return nil
 	}
 	return errors.Join(l.errs...)
-}
-
-// lineOf walks p from n and returns the line of the deepest node found (0 without a tree).
-func lineOf(n *yaml.Node, p fieldPath) int {
-	if n == nil {
-		return 0
-	}
-	line := n.Line
-	for _, seg := range p {
-		if n.Kind == yaml.AliasNode {
-			n = n.Alias
-		}
-		var next *yaml.Node
-		switch v := seg.(type) {
-		case string:
-			if n.Kind == yaml.MappingNode {
-				for i := 0; i+1 < len(n.Content); i += 2 {
-					if n.Content[i].Value == v {
-						next = n.Content[i+1]
-						break
-					}
-				}
-			}
-		case int:
-			if n.Kind == yaml.SequenceNode && v < len(n.Content) {
-				next = n.Content[v]
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n, line = next, next.Line
-	}
-	return line
-}
-
-// checkKnown reports every mapping key that names no field of t, with its full path, before
-// decoding (yaml.v3's own check names neither the path nor every field).
-func checkKnown(n *yaml.Node, t reflect.Type, p fieldPath, l *errList) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode { // a scalar Quota, or a type error Decode reports
-			return
-		}
-		fields := map[string]reflect.Type{}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			fields[name] = f.Type
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i].Value
-			ft, ok := fields[k]
-			if !ok {
-				known := make([]string, 0, len(fields))
-				for name := range fields {
-					known = append(known, name)
-				}
-				sort.Strings(known)
-				l.add(p.key(k), "unknown field (known fields: %s)", strings.Join(known, ", "))
-				continue
-			}
-			checkKnown(n.Content[i+1], ft, p.key(k), l)
-		}
-	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			checkKnown(n.Content[i+1], t.Elem(), p.key(n.Content[i].Value), l)
-		}
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			return
-		}
-		for i, c := range n.Content {
-			checkKnown(c, t.Elem(), p.idx(i), l)
-		}
-	}
 }

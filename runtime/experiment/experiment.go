@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -154,7 +153,9 @@ func Parse(name string, data []byte) (*Experiment, error) {
 		el.add(root.Line, "", "an experiment file is a mapping (apiVersion, kind, cluster, variants, ...)")
 		return nil, el.err()
 	}
-	checkKnown(root, reflect.TypeOf(Experiment{}), "", el)
+	yamldoc.UnknownFields(root, reflect.TypeOf(Experiment{}), func(key *yaml.Node, p yamldoc.Path, known []string) {
+		el.add(key.Line, p.String(), "unknown field (known fields: %s)", strings.Join(known, ", "))
+	})
 	if err := el.err(); err != nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func Parse(name string, data []byte) (*Experiment, error) {
 var variantName = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
 
 func (e *Experiment) validate(root *yaml.Node, el *errList) {
-	line := func(path ...any) int { return lineOf(root, path) }
+	line := func(path ...any) int { return yamldoc.Line(root, path) }
 	if e.APIVersion != APIVersion {
 		el.add(line("apiVersion"), "apiVersion", "must be %q, got %q", APIVersion, e.APIVersion)
 	}
@@ -239,7 +240,7 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 		}
 		if v.KueueConfig != nil {
 			if err := v.KueueConfig.check(); err != nil {
-				el.add(lineOf(root, []any{"variants", i, "kueueConfig"}), p+".kueueConfig", "%v", err)
+				el.add(yamldoc.Line(root, yamldoc.Path{"variants", i, "kueueConfig"}), p+".kueueConfig", "%v", err)
 			}
 		}
 	}
@@ -267,83 +268,3 @@ func (l *errList) add(line int, path, format string, args ...any) {
 }
 
 func (l *errList) err() error { return errors.Join(l.errs...) }
-
-// lineOf returns the line of the deepest node path reaches from n.
-func lineOf(n *yaml.Node, path []any) int {
-	line := n.Line
-	for _, seg := range path {
-		var next *yaml.Node
-		switch v := seg.(type) {
-		case string:
-			if n.Kind == yaml.MappingNode {
-				for i := 0; i+1 < len(n.Content); i += 2 {
-					if n.Content[i].Value == v {
-						next = n.Content[i+1]
-					}
-				}
-			}
-		case int:
-			if n.Kind == yaml.SequenceNode && v < len(n.Content) {
-				next = n.Content[v]
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n, line = next, next.Line
-	}
-	return line
-}
-
-// checkKnown reports every mapping key that names no field of t, with its path and line
-// (yaml.v3's KnownFields does not reach into custom unmarshalers).
-func checkKnown(n *yaml.Node, t reflect.Type, path string, l *errList) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			return
-		}
-		fields := map[string]reflect.Type{}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			fields[name] = f.Type
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i].Value
-			ft, ok := fields[k]
-			if !ok {
-				known := make([]string, 0, len(fields))
-				for name := range fields {
-					known = append(known, name)
-				}
-				sort.Strings(known)
-				l.add(n.Content[i].Line, join(k), "unknown field (known fields: %s)", strings.Join(known, ", "))
-				continue
-			}
-			checkKnown(n.Content[i+1], ft, join(k), l)
-		}
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			return
-		}
-		for i, c := range n.Content {
-			checkKnown(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), l)
-		}
-	}
-}
