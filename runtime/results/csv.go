@@ -66,16 +66,22 @@ func optOK(v float64, ok bool) string {
 
 // ReadWorkloadsCSV parses workloads.csv; errors name the line and column.
 func ReadWorkloadsCSV(r io.Reader, name string) ([]Record, error) {
+	return readCSV(r, name, workloadColumns, parseRow)
+}
+
+// readCSV reads a results CSV whose header must be cols, parsing every row with parse; errors
+// name the file and the row's line.
+func readCSV[T any](r io.Reader, name string, cols []string, parse func(row []string) (T, error)) ([]T, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(workloadColumns)
+	cr.FieldsPerRecord = len(cols)
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", name, err)
 	}
-	if !slices.Equal(head, workloadColumns) {
-		return nil, fmt.Errorf("%s:1: header %v, want %v", name, head, workloadColumns)
+	if !slices.Equal(head, cols) {
+		return nil, fmt.Errorf("%s:1: header %v, want %v", name, head, cols)
 	}
-	var out []Record
+	var out []T
 	for {
 		row, err := cr.Read()
 		if err == io.EOF {
@@ -85,11 +91,11 @@ func ReadWorkloadsCSV(r io.Reader, name string) ([]Record, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		line, _ := cr.FieldPos(0)
-		rec, err := parseRow(row)
+		v, err := parse(row)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		out = append(out, rec)
+		out = append(out, v)
 	}
 }
 

@@ -287,6 +287,9 @@ func TestReadErrorsNameLine(t *testing.T) {
 			return err
 		}},
 		{"series", strings.Join(seriesColumns, ",") + "\n1,bogus,q,1,1,1,1,\n", "x:2: column scope", func(s string) error { _, err := ReadSeries(strings.NewReader(s), "x"); return err }},
+		{"series integer", strings.Join(seriesColumns, ",") + "\n1,flavor,h100,1,1,1,1,\n2,flavor,h100,1,2.5,1,1,\n", "x:3: column gpus_reserved: \"2.5\" is not an integer", func(s string) error { _, err := ReadSeries(strings.NewReader(s), "x"); return err }},
+		{"series power", strings.Join(seriesColumns, ",") + "\n1,flavor,h100,1,1,1,1,watts\n", "x:2: column node_power_w", func(s string) error { _, err := ReadSeries(strings.NewReader(s), "x"); return err }},
+		{"series header", "a,b,c,d,e,f,g,h\n", "x:1: header", func(s string) error { _, err := ReadSeries(strings.NewReader(s), "x"); return err }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

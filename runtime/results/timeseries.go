@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 )
@@ -92,54 +91,38 @@ func (s *SeriesWriter) Close() error {
 
 // ReadSeries parses timeseries.csv; errors name the line and column.
 func ReadSeries(r io.Reader, name string) ([]Sample, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(seriesColumns)
-	head, err := cr.Read()
+	return readCSV(r, name, seriesColumns, parseSample)
+}
+
+func parseSample(row []string) (Sample, error) {
+	x := Sample{Scope: row[1], Name: row[2], NodePowerW: math.NaN()}
+	if x.Scope != ScopeClusterQueue && x.Scope != ScopeFlavor {
+		return x, fmt.Errorf("column scope: %q is not %s or %s", x.Scope, ScopeClusterQueue, ScopeFlavor)
+	}
+	var err error
+	parse := func(i int, dst *int64) {
+		if err == nil {
+			if *dst, err = strconv.ParseInt(row[i], 10, 64); err != nil {
+				err = fmt.Errorf("column %s: %q is not an integer", seriesColumns[i], row[i])
+			}
+		}
+	}
+	if x.T, err = strconv.ParseFloat(row[0], 64); err != nil {
+		return x, fmt.Errorf("column t_sec: %q is not a number", row[0])
+	}
+	var pending int64
+	parse(3, &x.Requested)
+	parse(4, &x.Reserved)
+	parse(5, &x.InUse)
+	parse(6, &pending)
 	if err != nil {
-		return nil, fmt.Errorf("%s: header: %w", name, err)
+		return x, err
 	}
-	if !slices.Equal(head, seriesColumns) {
-		return nil, fmt.Errorf("%s:1: header %v, want %v", name, head, seriesColumns)
+	x.Pending = int(pending)
+	if row[7] != "" {
+		if x.NodePowerW, err = strconv.ParseFloat(row[7], 64); err != nil {
+			return x, fmt.Errorf("column node_power_w: %q is not a number", row[7])
+		}
 	}
-	var out []Sample
-	for {
-		row, err := cr.Read()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		line, _ := cr.FieldPos(0)
-		x := Sample{Scope: row[1], Name: row[2], NodePowerW: math.NaN()}
-		if x.Scope != ScopeClusterQueue && x.Scope != ScopeFlavor {
-			return nil, fmt.Errorf("%s:%d: column scope: %q is not %s or %s", name, line, x.Scope, ScopeClusterQueue, ScopeFlavor)
-		}
-		var perr error
-		parse := func(i int, dst *int64) {
-			if perr == nil {
-				if *dst, perr = strconv.ParseInt(row[i], 10, 64); perr != nil {
-					perr = fmt.Errorf("column %s: %q is not an integer", seriesColumns[i], row[i])
-				}
-			}
-		}
-		if x.T, err = strconv.ParseFloat(row[0], 64); err != nil {
-			return nil, fmt.Errorf("%s:%d: column t_sec: %q is not a number", name, line, row[0])
-		}
-		var pending int64
-		parse(3, &x.Requested)
-		parse(4, &x.Reserved)
-		parse(5, &x.InUse)
-		parse(6, &pending)
-		if perr != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, perr)
-		}
-		x.Pending = int(pending)
-		if row[7] != "" {
-			if x.NodePowerW, err = strconv.ParseFloat(row[7], 64); err != nil {
-				return nil, fmt.Errorf("%s:%d: column node_power_w: %q is not a number", name, line, row[7])
-			}
-		}
-		out = append(out, x)
-	}
+	return x, nil
 }
