@@ -36,7 +36,7 @@ func (in Installer) Install(ctx context.Context, set Set) error {
 	}
 	fmt.Fprintf(in.Out, "tools set %s -> %s\n", set.Name, in.BinDir)
 	for _, c := range set.Components {
-		dst := filepath.Join(in.BinDir, c.Name)
+		dst := filepath.Join(in.BinDir, c.FileName())
 		if _, err := os.Stat(dst); err == nil && !in.Force {
 			fmt.Fprintf(in.Out, "  %-24s %-8s present\n", c.Name, c.Version)
 			continue
@@ -74,6 +74,14 @@ func (in Installer) build(ctx context.Context, c Component, work, dst, logPath s
 		dir := filepath.Join(work, "k8s")
 		if err := writeK8sWrapper(ctx, r, dir, c); err != nil {
 			return err
+		}
+		if c.main != "" {
+			if err := os.MkdirAll(filepath.Join(dir, c.Name), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, c.Name, "main.go"), []byte(c.main), 0o644); err != nil {
+				return err
+			}
 		}
 		err = r.run(ctx, dir, modMod, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, c.Package)
 	case wrapperModule:

@@ -34,14 +34,69 @@ const (
 
 // Component is one binary of the set.
 type Component struct {
-	Name    string // binary name in the set's bin dir
+	Name string // the component's name
+	// File is the binary's file name in the set's bin dir (default Name). A component whose
+	// build differs from upstream's gets its own file name, so a cache built before the change
+	// rebuilds that binary alone.
+	File    string
 	Module  string
 	Version string
 	Package string // import path (wrapper, goInstall) or ./relative path inside the source copy
 	method  method
 	ldflags []string
 	patch   string // file under patches/, applied with patch -p1 to the source copy
+	// main, for wrapperK8s, is the source of the main package built instead of upstream's
+	// (written to ./<Name>/main.go of the wrapper module; Package is then "./<Name>").
+	main string
 }
+
+// FileName is the binary's file name in the set's bin dir.
+func (c Component) FileName() string {
+	if c.File != "" {
+		return c.File
+	}
+	return c.Name
+}
+
+// JobSyncBatchPeriodEnv sets the Job controller's pod-event batch period in kueuelab's
+// kube-controller-manager (a Go duration; unset: upstream's 1s).
+const JobSyncBatchPeriodEnv = "KUEUELAB_JOB_SYNC_BATCH_PERIOD"
+
+// kcmMain is upstream's cmd/kube-controller-manager main plus one setting. The Job controller
+// waits SyncJobBatchPeriod (1 s, exported for tests) after a pod update before it syncs the Job,
+// to coalesce status writes of large Jobs. In a replay at speedup S that second is S trace
+// seconds between a Job's last pod finishing and the Job (and its Kueue Workload) finishing,
+// during which the Job's quota stays reserved.
+const kcmMain = `// Command kube-controller-manager is upstream's, with the Job controller's pod-event batch
+// period taken from $` + JobSyncBatchPeriodEnv + ` when set.
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+	_ "time/tzdata" // for CronJob Time Zone support
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	"k8s.io/kubernetes/pkg/controller/job"
+)
+
+func main() {
+	if v := os.Getenv("` + JobSyncBatchPeriodEnv + `"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			fmt.Fprintf(os.Stderr, "` + JobSyncBatchPeriodEnv + `=%q: want a non-negative Go duration such as 10ms\n", v)
+			os.Exit(2)
+		}
+		job.SyncJobBatchPeriod = d
+	}
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}
+`
 
 // Set is a named list of components built and used together.
 type Set struct {
@@ -80,13 +135,15 @@ func Pinned() Set {
 		return Component{Name: name, Module: "k8s.io/kubernetes", Version: k8sVersion,
 			Package: "k8s.io/kubernetes/cmd/" + name, method: wrapperK8s, ldflags: k8sLD}
 	}
+	kcm := k8s("kube-controller-manager")
+	kcm.File, kcm.Package, kcm.main = "kube-controller-manager-jobbatch", "./kube-controller-manager", kcmMain
 	return Set{
 		Name: "k8s-1.34.2_etcd-3.5.21_kwok-0.7.0_kueue-0.15.0_jobset-0.10.1_to-1.9.3_mpi-0.7.0",
 		Components: []Component{
 			{Name: "etcd", Module: "go.etcd.io/etcd/server/v3", Version: "v3.5.21",
 				Package: "go.etcd.io/etcd/server/v3", method: wrapperModule},
 			k8s("kube-apiserver"),
-			k8s("kube-controller-manager"),
+			kcm,
 			k8s("kube-scheduler"),
 			{Name: "kwok", Module: "sigs.k8s.io/kwok", Version: "v0.7.0",
 				Package: "sigs.k8s.io/kwok/cmd/kwok", method: goInstall},
@@ -146,7 +203,7 @@ func Locate(dir string, set Set) (map[string]string, error) {
 	out := map[string]string{}
 	var missing []string
 	for _, c := range set.Components {
-		p := filepath.Join(dir, c.Name)
+		p := filepath.Join(dir, c.FileName())
 		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			missing = append(missing, c.Name)
 			continue
