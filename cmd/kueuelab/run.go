@@ -21,6 +21,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/runner"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -28,8 +29,9 @@ type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
 	speedup, qps                                        float64
 	timeout                                             time.Duration
-	keep                                                bool
+	keep, compensate                                    bool
 	genJobs                                             int
+	genSpan                                             time.Duration
 	seed                                                uint64
 }
 
@@ -69,9 +71,11 @@ instead of reading --trace.`,
 	fl.StringVar(&f.out, "out", "", "results directory (default results/<time>)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this wall time (0: no limit)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the submitted objects on the cluster")
+	fl.BoolVar(&f.compensate, "compensate-lag", true, "run trace time at real time while the control plane owes a step (local cluster only), so results do not depend on --speedup")
 	fl.StringVar(&f.mapping, "mapping", "", "mapping file choosing the kind per family")
 	fl.Float64Var(&f.qps, "qps", 50, "create calls per second the runner may make")
 	fl.IntVar(&f.genJobs, "gen-jobs", 0, "generate a trace of this many workloads instead of --trace")
+	fl.DurationVar(&f.genSpan, "gen-span", 0, "trace time the --gen-jobs submissions cover, e.g. 24h (default: the profile's mean inter-arrival of 30s)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of --gen-jobs, the placer and Katib's parameter sampling")
 	return c
 }
@@ -81,6 +85,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	out := cmd.OutOrStdout()
 	if f.specPath == "" {
 		return errors.New("--cluster is required (e.g. examples/clusters/small.yaml)")
+	}
+	if f.genSpan < 0 || (f.genSpan > 0 && f.genJobs == 0) {
+		return fmt.Errorf("--gen-span %s: needs --gen-jobs and a positive duration", f.genSpan)
 	}
 	if (f.tracePath == "") == (f.genJobs == 0) {
 		return errors.New("give exactly one of --trace and --gen-jobs")
@@ -103,7 +110,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if f.genJobs > 0 {
 		f.tracePath = filepath.Join(f.out, "trace.jsonl")
-		if err := generate(ctx, f.tracePath, f.genJobs, f.seed); err != nil {
+		if err := generate(ctx, f.tracePath, f.genJobs, f.seed, f.genSpan); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "generated %d workloads (seed %d) into %s\n", f.genJobs, f.seed, f.tracePath)
@@ -132,13 +139,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		if err != nil {
 			return err
 		}
-		// Completions are observed at tick boundaries: a short tick keeps JCTs exact at high speedups.
-		a, err := agent.New(agent.Config{Speedup: f.speedup, TickInterval: 50 * time.Millisecond}, cs, nil)
+		cfg.Clock = simclock.New(f.speedup, simclock.Options{Disabled: !f.compensate})
+		a, err := agent.InProcess(cs, cfg.Clock, f.seed)
 		if err != nil {
 			return err
 		}
 		cfg.Agent = a
-		cfg.NodePower = func() map[string]float64 { return nodePower(a) }
 	}
 	if fd, ok := cmd.ErrOrStderr().(interface{ Fd() uintptr }); ok {
 		cfg.Progress, cfg.TTY = cmd.ErrOrStderr(), term.IsTerminal(int(fd.Fd()))
@@ -154,10 +160,19 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	return err
 }
 
-func generate(ctx context.Context, path string, n int, seed uint64) error {
+// generate writes an n-workload trace of the default profile; a positive span sets the mean
+// inter-arrival time so that the submissions cover about that much trace time.
+func generate(ctx context.Context, path string, n int, seed uint64, span time.Duration) error {
 	p, err := gen.DefaultProfile()
 	if err != nil {
 		return err
+	}
+	if span > 0 {
+		mean := 0.0
+		for _, m := range p.Arrival.HourlyMultipliers {
+			mean += float64(m) / float64(len(p.Arrival.HourlyMultipliers))
+		}
+		p.Arrival.MeanInterArrivalSec = span.Seconds() * mean / float64(n)
 	}
 	fw, err := trace.Create(path)
 	if err != nil {
@@ -194,26 +209,4 @@ func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.
 		return nil, err
 	}
 	return cl.Config, nil
-}
-
-// nodePower reads the agent's node power gauge.
-func nodePower(a *agent.Agent) map[string]float64 {
-	mfs, err := a.Registry().Gather()
-	if err != nil {
-		return nil
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "kueuelab_node_power_watts" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "node" {
-					out[l.GetValue()] = m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return out
 }

@@ -281,6 +281,33 @@ func TestPodCompletes(t *testing.T) {
 	}
 }
 
+// TestTraceNowDrivesProgress checks that with a shared trace clock the agent advances pods by
+// that clock, not by wall time × Speedup: the runner slows trace time while the control plane
+// owes a step, and the pods must slow with it.
+func TestTraceNowDrivesProgress(t *testing.T) {
+	var mu sync.Mutex
+	trace := 0.0
+	set := func(v float64) { mu.Lock(); trace = v; mu.Unlock() }
+	c := podContract("wl-1", 0)
+	client := fake.NewClientset()
+	create(t, client, makeNode("n1", 8, nil), makePod("p1", "n1", c, nil))
+	h := start(t, client, Config{CompleteVia: CompleteViaStatus, TraceNow: func() float64 { mu.Lock(); defer mu.Unlock(); return trace }})
+	h.started(1)
+	// Many wall ticks with trace time held still: no progress.
+	h.advance(10 * duration)
+	set(duration - 1)
+	h.advance(tick.Seconds() * speedup)
+	if _, done := h.pod("p1").Annotations[CompleteAnnotation]; done {
+		t.Fatalf("pod completed at trace %g of its %g s", duration-1, duration)
+	}
+	set(duration + 0.5)
+	h.advance(tick.Seconds() * speedup)
+	p := h.completed("p1")
+	if got := annFloat(t, p, RunTraceSecAnnotation); got != duration {
+		t.Errorf("run time %g trace s, want exactly %g", got, duration)
+	}
+}
+
 func TestGangWaitsForAllMembers(t *testing.T) {
 	c := podContract("wl-gang", 2)
 	client := fake.NewClientset()

@@ -73,6 +73,18 @@ type Config struct {
 	MetricsAddr string
 	// Clock drives ticks and timestamps (default the real clock); tests inject a fake one.
 	Clock clock.WithTicker
+	// TraceNow, when set, is the trace clock the agent advances its pods by, shared with an
+	// in-process runner whose clock slows to real time while the control plane owes a
+	// transition (runtime/simclock); when nil trace time is wall time × Speedup.
+	TraceNow func() float64
+}
+
+// TickFor is a tick interval for speedup: at most 5 trace seconds a tick, so a pod's completion
+// is written within 5 trace seconds of its end whatever the speedup, between 10 ms and 200 ms
+// of wall time.
+func TickFor(speedup float64) time.Duration {
+	d := time.Duration(5 / speedup * float64(time.Second))
+	return min(200*time.Millisecond, max(10*time.Millisecond, d))
 }
 
 func (c *Config) setDefaults() error {

@@ -25,6 +25,7 @@ import (
 	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // Files Run writes in the output directory.
@@ -78,7 +79,7 @@ type Options struct {
 	Local LocalCluster
 	// NewAgent builds the agent run in-process for one run. Nil with REST: the cluster's agent
 	// Deployment is used (the runner checks it); nil without REST: InProcessAgent.
-	NewAgent func(rc *rest.Config, speedup float64, seed int64) (runner.Agent, error)
+	NewAgent func(rc *rest.Config, clk *simclock.Clock, seed int64) (runner.Agent, error)
 	// Out receives the progress lines; Log the detail (cluster up/down, run summaries).
 	Out io.Writer
 	Log io.Writer
@@ -90,12 +91,12 @@ type Options struct {
 }
 
 // InProcessAgent is the kueuelab agent with default settings, for Options.NewAgent.
-func InProcessAgent(rc *rest.Config, speedup float64, seed int64) (runner.Agent, error) {
+func InProcessAgent(rc *rest.Config, clk *simclock.Clock, seed int64) (runner.Agent, error) {
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("agent client: %w", err)
 	}
-	return agent.New(agent.Config{Speedup: speedup, Seed: uint64(seed)}, cs, nil)
+	return agent.InProcess(cs, clk, uint64(seed))
 }
 
 // Outcome is what Run did.
@@ -319,7 +320,9 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 	cfg := runner.Config{REST: rc, Trace: j.trace, TraceName: j.traceRef, Spec: j.spec, Speedup: e.Speedup,
 		Timeout: e.timeout, OutDir: j.dir, Seed: j.seed, Progress: &prefixWriter{w: o.Out, prefix: j.label() + ": "}, Out: log}
 	if newAgent != nil {
-		a, err := newAgent(rc, e.Speedup, j.seed)
+		// The agent shares the runner's trace clock, so the runner may hold it (simclock).
+		cfg.Clock = simclock.New(e.Speedup, simclock.Options{})
+		a, err := newAgent(rc, cfg.Clock, j.seed)
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,12 @@ type Meta struct {
 	GPUCapacity int64 `json:"gpuCapacity"`
 	// Incomplete says why the run stopped before every workload was terminal ("" when it did not).
 	Incomplete string `json:"incomplete,omitempty"`
+	// HeldWallSec is the wall time the trace clock ran at real time because the control plane
+	// owed a step (runtime/simclock); Holds counts the holds and HoldsExpired those that
+	// reached their limit. All zero when the clock had no holds.
+	HeldWallSec  float64 `json:"heldWallSec"`
+	Holds        int     `json:"holds"`
+	HoldsExpired int     `json:"holdsExpired"`
 }
 
 // Quantiles are the p50, p95 and p99 of N values; nil when N is 0.

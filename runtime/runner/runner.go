@@ -25,6 +25,7 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // AgentLabel selects the agent Deployment the Helm chart installs.
@@ -60,7 +61,12 @@ type Config struct {
 	// Agent, when set, runs in-process for the duration of the run; when nil the cluster must run
 	// the agent Deployment of charts/kueuelab-agent (checked).
 	Agent Agent
-	// NodePower reports the agent's node power in watts by node name (nil: no power series).
+	// Clock is the trace clock, shared with an in-process Agent so that both see the same trace
+	// time; the runner places holds on it while the control plane owes a transition. Nil: a
+	// clock without holds at Speedup (the only choice with an agent in another process).
+	Clock *simclock.Clock
+	// NodePower reports the agent's node power in watts by node name (nil: the Agent's
+	// NodePower method if it has one, else no power series).
 	NodePower func() map[string]float64
 	// SampleStep is the time series step in trace seconds (default: 60, raised so that a sample
 	// is at most every 100 ms of wall time).
@@ -115,6 +121,12 @@ func (c *Config) check() error {
 	}
 	if c.Mapping == nil {
 		c.Mapping = render.DefaultMapping()
+	}
+	if c.Clock != nil && c.Clock.HoldsEnabled() && c.Agent == nil {
+		errs = append(errs, errors.New("clock: holds slow trace time for the in-process agent only; an agent in another process would not see them (use simclock.Options{Disabled: true})"))
+	}
+	if c.Clock != nil && c.Clock.Speedup() != c.Speedup {
+		errs = append(errs, fmt.Errorf("clock: speedup %g differs from the run's %g", c.Clock.Speedup(), c.Speedup))
 	}
 	if c.SampleStep == 0 {
 		c.SampleStep = math.Max(60, c.Speedup/10)
@@ -197,7 +209,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.Join(err, evlog.Close())
 	}
 
-	clk := &traceClock{speedup: cfg.Speedup}
+	if np, ok := cfg.Agent.(interface{ NodePower() map[string]float64 }); ok && cfg.NodePower == nil {
+		cfg.NodePower = np.NodePower
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = simclock.New(cfg.Speedup, simclock.Options{Disabled: true})
+	}
 	sub := newSubmitter(c, plan, rec, clk, cfg.QPS, cfg.Burst, cfg.Seed)
 	w := newWatcher(plan, rec, clk, sub.trials)
 	runCtx, cancelRun := context.WithCancel(ctx)
@@ -212,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.Join(err, evlog.Close(), series.Close())
 	}
 	res := &Result{SetupSec: time.Since(setupStart).Seconds()}
-	clk.start(time.Now())
+	clk.Start()
 
 	var bg sync.WaitGroup
 	bg.Add(2)
@@ -228,7 +246,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cancelRun()
 	bg.Wait()
 	if prog != nil {
-		prog.Done(results.Status{Counts: rec.Counts(), TraceSec: clk.now()})
+		prog.Done(results.Status{Counts: rec.Counts(), TraceSec: clk.Now()})
 	}
 	res.Submitted, res.SubmitWallSec, res.MaxLagSec = sub.stats()
 	if n := len(plan.unrunnable); n > 0 && incomplete == "" {
@@ -236,8 +254,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	recs := rec.Records()
-	meta := results.Meta{Trace: cfg.TraceName, Cluster: specName(cfg.Spec), Speedup: cfg.Speedup, WallSec: clk.wall().Seconds(),
-		TraceSec: clk.now(), GPUCapacity: plan.gpuCapacity, Incomplete: incomplete}
+	cs := clk.Stats()
+	meta := results.Meta{Trace: cfg.TraceName, Cluster: specName(cfg.Spec), Speedup: cfg.Speedup, WallSec: clk.Wall().Seconds(),
+		TraceSec: clk.Now(), GPUCapacity: plan.gpuCapacity, Incomplete: incomplete,
+		HeldWallSec: cs.Held.Seconds(), Holds: cs.Placed, HoldsExpired: cs.ExpiredTotal()}
+	if cs.Placed > 0 {
+		fmt.Fprintf(cfg.Out, "trace clock held at real time for %.1fs of %.1fs wall: %d holds while the control plane owed a step, %d reached the %s limit %v\n",
+			cs.Held.Seconds(), meta.WallSec, cs.Placed, cs.ExpiredTotal(), simclock.DefaultMaxHold, cs.Expired)
+	}
 	res.Summary = results.Summarize(recs, meta)
 	werr := writeResults(cfg.OutDir, recs, &res.Summary)
 	werr = errors.Join(werr, evlog.Close(), series.Close())
@@ -264,7 +288,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // waitDone shows progress until every workload is terminal or the run must stop, and returns
 // why the run is incomplete ("" when it is not).
-func waitDone(runCtx, parent context.Context, rec *results.Recorder, prog *results.Progress, clk *traceClock, agentErr <-chan error, timeout time.Duration) string {
+func waitDone(runCtx, parent context.Context, rec *results.Recorder, prog *results.Progress, clk *simclock.Clock, agentErr <-chan error, timeout time.Duration) string {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -282,7 +306,7 @@ func waitDone(runCtx, parent context.Context, rec *results.Recorder, prog *resul
 			return describe(rec, why)
 		case <-t.C:
 			if prog != nil {
-				prog.Update(results.Status{Counts: rec.Counts(), TraceSec: clk.now()})
+				prog.Update(results.Status{Counts: rec.Counts(), TraceSec: clk.Now()})
 			}
 		}
 	}
@@ -340,37 +364,6 @@ func checkAgentDeployment(ctx context.Context, c client.Client) error {
 		return fmt.Errorf("the kueuelab agent Deployment (%s) has no ready replica; pods would never finish", strings.Join(found, ", "))
 	}
 	return fmt.Errorf("no kueuelab agent on this cluster (no Deployment labelled %s): install charts/kueuelab-agent, or run without --kubeconfig to use the local cluster and the in-process agent", AgentLabel)
-}
-
-// traceClock maps wall time to trace time: trace = (wall − start) × speedup.
-type traceClock struct {
-	mu      sync.Mutex
-	t0      time.Time
-	speedup float64
-}
-
-func (k *traceClock) start(t time.Time) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.t0 = t
-}
-
-func (k *traceClock) wall() time.Duration {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.t0.IsZero() {
-		return 0
-	}
-	return time.Since(k.t0)
-}
-
-func (k *traceClock) now() float64 { return k.wall().Seconds() * k.speedup }
-
-// due is the wall time at which trace time sec comes.
-func (k *traceClock) due(sec float64) time.Time {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.t0.Add(time.Duration(sec / k.speedup * float64(time.Second)))
 }
 
 // kindOf names an object's kind (rendered objects carry their TypeMeta).

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
@@ -29,6 +29,7 @@ import (
 	"github.com/kueuelab/kueuelab/render/contract"
 	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // repoFile finds a file relative to the module root.
@@ -245,8 +246,8 @@ func watchFixture(t *testing.T) (*watcher, *results.Recorder, *plan) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &traceClock{speedup: 1000}
-	clk.start(time.Now())
+	clk := simclock.New(1000, simclock.Options{})
+	clk.Start()
 	return newWatcher(p, rec, clk, newTrials()), rec, p
 }
 
@@ -321,6 +322,73 @@ func TestWatcherRecordsLifecycle(t *testing.T) {
 	}
 }
 
+// TestWatcherHoldsTheClock walks one two-pod workload through its life and checks, after each
+// step, which holds the trace clock carries.
+func TestWatcherHoldsTheClock(t *testing.T) {
+	w, _, p := watchFixture(t)
+	var it *item
+	for _, x := range p.items {
+		if x.exp == nil && kindOf(x.objects[0]) == "Job" {
+			it = x
+			break
+		}
+	}
+	if it == nil {
+		t.Fatal("no batch Job workload")
+	}
+	top := it.objects[0]
+	owner := ownerKey("Job", top.GetNamespace(), top.GetName())
+	wl := kueueWorkload(top, "Job", 2)
+	pod := func(n int, phase corev1.PodPhase, conds ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", top.GetName(), n), Namespace: top.GetNamespace(),
+			Labels: map[string]string{contract.WorkloadLabel: top.GetName()}},
+			Status: corev1.PodStatus{Phase: phase, Conditions: conds}}
+	}
+	unschedulable := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}
+	pending := metav1.Condition{Type: "QuotaReserved", Status: metav1.ConditionFalse, Reason: "Pending", LastTransitionTime: metav1.Unix(1, 0)}
+	steps := []struct {
+		name string
+		do   func()
+		want map[string]bool
+	}{
+		{"submitted", func() { w.clk.Hold(submitHold(owner)) },
+			map[string]bool{submitHold(owner): true, runHold(it.id): false, cycleHold: false}},
+		{"Workload created, not yet tried", func() { w.onWorkload(wl) },
+			map[string]bool{submitHold(owner): true}},
+		{"Kueue tried and it does not fit", func() { wl.Status.Conditions = []metav1.Condition{pending}; w.onWorkload(wl) },
+			map[string]bool{submitHold(owner): false, runHold(it.id): false}},
+		{"quota reserved: pods owed", func() {
+			wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 2)}
+			w.onWorkload(wl)
+		}, map[string]bool{runHold(it.id): true}},
+		{"one pod running", func() { w.onPod(pod(0, corev1.PodRunning), false) }, map[string]bool{runHold(it.id): true}},
+		{"the other pod has no node: simulated wait", func() { w.onPod(pod(1, corev1.PodPending, unschedulable), false) },
+			map[string]bool{runHold(it.id): false}},
+		{"both running", func() { w.onPod(pod(1, corev1.PodRunning), false) }, map[string]bool{runHold(it.id): false}},
+		{"pods done: Finished owed", func() {
+			w.onPod(pod(0, corev1.PodSucceeded), false)
+			w.onPod(pod(1, corev1.PodSucceeded), false)
+		}, map[string]bool{runHold(it.id): true, cycleHold: false}},
+		{"finished: quota released, Kueue's cycle owed", func() {
+			wl.Status.Conditions = append(wl.Status.Conditions, cond("Finished", "Succeeded", 3))
+			w.onWorkload(wl)
+		}, map[string]bool{runHold(it.id): false, cycleHold: true}},
+		{"another workload reserves quota", func() {
+			other := kueueWorkload(p.items[len(p.items)-1].objects[0], kindOf(p.items[len(p.items)-1].objects[0]), 1,
+				cond("QuotaReserved", "QuotaReserved", 4))
+			w.onWorkload(other)
+		}, map[string]bool{cycleHold: false}},
+	}
+	for _, st := range steps {
+		st.do()
+		for key, want := range st.want {
+			if got := w.clk.Held(key); got != want {
+				t.Errorf("%s: hold %s = %v, want %v", st.name, key, got, want)
+			}
+		}
+	}
+}
+
 func TestWatcherIgnoresForeignWorkloads(t *testing.T) {
 	w, rec, _ := watchFixture(t)
 	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Namespace: "team-a"}}
@@ -383,17 +451,17 @@ func TestSubmitterPaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := &recordingClient{Client: fake.NewClientBuilder().WithScheme(scheme).Build()}
 	rec, err := results.NewRecorder(p.records, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	last := p.items[len(p.items)-1].offset
-	clk := &traceClock{speedup: math.Max(1, last/0.5)} // the whole trace in half a second of wall time
+	clk := simclock.New(math.Max(1, last/0.5), simclock.Options{Disabled: true}) // the whole trace in half a second of wall time; no Kueue to end holds
+	fc := &recordingClient{Client: fake.NewClientBuilder().WithScheme(scheme).Build(), clk: clk}
 	sub := newSubmitter(fc, p, rec, clk, 1000, 100, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	clk.start(time.Now())
+	clk.Start()
 	done := make(chan struct{})
 	go func() { sub.run(ctx); close(done) }()
 	deadline := time.Now().Add(30 * time.Second)
@@ -406,8 +474,8 @@ func TestSubmitterPaces(t *testing.T) {
 	cancel()
 	<-done
 	for _, c := range fc.calls {
-		if due := clk.due(c.offset); c.at.Before(due) {
-			t.Errorf("%s created %s before it was due", c.name, due.Sub(c.at))
+		if c.at < c.offset {
+			t.Errorf("%s created at trace %.1f s, before it was due at %.1f s", c.name, c.at, c.offset)
 		}
 	}
 	if n, _, _ := sub.stats(); n != len(p.items) {
@@ -417,20 +485,21 @@ func TestSubmitterPaces(t *testing.T) {
 
 type createCall struct {
 	name   string
-	at     time.Time
+	at     float64 // trace time
 	offset float64
 }
 
 // recordingClient notes when each object was created.
 type recordingClient struct {
 	client.Client
+	clk   *simclock.Clock
 	mu    sync.Mutex
 	calls []createCall
 }
 
 func (r *recordingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
 	r.mu.Lock()
-	r.calls = append(r.calls, createCall{name: o.GetName(), at: time.Now(), offset: offsetOf(o)})
+	r.calls = append(r.calls, createCall{name: o.GetName(), at: r.clk.Now(), offset: offsetOf(o)})
 	r.mu.Unlock()
 	return r.Client.Create(ctx, o, opts...)
 }

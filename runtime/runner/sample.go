@@ -3,16 +3,16 @@ package runner
 import (
 	"context"
 	"math"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // sampler writes a time series row per ClusterQueue and flavor every step trace seconds, read
@@ -20,22 +20,17 @@ import (
 type sampler struct {
 	plan      *plan
 	cache     client.Reader
-	clk       *traceClock
+	clk       *simclock.Clock
 	nodePower func() map[string]float64
 	out       *results.SeriesWriter
 	step      float64
 }
 
 func (s *sampler) run(ctx context.Context) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for k := 1; ; k++ {
 		t := float64(k) * s.step
-		timer.Reset(time.Until(s.clk.due(t)))
-		select {
-		case <-ctx.Done():
+		if s.clk.Wait(ctx, t) != nil {
 			return
-		case <-timer.C:
 		}
 		samples, err := s.sample(ctx, t)
 		if err == nil {

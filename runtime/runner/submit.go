@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // submitter is the pacing loop: one goroutine sleeps until the next workload is due and hands it
@@ -23,7 +24,7 @@ type submitter struct {
 	c       client.Client
 	plan    *plan
 	rec     *results.Recorder
-	clk     *traceClock
+	clk     *simclock.Clock
 	lim     *rate.Limiter
 	trials  *trials
 	seed    int64
@@ -36,7 +37,7 @@ type submitter struct {
 	maxLag      time.Duration
 }
 
-func newSubmitter(c client.Client, p *plan, rec *results.Recorder, clk *traceClock, qps float64, burst int, seed int64) *submitter {
+func newSubmitter(c client.Client, p *plan, rec *results.Recorder, clk *simclock.Clock, qps float64, burst int, seed int64) *submitter {
 	return &submitter{c: c, plan: p, rec: rec, clk: clk, lim: rate.NewLimiter(rate.Limit(qps), burst), trials: newTrials(), seed: seed,
 		workers: max(1, min(16, int(qps/5)))}
 }
@@ -67,27 +68,34 @@ func (s *submitter) run(ctx context.Context) {
 	}
 	items := s.plan.items
 	next := 0
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for {
-		var due <-chan time.Time
+		var due chan struct{}
+		waitCtx, stopWait := context.WithCancel(ctx)
 		if next < len(items) {
-			timer.Reset(time.Until(s.clk.due(items[next].offset)))
-			due = timer.C
+			due = make(chan struct{})
+			go func(t float64) {
+				if s.clk.Wait(waitCtx, t) == nil {
+					close(due)
+				}
+			}(items[next].offset)
 		}
 		select {
 		case <-ctx.Done():
+			stopWait()
 			return
 		case <-s.trials.wake:
+			stopWait()
 			for _, id := range s.trials.takePending() {
 				if !hand(func() { s.createTrials(ctx, id) }) {
 					return
 				}
 			}
 		case <-due:
-			for next < len(items) && !s.clk.due(items[next].offset).After(time.Now()) {
+			stopWait()
+			now, handed := s.clk.Now(), time.Now()
+			for next < len(items) && items[next].offset <= now {
 				it := items[next]
-				if !hand(func() { s.submit(ctx, it) }) {
+				if !hand(func() { s.submit(ctx, it, handed) }) {
 					return
 				}
 				next++
@@ -96,8 +104,13 @@ func (s *submitter) run(ctx context.Context) {
 	}
 }
 
-func (s *submitter) submit(ctx context.Context, it *item) {
-	due := s.clk.due(it.offset)
+// submit creates a workload's objects; handed is the wall time it came due. A Kueue Workload
+// is owed for each object a Kueue integration manages (the plan's owners), so each such create
+// places a hold on the trace clock that the watcher releases once Kueue has tried to admit it.
+func (s *submitter) submit(ctx context.Context, it *item, handed time.Time) {
+	// Submitted is when the first create call went out: Kueue may admit an experiment's first
+	// trial before the last trial's create returns.
+	at := s.clk.Now()
 	var err error
 	if it.exp != nil {
 		if _, err = s.trials.add(it.id, it.exp, s.seed); err == nil {
@@ -105,7 +118,11 @@ func (s *submitter) submit(ctx context.Context, it *item) {
 		}
 	} else {
 		for _, o := range it.objects {
-			if err = s.create(ctx, o); err != nil {
+			key := ownerKey(kindOf(o), o.GetNamespace(), o.GetName())
+			if _, ok := s.plan.owners[key]; !ok {
+				key = ""
+			}
+			if err = s.create(ctx, o, key); err != nil {
 				break
 			}
 		}
@@ -120,13 +137,13 @@ func (s *submitter) submit(ctx context.Context, it *item) {
 	}
 	s.n++
 	s.last = now
-	s.maxLag = max(s.maxLag, now.Sub(due))
+	s.maxLag = max(s.maxLag, now.Sub(handed))
 	s.mu.Unlock()
 	if err != nil {
-		s.record(results.Event{T: s.clk.now(), Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
+		s.record(results.Event{T: at, Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
 		return
 	}
-	s.record(results.Event{T: s.clk.now(), Workload: it.id, Type: results.EvSubmitted, Object: it.ns + "/" + topName(it)})
+	s.record(results.Event{T: at, Workload: it.id, Type: results.EvSubmitted, Object: it.ns + "/" + topName(it)})
 }
 
 func topName(it *item) string {
@@ -140,26 +157,34 @@ func (s *submitter) createTrials(ctx context.Context, id string) {
 	if err := s.createTrialsErr(ctx, id); err != nil && ctx.Err() == nil {
 		// A trial that cannot be created can never finish: the experiment stays unfinished and
 		// the reason is in the event log.
-		s.record(results.Event{T: s.clk.now(), Workload: id, Type: results.EvSubmitFailed, Message: err.Error()})
+		s.record(results.Event{T: s.clk.Now(), Workload: id, Type: results.EvSubmitFailed, Message: err.Error()})
 	}
 }
 
 func (s *submitter) createTrialsErr(ctx context.Context, id string) error {
 	jobs, err := s.trials.next(id)
 	for _, j := range jobs {
-		if cerr := s.create(ctx, j); cerr != nil {
+		if cerr := s.create(ctx, j, ownerKey("Job", j.Namespace, j.Name)); cerr != nil {
 			return errors.Join(err, cerr)
 		}
-		s.record(results.Event{T: s.clk.now(), Workload: id, Type: results.EvTrialCreated, Object: j.Namespace + "/" + j.Name})
+		s.record(results.Event{T: s.clk.Now(), Workload: id, Type: results.EvTrialCreated, Object: j.Namespace + "/" + j.Name})
 	}
 	return err
 }
 
-func (s *submitter) create(ctx context.Context, o client.Object) error {
+// create creates o; a non-empty owner is the key under which the watcher finds o's Kueue
+// Workload, and the trace clock is held from the create call until Kueue has tried to admit it.
+func (s *submitter) create(ctx context.Context, o client.Object, owner string) error {
 	if err := s.lim.Wait(ctx); err != nil {
 		return err
 	}
+	if owner != "" {
+		s.clk.Hold(submitHold(owner))
+	}
 	if err := s.c.Create(ctx, o); err != nil {
+		if owner != "" {
+			s.clk.Release(submitHold(owner))
+		}
 		return fmt.Errorf("create %s %s/%s: %w", kindOf(o), o.GetNamespace(), o.GetName(), err)
 	}
 	s.mu.Lock()

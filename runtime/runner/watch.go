@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,10 +17,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // EnergyAnnotation is the pod annotation in which the agent writes a pod's energy (joules of
@@ -35,7 +37,7 @@ const EnergyAnnotation = contract.Prefix + "energy-joules"
 type watcher struct {
 	plan   *plan
 	rec    *results.Recorder
-	clk    *traceClock
+	clk    *simclock.Clock
 	trials *trials
 
 	mu       sync.Mutex
@@ -43,7 +45,24 @@ type watcher struct {
 	pods     map[string]*podState // by namespace/name
 	running  map[string]int       // running pods per workload id
 	expected map[string]int       // pods of a workload's Kueue Workload (not for experiments)
+	// reserved counts, per Kueue Workload holding quota (QuotaReserved and not Finished), its
+	// pods; admitted sums them per workload id and unsched counts pods the scheduler rejected.
+	reserved map[types.UID]int
+	admitted map[string]int
+	unsched  map[string]int
 }
+
+// Holds on the trace clock (see runtime/simclock): each covers a step the control plane
+// completes in wall time that a real cluster would spend, not speedup times as much.
+func submitHold(owner string) string { return "submit/" + owner } // create → Kueue tried to admit
+func runHold(id string) string       { return "run/" + id }       // quota reserved → pods Running; pods done → Finished
+
+// cycleHold covers Kueue's scheduling cycle after quota is released: it ends when Kueue reserves
+// quota for any workload, or after cycleHoldLimit when nothing fits.
+const (
+	cycleHold      = "kueue-cycle"
+	cycleHoldLimit = 100 * time.Millisecond
+)
 
 type wlState struct {
 	id    string
@@ -59,13 +78,15 @@ type podState struct {
 	id         string
 	gpus       int64
 	running    bool
+	unsched    bool
 	since      float64
 	energyDone bool
 }
 
-func newWatcher(p *plan, rec *results.Recorder, clk *traceClock, tr *trials) *watcher {
+func newWatcher(p *plan, rec *results.Recorder, clk *simclock.Clock, tr *trials) *watcher {
 	return &watcher{plan: p, rec: rec, clk: clk, trials: tr, wls: map[types.UID]*wlState{}, pods: map[string]*podState{},
-		running: map[string]int{}, expected: map[string]int{}}
+		running: map[string]int{}, expected: map[string]int{}, reserved: map[types.UID]int{}, admitted: map[string]int{},
+		unsched: map[string]int{}}
 }
 
 // start runs informers on Workloads and pods (in the run's namespaces) and nodes, and returns
@@ -143,7 +164,7 @@ func (w *watcher) onWorkload(o any) {
 	if !ok {
 		return
 	}
-	now := w.clk.now()
+	now := w.clk.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.wls[wl.UID]
@@ -211,6 +232,49 @@ func (w *watcher) onWorkload(o any) {
 		}
 		w.emit(e)
 	}
+	w.holdWorkload(wl, st.id)
+}
+
+// holdWorkload updates the trace clock's holds for a Kueue Workload of workload id.
+func (w *watcher) holdWorkload(wl *kueue.Workload, id string) {
+	finished := meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)
+	if finished || meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved) != nil {
+		for _, ref := range wl.OwnerReferences {
+			w.clk.Release(submitHold(ownerKey(ref.Kind, wl.Namespace, ref.Name)))
+		}
+	}
+	n := 0
+	if !finished && meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) {
+		for _, ps := range wl.Spec.PodSets {
+			n += int(ps.Count)
+		}
+	}
+	prev := w.reserved[wl.UID]
+	switch {
+	case n == prev:
+	case n > 0 && prev == 0:
+		w.clk.Release(cycleHold)
+	case n == 0:
+		w.clk.Release(cycleHold) // restart it: this release may admit workloads the last one did not
+		w.clk.HoldFor(cycleHold, cycleHoldLimit)
+	}
+	if n == 0 {
+		delete(w.reserved, wl.UID)
+	} else {
+		w.reserved[wl.UID] = n
+	}
+	w.admitted[id] += n - prev
+	w.holdRun(id)
+}
+
+// holdRun holds the clock while workload id has quota for more pods than are running, unless
+// the scheduler rejected one of them: waiting for a node is simulated time, not control-plane lag.
+func (w *watcher) holdRun(id string) {
+	if w.admitted[id] > w.running[id] && w.unsched[id] == 0 {
+		w.clk.Hold(runHold(id))
+	} else {
+		w.clk.Release(runHold(id))
+	}
 }
 
 func outcome(failed bool) string {
@@ -264,7 +328,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 	if !ok {
 		return
 	}
-	now := w.clk.now()
+	now := w.clk.Now()
 	key := p.Namespace + "/" + p.Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -295,9 +359,28 @@ func (w *watcher) onPod(o any, deleted bool) {
 			w.emit(results.Event{T: now, Workload: id, Type: results.EvPodFinished, Object: key, Reason: string(p.Status.Phase), EnergyJ: j})
 		}
 	}
+	unsched := !deleted && !running && unschedulable(p)
+	if unsched != st.unsched {
+		st.unsched = unsched
+		if unsched {
+			w.unsched[id]++
+		} else {
+			w.unsched[id]--
+		}
+	}
 	if deleted {
 		delete(w.pods, key)
 	}
+	w.holdRun(id)
+}
+
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
 }
 
 // energyOf returns the agent's energy annotation once: (joules, true) the first time it is seen.

@@ -19,6 +19,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // runSpec is a one-queue cluster: a CPU pool and one 8-GPU H100 node, with gpuQuota GPUs of
@@ -118,7 +119,8 @@ func replay(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int,
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(agent.Config{Speedup: speedup}, cs, nil)
+	clk := simclock.New(speedup, simclock.Options{})
+	a, err := agent.InProcess(cs, clk, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func replay(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int,
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	res, err := runner.Run(ctx, runner.Config{REST: rc, Trace: tr, TraceName: tracePath, Spec: spec, Speedup: speedup,
-		Timeout: 6 * time.Minute, OutDir: out, Agent: a, Out: log, Progress: log, Seed: 1})
+		Timeout: 6 * time.Minute, OutDir: out, Agent: a, Clock: clk, Out: log, Progress: log, Seed: 1})
 	if err != nil {
 		if errors.Is(err, runner.ErrIncomplete) {
 			t.Fatalf("run with %d GPUs of quota: %v", gpuQuota, err)
