@@ -98,6 +98,11 @@ type Agent struct {
 
 	statsMu sync.Mutex
 	stats   Stats
+
+	// lost is the energy, per namespace/workload id, of pods that left the engine without a
+	// completion write; the runner reads it from its own goroutine once the run is over.
+	lostMu sync.Mutex
+	lost   map[string]float64
 }
 
 // New validates cfg and prepares an agent; nothing talks to the API server before Run.
@@ -117,6 +122,7 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 		dirtyPods: map[string]struct{}{}, dirtyNodes: map[string]struct{}{}, wake: make(chan struct{}, 1),
 		nodeState: map[string]*nodeState{}, podState: map[string]*podState{}, gangs: map[string]map[string]struct{}{},
 		checkpoints: map[string]float64{}, bad: map[types.UID]struct{}{}, reported: map[string]struct{}{}, badNodes: map[string]struct{}{},
+		lost: map[string]float64{},
 	}
 	a.w = newWriter(client, cfg.WriteQPS, cfg.WriteBurst, a.log, a.m)
 	stripManaged := informers.WithTransform(func(o any) (any, error) {
@@ -180,6 +186,20 @@ func (a *Agent) Stats() Stats {
 	s := a.stats
 	s.Backlog = a.w.backlog()
 	return s
+}
+
+// LostEnergy returns, per "namespace/workload id" (the contract's workload id, which is the
+// trace's), the joules burned by pods that left before finishing: deleted (evicted, preempted)
+// or ended by someone else. No energy annotation reports them, so a runner that sums the
+// annotations adds these. Safe from any goroutine; the map is a copy.
+func (a *Agent) LostEnergy() map[string]float64 {
+	a.lostMu.Lock()
+	defer a.lostMu.Unlock()
+	out := make(map[string]float64, len(a.lost))
+	for k, v := range a.lost {
+		out[k] = v
+	}
+	return out
 }
 
 // InProcess is an agent for a runner in the same process: it advances pods by the runner's
@@ -345,6 +365,9 @@ func (a *Agent) syncPod(key string) {
 	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 		if st != nil {
 			a.stop(st)
+			if !st.completing && !st.terminal {
+				a.lose(st) // ended by someone else (e.g. evicted by the kubelet): no completion write
+			}
 			st.terminal = true
 			if p.Status.Phase == corev1.PodSucceeded {
 				delete(a.checkpoints, st.ckptKey)
@@ -411,7 +434,7 @@ func (a *Agent) track(p *corev1.Pod) *podState {
 		return reject(err)
 	}
 	st := &podState{
-		uid: p.UID, id: id, ns: p.Namespace, name: p.Name, gang: spec.GangID, duration: spec.DurationSec,
+		uid: p.UID, id: id, ns: p.Namespace, name: p.Name, gang: spec.GangID, workload: c.WorkloadID, duration: spec.DurationSec,
 		ckptKey: p.Namespace + "/" + c.WorkloadID + "/" + c.Role, ckpt: spec.CheckpointIntervalSec > 0,
 		failAtEnd: failAtEnd, written: -1,
 	}
@@ -448,13 +471,17 @@ func (a *Agent) stop(st *podState) {
 }
 
 // forget drops a pod that was deleted (or replaced under the same name). One deleted before it
-// finished was evicted or preempted: its workload keeps the checkpoint for the replacement.
+// finished was evicted or preempted: its workload keeps the checkpoint for the replacement, and
+// the energy it burned (LostEnergy), which no completion will report.
 func (a *Agent) forget(key string, st *podState) {
 	a.stop(st)
-	if st.ckpt && !st.completing && !st.terminal {
-		ck := a.eng.Snapshot(st.id).CheckpointSec
-		if prev, ok := a.checkpoints[st.ckptKey]; !ok || ck > prev {
-			a.checkpoints[st.ckptKey] = ck
+	if !st.completing && !st.terminal {
+		a.lose(st)
+		if st.ckpt {
+			ck := a.eng.Snapshot(st.id).CheckpointSec
+			if prev, ok := a.checkpoints[st.ckptKey]; !ok || ck > prev {
+				a.checkpoints[st.ckptKey] = ck
+			}
 		}
 	}
 	st.terminal = true
@@ -476,6 +503,21 @@ func (a *Agent) forget(key string, st *podState) {
 			delete(a.gangs, st.gang)
 		}
 	}
+}
+
+// lose books the energy of a pod leaving without a completion write, the only report of a pod's
+// energy. It must run before the engine removes the pod, which zeroes it. PodEnergy is the whole
+// pod's (restored from its own progress annotation when an earlier agent ran it); a replacement
+// starts from zero, so evicted attempts and the final one add up without overlap.
+func (a *Agent) lose(st *podState) {
+	j := a.eng.PodEnergy(st.id)
+	if !(j > 0) {
+		return
+	}
+	a.m.lostEnergy.Add(j)
+	a.lostMu.Lock()
+	a.lost[st.ns+"/"+st.workload] += j
+	a.lostMu.Unlock()
 }
 
 // release removes a terminal pod from the engine; gang members stay until every member of the

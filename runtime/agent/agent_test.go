@@ -566,3 +566,107 @@ func gather(t *testing.T, a *Agent, name string) map[string]float64 {
 	}
 	return out
 }
+
+// predictEnergy runs the engine alone for sec trace seconds, in the agent's ticks, with n pods of
+// c (a gang when c says so) on one node, and returns the energy it attributes to the first.
+func predictEnergy(t *testing.T, c *contract.Pod, n int, sec float64) float64 {
+	t.Helper()
+	e := engine.New(catalog(t))
+	nid, err := e.AddNode(engine.NodeSpec{Name: "n", GPUFamily: "H100-SXM", GPUs: 8, CPUCores: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first engine.PodID
+	for i := range n {
+		s := engine.PodSpec{Key: fmt.Sprintf("p%d", i), CPURequest: 4, GPURequest: 1, CPUUnits: c.Work.CPUUnits, GPUUnits: c.Work.GPUUnits,
+			DurationSec: c.DurationSec, Sensitivity: engine.Sensitivity{CPU: c.Sensitivity.CPU, GPU: c.Sensitivity.GPU},
+			Profile:               hw.Profile{CPUUtilization: c.Profile.CPUUtilization, GPUUtilization: c.Profile.GPUUtilization, MemoryIntensity: c.Profile.MemoryIntensity},
+			CheckpointIntervalSec: c.CheckpointIntervalSec}
+		if c.GangSize > 0 {
+			s.GangID, s.GangSize = "g", c.GangSize
+		}
+		pid, err := e.AddPod(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(pid, nid); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = pid
+		}
+	}
+	step := tick.Seconds() * speedup
+	for n := int(sec/step + 0.5); n > 0; n-- {
+		if f := e.Tick(step); len(f) > 0 {
+			t.Fatalf("predicted pod finished at %g trace s, before %g", f[0].AtSec, sec)
+		}
+	}
+	return e.PodEnergy(first)
+}
+
+// TestLostEnergy checks that the energy of a pod that leaves before finishing is kept for its
+// workload (no energy annotation will ever report it), and that a pod that completes adds none.
+func TestLostEnergy(t *testing.T) {
+	const runSec = 70.0
+	ctx := context.Background()
+	del := func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) {
+		if err := c.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		gang int
+		end  func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) // ends p before it finishes
+	}{
+		{name: "deleted", end: del},
+		{name: "gang member deleted", gang: 2, end: del},
+		{name: "failed by someone else", end: func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) {
+			p.Status.Phase = corev1.PodFailed
+			if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lost, done := podContract("wl-lost", tc.gang), podContract("wl-done", 0)
+			lost.CheckpointIntervalSec = 30 // the checkpoint kept for a replacement must not change the energy
+			client := fake.NewClientset()
+			// wl-lost alone on n1, wl-done on n2: the engine alone on one node predicts the energy.
+			create(t, client, makeNode("n1", 8, nil), makeNode("n2", 8, nil), makePod("p-done", "n2", done, nil))
+			n := max(tc.gang, 1)
+			for i := range n {
+				create(t, client, makePod(fmt.Sprintf("p-lost-%d", i), "n1", lost, nil))
+			}
+			h := start(t, client, Config{})
+			h.started(n + 1)
+			h.advance(runSec)
+			tc.end(t, client, h.pod("p-lost-0"))
+			h.until("lost pod released", func() (bool, string) { s := h.a.Stats(); return s.Tracked == n, fmt.Sprintf("%+v", s) })
+			want := predictEnergy(t, lost, n, runSec)
+			got := h.a.LostEnergy()
+			if j := got[ns+"/wl-lost"]; !(j > 0) || j < want-0.1 || j > want+0.1 {
+				t.Errorf("lost energy of wl-lost %g J, engine accounted %g J", j, want)
+			}
+			if m := gather(t, h.a, "kueuelab_lost_energy_joules_total")[""]; m < want-0.1 || m > want+0.1 {
+				t.Errorf("lost energy metric %g J, want %g J", m, want)
+			}
+			// The other pod completes, then goes: its energy is in its annotation, not lost.
+			h.advance(duration - runSec)
+			h.completed("p-done")
+			if err := client.CoreV1().Pods(ns).Delete(ctx, "p-done", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			h.until("completed pod forgotten", func() (bool, string) { s := h.a.Stats(); return s.Tracked == n-1, fmt.Sprintf("%+v", s) })
+			if got := h.a.LostEnergy(); len(got) != 1 {
+				t.Errorf("lost energy %v after a completed pod left, want wl-lost alone", got)
+			}
+			// The result is a copy: the caller cannot change the agent's books.
+			h.a.LostEnergy()[ns+"/wl-lost"] = -1
+			if j := h.a.LostEnergy()[ns+"/wl-lost"]; j < want-0.1 || j > want+0.1 {
+				t.Errorf("lost energy %g J after changing a returned map, want %g J", j, want)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ type metrics struct {
 	completions  *prometheus.CounterVec
 	writeErrors  prometheus.Counter
 	badPods      prometheus.Counter
+	lostEnergy   prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -46,9 +47,11 @@ func newMetrics() *metrics {
 			Help: "Failed pod writes (each retry counts)."}),
 		badPods: prometheus.NewCounter(prometheus.CounterOpts{Name: "kueuelab_bad_pods_total",
 			Help: "Pods ignored because their annotations break the render contract."}),
+		lostEnergy: prometheus.NewCounter(prometheus.CounterOpts{Name: "kueuelab_lost_energy_joules_total",
+			Help: "Energy of pods that left before finishing (deleted, evicted, preempted), which no completion write reports."}),
 	}
 	m.reg.MustRegister(m.nodePower, m.nodeEnergy, m.progressing, m.running, m.gangBlocked, m.gangReports, m.traceSec,
-		m.tickDuration, m.completions, m.writeErrors, m.badPods,
+		m.tickDuration, m.completions, m.writeErrors, m.badPods, m.lostEnergy,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

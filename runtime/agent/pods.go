@@ -31,6 +31,7 @@ type podState struct {
 	id        engine.PodID
 	ns, name  string
 	gang      string // "" unless the pod is in a gang
+	workload  string // the contract's workload id: where energy of a pod lost before completion is booked
 	ckptKey   string // namespace/workload/role: where an evicted pod's checkpoint is kept
 	ckpt      bool   // the workload declares a checkpoint interval
 	duration  float64

@@ -17,8 +17,12 @@ var workloadColumns = []string{
 	"submit_offset_sec", "submitted_sec", "workload_created_sec", "quota_reserved_sec", "admitted_sec", "flavors",
 	"first_pod_running_sec", "all_pods_running_sec", "finished_sec", "state",
 	"time_to_admission_sec", "jct_sec", "slowdown",
-	"evictions", "preemptions", "requeues", "energy_j", "gpu_seconds", "error",
+	"evictions", "preemptions", "requeues", "energy_j", "lost_energy_j", "gpu_seconds", "error",
 }
+
+// workloadColumnsAdded are the columns of workloadColumns that files written before them lack;
+// such files still read, with the column empty, so older results directories stay loadable.
+var workloadColumnsAdded = []string{"lost_energy_j"}
 
 // WriteWorkloadsCSV writes one row per record, in the order given.
 func WriteWorkloadsCSV(w io.Writer, recs []Record) error {
@@ -38,7 +42,7 @@ func WriteWorkloadsCSV(w io.Writer, recs []Record) error {
 			num(r.SubmitOffsetSec), opt(r.Submitted), opt(r.WorkloadCreated), opt(r.QuotaReserved), opt(r.Admitted), flavorString(r.Flavors),
 			opt(r.FirstPodRunning), opt(r.AllPodsRunning), opt(r.Finished), r.State,
 			optOK(tta, ttaOK), optOK(jct, jctOK), optOK(sd, sdOK),
-			incidentString(r.Evictions), incidentString(r.Preemptions), strconv.Itoa(r.Requeues), num(r.EnergyJ), num(r.GPUSeconds), r.Error,
+			incidentString(r.Evictions), incidentString(r.Preemptions), strconv.Itoa(r.Requeues), num(r.EnergyJ), num(r.LostEnergyJ), num(r.GPUSeconds), r.Error,
 		)
 		if err := cw.Write(row); err != nil {
 			return err
@@ -66,20 +70,34 @@ func optOK(v float64, ok bool) string {
 
 // ReadWorkloadsCSV parses workloads.csv; errors name the line and column.
 func ReadWorkloadsCSV(r io.Reader, name string) ([]Record, error) {
-	return readCSV(r, name, workloadColumns, parseRow)
+	return readCSVAdded(r, name, workloadColumns, workloadColumnsAdded, parseRow)
 }
 
 // readCSV reads a results CSV whose header must be cols, parsing every row with parse; errors
 // name the file and the row's line.
 func readCSV[T any](r io.Reader, name string, cols []string, parse func(row []string) (T, error)) ([]T, error) {
+	return readCSVAdded(r, name, cols, nil, parse)
+}
+
+// readCSVAdded is readCSV that also accepts the header of an older file: cols without the
+// columns in added. Rows of such a file reach parse laid out as cols, the missing columns empty.
+func readCSVAdded[T any](r io.Reader, name string, cols, added []string, parse func(row []string) (T, error)) ([]T, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(cols)
+	cr.FieldsPerRecord = 0 // the header's width, checked against cols below, binds every row
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", name, err)
 	}
+	var from []int // for an older file: where each column of cols is in its rows, -1 when absent
 	if !slices.Equal(head, cols) {
-		return nil, fmt.Errorf("%s:1: header %v, want %v", name, head, cols)
+		older := slices.DeleteFunc(slices.Clone(cols), func(c string) bool { return slices.Contains(added, c) })
+		if len(added) == 0 || !slices.Equal(head, older) {
+			return nil, fmt.Errorf("%s:1: header %v, want %v", name, head, cols)
+		}
+		from = make([]int, len(cols))
+		for i, c := range cols {
+			from[i] = slices.Index(head, c)
+		}
 	}
 	var out []T
 	for {
@@ -91,6 +109,15 @@ func readCSV[T any](r io.Reader, name string, cols []string, parse func(row []st
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		line, _ := cr.FieldPos(0)
+		if from != nil {
+			full := make([]string, len(cols))
+			for i, j := range from {
+				if j >= 0 {
+					full[i] = row[j]
+				}
+			}
+			row = full
+		}
 		v, err := parse(row)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
@@ -137,6 +164,9 @@ func parseRow(row []string) (Record, error) {
 		Admitted: o("admitted_sec"), FirstPodRunning: o("first_pod_running_sec"), AllPodsRunning: o("all_pods_running_sec"),
 		Finished: o("finished_sec"), State: col("state"), Requeues: int(i("requeues")),
 		EnergyJ: f("energy_j"), GPUSeconds: f("gpu_seconds"), Error: col("error"),
+	}
+	if lost := o("lost_energy_j"); lost != nil { // empty in files written before the column
+		r.LostEnergyJ = *lost
 	}
 	if err != nil {
 		return Record{}, err

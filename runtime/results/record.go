@@ -39,6 +39,9 @@ const (
 	EvAllPodsRunning  EventType = "all_pods_running" // every pod of the workload's gang is Running
 	EvPodFinished     EventType = "pod_finished"     // a pod stopped running (EnergyJ, GPUSeconds)
 	EvFinished        EventType = "finished"         // the workload is done (Reason Succeeded or Failed)
+	// EvLostEnergy is the energy of the workload's pods deleted before they finished, reported by
+	// the agent at the end of the run (EnergyJ): no pod_finished event carries it.
+	EvLostEnergy EventType = "lost_energy"
 )
 
 // Event is one line of events.jsonl. T is trace seconds since the trace start.
@@ -95,6 +98,9 @@ type Record struct {
 	Preemptions     []Incident        `json:"preemptions,omitempty"`
 	Requeues        int               `json:"requeues"`
 	EnergyJ         float64           `json:"energyJ"`
+	// LostEnergyJ is the part of EnergyJ burned by pods deleted before they finished (evicted,
+	// preempted): the cost of work a replacement redoes, or that never completes.
+	LostEnergyJ float64 `json:"lostEnergyJ"`
 	// GPUSeconds is Σ over pods of GPUs × seconds Running (all attempts).
 	GPUSeconds float64 `json:"gpuSeconds"`
 	// Error says why the workload could not be submitted, if it could not.
@@ -171,6 +177,9 @@ func (r *Record) apply(e *Event) {
 	case EvPodFinished:
 		r.EnergyJ += e.EnergyJ
 		r.GPUSeconds += e.GPUSeconds
+	case EvLostEnergy:
+		r.EnergyJ += e.EnergyJ
+		r.LostEnergyJ += e.EnergyJ
 	case EvFinished:
 		if r.Finished == nil {
 			first(&r.Finished)

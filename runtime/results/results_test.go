@@ -2,11 +2,13 @@ package results
 
 import (
 	"bytes"
+	"encoding/csv"
 	"flag"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,7 +31,8 @@ func wl(id string, f trace.Family, pods int, gpus int, submit, dur, util float64
 }
 
 // synthetic is a small run: three finished GPU workloads on two queues, one failed CPU workload,
-// one preempted-then-finished, one never admitted, one that could not be submitted.
+// one preempted-then-finished (whose preempted pod's energy the agent reports at the end), one
+// never admitted, one that could not be submitted.
 func synthetic(t *testing.T, log *EventLog) *Recorder {
 	t.Helper()
 	recs := []*Record{
@@ -85,6 +88,7 @@ func synthetic(t *testing.T, log *EventLog) *Recorder {
 		{T: 50.1, Workload: "f", Type: EvWorkloadCreated},
 		{T: 60, Workload: "g", Type: EvSubmitFailed, Message: "namespaces \"ns\" not found"},
 		{T: 61, Workload: "zz", Type: EvSubmitted},
+		{T: 260, Workload: "e", Type: EvLostEnergy, EnergyJ: 180000},
 	}
 	for _, e := range evs {
 		if _, err := rc.Record(e); err != nil {
@@ -163,8 +167,11 @@ func TestSummaryNumbers(t *testing.T) {
 	if all.Preemptions != 1 || all.Evictions != 1 || all.Requeues != 1 {
 		t.Errorf("preemptions %d evictions %d requeues %d, want 1 1 1", all.Preemptions, all.Evictions, all.Requeues)
 	}
-	if got := all.EnergyKWh; got < 1.16 || got > 1.17 { // (70000+3.6e6+20000+1000+500000) J
+	if got := all.EnergyKWh; got < 1.214 || got > 1.215 { // (70000+3.6e6+20000+1000+500000+180000) J
 		t.Errorf("energy %g kWh", got)
+	}
+	if got := all.LostEnergyKWh; got != 0.05 { // 180000 J of e
+		t.Errorf("lost energy %g kWh, want 0.05", got)
 	}
 	names := []string{}
 	for _, g := range s.Groups[1:] {
@@ -232,8 +239,8 @@ func TestWriteAndLoadDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Events) != 38 {
-		t.Errorf("%d events read back, want 38", len(d.Events))
+	if len(d.Events) != 39 {
+		t.Errorf("%d events read back, want 39", len(d.Events))
 	}
 	if !reflect.DeepEqual(d.Workloads, recs) {
 		t.Errorf("workloads.csv round trip:\n got %+v\nwant %+v", d.Workloads, recs)
@@ -309,5 +316,88 @@ func TestProgressPlainLines(t *testing.T) {
 	want := "trace 1d01:01:01  submitted 3/10  admitted 2  finished 1\ntrace 1d01:01:40  submitted 10/10  admitted 10  finished 10\n"
 	if b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+func TestApplyEnergy(t *testing.T) {
+	tests := []struct {
+		name            string
+		evs             []Event
+		energy, lostEng float64
+	}{
+		{"no energy", []Event{{Type: EvPodFinished, GPUSeconds: 10}}, 0, 0},
+		{"finished pods only", []Event{{Type: EvPodFinished, EnergyJ: 100}, {Type: EvPodFinished, EnergyJ: 50}}, 150, 0},
+		{"lost only", []Event{{Type: EvLostEnergy, EnergyJ: 30}}, 30, 30},
+		{"finished and lost", []Event{{Type: EvPodFinished, EnergyJ: 100}, {Type: EvLostEnergy, EnergyJ: 30}, {Type: EvLostEnergy, EnergyJ: 5}}, 135, 35},
+		{"lost after finished workload", []Event{{Type: EvFinished, Reason: StateSucceeded}, {Type: EvLostEnergy, EnergyJ: 7}}, 7, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRecord(wl("a", trace.SingleGPUTraining, 1, 1, 0, 100, 0.8), "lq", "q")
+			for i := range tt.evs {
+				r.apply(&tt.evs[i])
+			}
+			if r.EnergyJ != tt.energy || r.LostEnergyJ != tt.lostEng {
+				t.Errorf("energy %g J, lost %g J; want %g, %g", r.EnergyJ, r.LostEnergyJ, tt.energy, tt.lostEng)
+			}
+		})
+	}
+}
+
+// TestReadWorkloadsCSVColumns checks which headers workloads.csv may have: the current one, or
+// one written before lost_energy_j existed (the column then reads as 0); nothing else.
+func TestReadWorkloadsCSVColumns(t *testing.T) {
+	recs := synthetic(t, nil).Records()
+	var buf bytes.Buffer
+	if err := WriteWorkloadsCSV(&buf, recs); err != nil {
+		t.Fatal(err)
+	}
+	// without drops column name from every line of the CSV written above.
+	without := func(name string) string {
+		rows, err := csv.NewReader(bytes.NewReader(buf.Bytes())).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.Index(rows[0], name)
+		var b bytes.Buffer
+		w := csv.NewWriter(&b)
+		for _, row := range rows {
+			if err := w.Write(slices.Delete(row, i, i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Flush()
+		return b.String()
+	}
+	older := slices.Clone(recs)
+	for i := range older {
+		older[i].LostEnergyJ = 0
+	}
+	tests := []struct {
+		name, in string
+		want     []Record
+		err      string
+	}{
+		{name: "current", in: buf.String(), want: recs},
+		{name: "before lost_energy_j", in: without("lost_energy_j"), want: older},
+		{name: "other column missing", in: without("gpu_seconds"), err: "x:1: header"},
+		{name: "row narrower than header", in: strings.Join(workloadColumns, ",") + "\na,b\n", err: "wrong number of fields"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadWorkloadsCSV(strings.NewReader(tt.in), "x")
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("read back:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
 	}
 }

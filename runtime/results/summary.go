@@ -61,6 +61,8 @@ type Group struct {
 	GPUAllocation float64 `json:"gpuAllocation"`
 	GPUEffective  float64 `json:"gpuEffective"`
 	EnergyKWh     float64 `json:"energyKWh"`
+	// LostEnergyKWh is the part of EnergyKWh burned by pods that did not finish.
+	LostEnergyKWh float64 `json:"lostEnergyKWh"`
 	// MakespanSec is last finish − first submission of the group's workloads.
 	MakespanSec float64 `json:"makespanSec"`
 	Preemptions int     `json:"preemptions"`
@@ -104,7 +106,7 @@ func Summarize(recs []Record, m Meta) Summary {
 func group(scope, name string, recs []Record, runSpan float64, capacity int64) Group {
 	g := Group{Scope: scope, Name: name, Workloads: len(recs)}
 	var tta, jct, sd []float64
-	var gpuSec, effSec, energy float64
+	var gpuSec, effSec, energy, lost float64
 	for i := range recs {
 		r := &recs[i]
 		switch r.State {
@@ -127,6 +129,7 @@ func group(scope, name string, recs []Record, runSpan float64, capacity int64) G
 		gpuSec += r.GPUSeconds
 		effSec += r.GPUSeconds * r.GPUUtil
 		energy += r.EnergyJ
+		lost += r.LostEnergyJ
 		g.Preemptions += len(r.Preemptions)
 		g.Evictions += len(r.Evictions)
 		g.Requeues += r.Requeues
@@ -139,6 +142,7 @@ func group(scope, name string, recs []Record, runSpan float64, capacity int64) G
 		g.GPUEffective = effSec / (float64(capacity) * runSpan)
 	}
 	g.EnergyKWh = energy / 3.6e6
+	g.LostEnergyKWh = lost / 3.6e6
 	return g
 }
 

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -253,6 +255,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		incomplete = fmt.Sprintf("%d workloads cannot run on this cluster (e.g. %s)", n, plan.unrunnable[0])
 	}
 
+	recordLostEnergy(cfg.Agent, plan, rec, clk.Now())
 	recs := rec.Records()
 	cs := clk.Stats()
 	meta := results.Meta{Trace: cfg.TraceName, Cluster: specName(cfg.Spec), Speedup: cfg.Speedup, WallSec: clk.Wall().Seconds(),
@@ -368,3 +371,25 @@ func checkAgentDeployment(ctx context.Context, c client.Client) error {
 
 // kindOf names an object's kind (rendered objects carry their TypeMeta).
 func kindOf(o runtime.Object) string { return o.GetObjectKind().GroupVersionKind().Kind }
+
+// recordLostEnergy adds to each workload the energy of its pods deleted before they finished
+// (evicted, preempted), which no pod's energy annotation reports, when the agent runs in-process
+// and kept it. The agent keys it by pod namespace and the contract's workload id, which render
+// sets to the trace's id verbatim on every pod template (trial Jobs copy it from the template).
+func recordLostEnergy(a Agent, p *plan, rec *results.Recorder, now float64) {
+	la, ok := a.(interface{ LostEnergy() map[string]float64 })
+	if !ok {
+		return
+	}
+	ids := make(map[string]string, len(p.items))
+	for _, it := range p.items {
+		ids[it.ns+"/"+it.id] = it.id
+	}
+	lost := la.LostEnergy()
+	for _, k := range slices.Sorted(maps.Keys(lost)) { // sorted: events.jsonl is reproducible
+		if id, ok := ids[k]; ok && lost[k] > 0 {
+			// A log write error is kept by the log and surfaces at its Close, as for the watcher's events.
+			_, _ = rec.Record(results.Event{T: now, Workload: id, Type: results.EvLostEnergy, EnergyJ: lost[k]})
+		}
+	}
+}
