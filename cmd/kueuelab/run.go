@@ -54,9 +54,17 @@ workloads. It creates each Experiment's trial Jobs from its trial template (queu
 labels included, named <experiment>-trial-<n>), at most parallelTrialCount at a time up to
 maxTrialCount, and does not create the Experiment object itself.
 
+Trace time: --speedup S runs trace time S times faster than wall time, except while the control
+plane owes a step the runner has seen begin (a created job without a Kueue attempt, reserved quota
+whose pods are not all Running, finished pods whose Workload is not Finished, Kueue's next cycle
+after quota is released). Then trace time runs at real time, so control-plane latency costs what it
+costs on a real cluster rather than S times as much, and results do not depend on S. The run prints
+how long the clock was held. --compensate-lag=false turns this off. With --kubeconfig the agent runs
+in the cluster, cannot share the clock, and trace time is always wall time × S.
+
 --gen-jobs N generates an N-workload trace with the default profile (saved as trace.jsonl in --out)
-instead of reading --trace.`,
-		Example: `  kueuelab run --gen-jobs 300 --seed 1 --cluster examples/clusters/small.yaml --speedup 1000
+instead of reading --trace; --gen-span spreads its submissions over that much trace time.`,
+		Example: `  kueuelab run --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml --speedup 1000
   kueuelab run --trace trace.jsonl --cluster examples/clusters/teams.yaml --out results/base
   kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --keep`,
 		Args: cobra.NoArgs,
