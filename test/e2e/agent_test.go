@@ -236,13 +236,16 @@ func TestAgentGang(t *testing.T) {
 		end = time.Now()
 		return true, "", nil
 	})
+	// Wall time is logged, not checked: when the test sees a pod Running depends on its 250 ms
+	// polling and on the machine's load. The trace run times say it deterministically: gang-1 ran
+	// exactly its work, and gang-0, Running but blocked for 2× its duration first, finished with it.
 	wall, want := end.Sub(start), time.Duration(duration/speedup*float64(time.Second))
 	t.Logf("gang: %.0f trace s at speedup %g finished %s after both pods ran (ideal %s)", duration, speedup, wall.Round(time.Millisecond), want)
-	if wall < want-2*agentTick || wall > want+1500*time.Millisecond {
-		t.Errorf("gang finished %s after both pods ran, want %s (-%s/+1.5s)", wall, want, 2*agentTick)
-	}
 	if got := annotation(t, p1, agent.RunTraceSecAnnotation); got != duration {
 		t.Errorf("gang-1 ran %g trace s, want exactly %g", got, duration)
+	}
+	if got := annotation(t, p0, agent.RunTraceSecAnnotation); got < 3*duration {
+		t.Errorf("gang-0 ran %g trace s, want ≥ %g: blocked 2× its duration, then its work", got, 3*duration)
 	}
 }
 
