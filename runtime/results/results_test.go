@@ -245,7 +245,7 @@ func TestWriteAndLoadDir(t *testing.T) {
 	if !reflect.DeepEqual(d.Workloads, recs) {
 		t.Errorf("workloads.csv round trip:\n got %+v\nwant %+v", d.Workloads, recs)
 	}
-	if !reflect.DeepEqual(d.Summary.Groups, s.Groups) || d.Summary.Meta != s.Meta {
+	if !reflect.DeepEqual(d.Summary.Groups, s.Groups) || !reflect.DeepEqual(d.Summary.Meta, s.Meta) {
 		t.Errorf("summary.json round trip differs")
 	}
 	if len(d.Series) != 2 || d.Series[1].NodePowerW != 4321.5 || !math.IsNaN(d.Series[0].NodePowerW) {

@@ -31,6 +31,8 @@ type Meta struct {
 	HeldWallSec  float64 `json:"heldWallSec"`
 	Holds        int     `json:"holds"`
 	HoldsExpired int     `json:"holdsExpired"`
+	// HeldByKindSec is the wall time at least one hold of each kind was active (kinds overlap).
+	HeldByKindSec map[string]float64 `json:"heldByKindSec,omitempty"`
 }
 
 // Quantiles are the p50, p95 and p99 of N values; nil when N is 0.

@@ -4,6 +4,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -261,9 +262,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	meta := results.Meta{Trace: cfg.TraceName, Cluster: specName(cfg.Spec), Speedup: cfg.Speedup, WallSec: clk.Wall().Seconds(),
 		TraceSec: clk.Now(), GPUCapacity: plan.gpuCapacity, Incomplete: incomplete,
 		HeldWallSec: cs.Held.Seconds(), Holds: cs.Placed, HoldsExpired: cs.ExpiredTotal()}
+	for k, d := range cs.ByKind {
+		if meta.HeldByKindSec == nil {
+			meta.HeldByKindSec = map[string]float64{}
+		}
+		meta.HeldByKindSec[k] = d.Seconds()
+	}
 	if cs.Placed > 0 {
-		fmt.Fprintf(cfg.Out, "trace clock held at real time for %.1fs of %.1fs wall: %d holds while the control plane owed a step, %d reached the %s limit %v\n",
-			cs.Held.Seconds(), meta.WallSec, cs.Placed, cs.ExpiredTotal(), simclock.DefaultMaxHold, cs.Expired)
+		fmt.Fprintf(cfg.Out, "trace clock held at real time for %.1fs of %.1fs wall: %d holds while the control plane owed a step (%s), %d reached their limit %v\n",
+			cs.Held.Seconds(), meta.WallSec, cs.Placed, byKind(cs.ByKind), cs.ExpiredTotal(), cs.Expired)
 	}
 	res.Summary = results.Summarize(recs, meta)
 	werr := writeResults(cfg.OutDir, recs, &res.Summary)
@@ -392,4 +399,14 @@ func recordLostEnergy(a Agent, p *plan, rec *results.Recorder, now float64) {
 			_, _ = rec.Record(results.Event{T: now, Workload: id, Type: results.EvLostEnergy, EnergyJ: lost[k]})
 		}
 	}
+}
+
+// byKind formats the held time per hold kind, longest first.
+func byKind(m map[string]time.Duration) string {
+	kinds := slices.SortedFunc(maps.Keys(m), func(a, b string) int { return cmp.Compare(m[b], m[a]) })
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %.1fs", k, m[k].Seconds())
+	}
+	return strings.Join(parts, ", ")
 }

@@ -15,6 +15,7 @@ package simclock
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,7 @@ type Clock struct {
 	changed  chan struct{} // closed and replaced whenever active holds change
 	heldWall time.Duration
 	expired  map[string]int // by kind: the key up to its first '/'
+	byKind   map[string]time.Duration
 	placed   int
 }
 
@@ -61,7 +63,7 @@ type Options struct {
 // New returns a clock that runs speedup trace seconds per wall second once started.
 func New(speedup float64, o Options) *Clock {
 	c := &Clock{speedup: speedup, holdRate: 1, maxHold: o.MaxHold, wallNow: o.Now, holds: map[string]*hold{},
-		changed: make(chan struct{}), expired: map[string]int{}}
+		changed: make(chan struct{}), expired: map[string]int{}, byKind: map[string]time.Duration{}}
 	if c.maxHold <= 0 {
 		c.maxHold = DefaultMaxHold
 	}
@@ -113,6 +115,9 @@ type Stats struct {
 	Placed int
 	// Expired counts the holds that reached their limit, by kind (a key up to its first '/').
 	Expired map[string]int
+	// ByKind is the wall time during which at least one hold of a kind was active; kinds
+	// overlap, so they sum to more than Held.
+	ByKind map[string]time.Duration
 }
 
 // ExpiredTotal sums Expired.
@@ -129,7 +134,7 @@ func (c *Clock) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.advance(c.wallNow())
-	return Stats{Held: c.heldWall, Placed: c.placed, Expired: maps.Clone(c.expired)}
+	return Stats{Held: c.heldWall, Placed: c.placed, Expired: maps.Clone(c.expired), ByKind: maps.Clone(c.byKind)}
 }
 
 // Hold places the hold key for at most the clock's MaxHold. Holding a key already held (or
@@ -203,6 +208,7 @@ func (c *Clock) advance(now time.Time) {
 			d := next.until.Sub(c.last)
 			c.trace += d.Seconds() * c.holdRate
 			c.heldWall += d
+			c.attribute(d)
 			c.last = next.until
 		}
 		next.expired = true
@@ -214,10 +220,27 @@ func (c *Clock) advance(now time.Time) {
 	if c.active > 0 {
 		c.trace += d.Seconds() * c.holdRate
 		c.heldWall += d
+		c.attribute(d)
 	} else {
 		c.trace += d.Seconds() * c.speedup
 	}
 	c.last = now
+}
+
+// attribute adds d to every kind with an active hold.
+func (c *Clock) attribute(d time.Duration) {
+	seen := make([]string, 0, 4) // kinds are few; stays on the stack
+	for k, h := range c.holds {
+		if h.expired {
+			continue
+		}
+		kind, _, _ := strings.Cut(k, "/")
+		if slices.Contains(seen, kind) {
+			continue
+		}
+		seen = append(seen, kind)
+		c.byKind[kind] += d
+	}
 }
 
 // Wait blocks until trace time reaches t or ctx ends (then it returns ctx's error).

@@ -82,7 +82,30 @@ func TestClockRates(t *testing.T) {
 			if st.Held != tt.held || st.ExpiredTotal() != tt.expired || st.Expired["a"] != tt.expired {
 				t.Errorf("Stats: held %s expired %v, want %s and %d of kind a", st.Held, st.Expired, tt.held, tt.expired)
 			}
+			if st.ByKind["a"] > st.Held || (st.Held > 0 && st.ByKind["a"]+st.ByKind["b"] < st.Held) {
+				t.Errorf("Stats: held by kind %v does not cover held %s", st.ByKind, st.Held)
+			}
 		})
+	}
+}
+
+func TestHeldByKind(t *testing.T) {
+	w, now := newFake()
+	c := New(100, Options{Now: now})
+	c.Start()
+	c.Hold("run/x")
+	w.step(time.Second)
+	c.Hold("submit/y")
+	c.Hold("run/z")
+	w.step(2 * time.Second)
+	c.Release("run/x")
+	c.Release("run/z")
+	w.step(time.Second)
+	c.Release("submit/y")
+	st := c.Stats()
+	want := map[string]time.Duration{"run": 3 * time.Second, "submit": 3 * time.Second}
+	if st.Held != 4*time.Second || st.ByKind["run"] != want["run"] || st.ByKind["submit"] != want["submit"] {
+		t.Errorf("held %s by kind %v, want 4s and %v", st.Held, st.ByKind, want)
 	}
 }
 
