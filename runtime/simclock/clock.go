@@ -243,11 +243,15 @@ func (c *Clock) attribute(d time.Duration) {
 	}
 }
 
-// Wait blocks until trace time reaches t or ctx ends (then it returns ctx's error).
+// Wait blocks until trace time reaches t or ctx ends (then it returns ctx's error, even when t
+// has come too: a caller working through past times must still stop).
 func (c *Clock) Wait(ctx context.Context, t float64) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		c.mu.Lock()
 		now := c.wallNow()
 		c.advance(now)

@@ -142,4 +142,7 @@ func TestWaitHonoursContext(t *testing.T) {
 	if err := c.Wait(ctx, 1e9); err != context.Canceled {
 		t.Fatalf("Wait = %v, want context.Canceled", err)
 	}
+	if err := c.Wait(ctx, 0); err != context.Canceled {
+		t.Fatalf("Wait for a time already past = %v, want context.Canceled: a caller catching up must stop", err)
+	}
 }
