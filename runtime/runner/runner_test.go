@@ -264,18 +264,24 @@ func cond(typ, reason string, sec int64) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.Unix(sec, 0)}
 }
 
-func TestWatcherRecordsLifecycle(t *testing.T) {
-	w, rec, p := watchFixture(t)
-	var it *item
+// batchJobs returns the plan's workloads rendered as one batch Job, failing without n of them.
+func batchJobs(t *testing.T, p *plan, n int) []*item {
+	t.Helper()
+	var out []*item
 	for _, x := range p.items {
 		if x.exp == nil && kindOf(x.objects[0]) == "Job" {
-			it = x
-			break
+			out = append(out, x)
 		}
 	}
-	if it == nil {
-		t.Fatal("no batch Job workload")
+	if len(out) < n {
+		t.Fatalf("%d batch Job workloads, want %d", len(out), n)
 	}
+	return out
+}
+
+func TestWatcherRecordsLifecycle(t *testing.T) {
+	w, rec, p := watchFixture(t)
+	it := batchJobs(t, p, 1)[0]
 	top := it.objects[0]
 	wl := kueueWorkload(top, "Job", 1)
 	w.onWorkload(wl)
@@ -326,16 +332,8 @@ func TestWatcherRecordsLifecycle(t *testing.T) {
 // step, which holds the trace clock carries.
 func TestWatcherHoldsTheClock(t *testing.T) {
 	w, _, p := watchFixture(t)
-	var it *item
-	for _, x := range p.items {
-		if x.exp == nil && kindOf(x.objects[0]) == "Job" {
-			it = x
-			break
-		}
-	}
-	if it == nil {
-		t.Fatal("no batch Job workload")
-	}
+	jobs := batchJobs(t, p, 2)
+	it := jobs[0]
 	top := it.objects[0]
 	owner := ownerKey("Job", top.GetNamespace(), top.GetName())
 	wl := kueueWorkload(top, "Job", 2)
@@ -374,8 +372,7 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 			w.onWorkload(wl)
 		}, map[string]bool{runHold(it.id): false, cycleHold: true}},
 		{"another workload reserves quota", func() {
-			other := kueueWorkload(p.items[len(p.items)-1].objects[0], kindOf(p.items[len(p.items)-1].objects[0]), 1,
-				cond("QuotaReserved", "QuotaReserved", 4))
+			other := kueueWorkload(jobs[1].objects[0], "Job", 1, cond("QuotaReserved", "QuotaReserved", 4))
 			w.onWorkload(other)
 		}, map[string]bool{cycleHold: false}},
 	}
