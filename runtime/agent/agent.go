@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -195,11 +196,7 @@ func (a *Agent) Stats() Stats {
 func (a *Agent) LostEnergy() map[string]float64 {
 	a.lostMu.Lock()
 	defer a.lostMu.Unlock()
-	out := make(map[string]float64, len(a.lost))
-	for k, v := range a.lost {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(a.lost)
 }
 
 // InProcess is an agent for a runner in the same process: it advances pods by the runner's

@@ -262,11 +262,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	meta := results.Meta{Trace: cfg.TraceName, Cluster: specName(cfg.Spec), Speedup: cfg.Speedup, WallSec: clk.Wall().Seconds(),
 		TraceSec: clk.Now(), GPUCapacity: plan.gpuCapacity, Incomplete: incomplete,
 		HeldWallSec: cs.Held.Seconds(), Holds: cs.Placed, HoldsExpired: cs.ExpiredTotal()}
-	for k, d := range cs.ByKind {
-		if meta.HeldByKindSec == nil {
-			meta.HeldByKindSec = map[string]float64{}
+	if len(cs.ByKind) > 0 {
+		meta.HeldByKindSec = make(map[string]float64, len(cs.ByKind))
+		for k, d := range cs.ByKind {
+			meta.HeldByKindSec[k] = d.Seconds()
 		}
-		meta.HeldByKindSec[k] = d.Seconds()
 	}
 	if cs.Placed > 0 {
 		fmt.Fprintf(cfg.Out, "trace clock held at real time for %.1fs of %.1fs wall: %d holds while the control plane owed a step (%s), %d reached their limit %v\n",
