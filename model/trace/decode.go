@@ -1,0 +1,653 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/kueuelab/kueuelab/model/fielderr"
+)
+
+// Records are tokenized by jsontext, the decoder of github.com/go-json-experiment/json
+// (encoding/json/v2): it checks JSON syntax and UTF-8, rejects duplicate member names and tracks
+// where a bad value is as a JSON pointer. Its reflection-based struct decoding (jsonv2.Unmarshal)
+// reads the same records too, but BenchmarkRead measures it below the reader's floor of 300k
+// records per CPU-second on its own, before any check; so the members of a record are dispatched
+// to fields by hand here, on the library's tokens. That dispatch is all this file does by hand.
+//
+// One line decodes into a wire: the fields of both record types, so a line is read in one pass
+// whatever its type, then checked and copied into a Workload or a Job (wire.workload, wire.job).
+// The numbers a record needs start as NaN (no JSON number decodes to NaN) and are still NaN when the
+// line did not have them. A JSON null reads as the field's zero value, as in encoding/json.
+
+type wire struct {
+	Type, SchemaVersion, WorkloadID, JobID, WorkloadType, PodRole, Namespace, IntentClass string
+
+	Gang                         bool
+	Submit, Duration, Checkpoint float64
+	Class                        Class
+	Shared, Profile              *Profile // nil: absent
+	Pods                         []wirePod
+	PodTemplate                  PodTemplate
+	Work                         Work
+	Sensitivity                  Sensitivity
+	Tags                         json.RawMessage
+	// Which objects the line had, for members of the other record type.
+	hasPods, hasTemplate, hasWork, hasSens bool
+}
+
+type wirePod struct {
+	PodGroup
+	hasReplicas bool
+}
+
+// blankWire is a wire before decoding: the required numbers NaN.
+var blankWire = wire{
+	Submit: math.NaN(), Duration: math.NaN(), Checkpoint: math.NaN(),
+	Work:        Work{CPUUnits: math.NaN(), GPUUnits: math.NaN()},
+	Sensitivity: Sensitivity{CPU: math.NaN(), GPU: math.NaN()},
+}
+
+// decoder decodes lines into a wire it reuses.
+type decoder struct {
+	w        wire
+	dec      jsontext.Decoder
+	shared   Profile
+	profile  Profile
+	unknown  []string          // unknown member paths of this line, without the record type
+	intern   map[string]string // namespaces, families, roles, resource names, quantities
+	last     [numSlots]string  // the last string read at each interning call site
+}
+
+// Interning call sites: most records repeat the previous record's value at each, which a
+// comparison finds faster than a hash.
+const (
+	noIntern = iota
+	slotType
+	slotSchema
+	slotFamily
+	slotRole
+	slotNamespace
+	slotIntent
+	slotClassCPU
+	slotClassGPU
+	slotResource
+	slotQuantity
+	numSlots
+)
+
+func newDecoder() *decoder {
+	return &decoder{intern: make(map[string]string, 64)}
+}
+
+// decode decodes one line into d.w; the error is a *fieldError naming the field.
+func (d *decoder) decode(line []byte) error {
+	d.w = blankWire
+	d.unknown = d.unknown[:0]
+	d.dec.Reset(bytes.NewBuffer(line))
+	if err := d.object("", d.member); err != nil {
+		return d.fail(err, line)
+	}
+	off := int(d.dec.InputOffset())
+	if rest := bytes.TrimLeft(line[off:], " \t\r\n"); len(rest) > 0 {
+		return fmt.Errorf("invalid JSON at column %d: unexpected data after the record", len(line)-len(rest)+1)
+	}
+	return nil
+}
+
+// fail turns a decoding error into a fieldError naming the field.
+func (d *decoder) fail(err error, line []byte) error {
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return err
+	}
+	var sy *jsontext.SyntacticError
+	if !errors.As(err, &sy) {
+		return &fieldError{err: err}
+	}
+	field := fielderr.FromPointer(string(sy.JSONPointer))
+	if errors.Is(sy.Err, jsontext.ErrDuplicateName) {
+		return fieldErrf(field, "appears twice")
+	}
+	off := int(sy.ByteOffset)
+	if off >= len(bytes.TrimRight(line, " \t\r\n")) {
+		return &fieldError{field: field, err: errors.New("invalid JSON: the line ends early")}
+	}
+	for _, word := range []string{"NaN", "-Infinity", "Infinity"} {
+		// A "-Infinity" fails at the "I", one byte after the number starts.
+		if bytes.HasPrefix(line[off:], []byte(word)) || (off > 0 && bytes.HasPrefix(line[off-1:], []byte(word))) {
+			return fieldErrf(field, "want a number, got %s (NaN and Infinity are not JSON; numbers must be finite)", word)
+		}
+	}
+	if strings.Contains(sy.Err.Error(), "invalid UTF-8") {
+		return fieldErrf(field, "invalid UTF-8 in a string (column %d)", off+1)
+	}
+	return &fieldError{field: field, err: fmt.Errorf("invalid JSON at column %d: %v", off+1, sy.Err)}
+}
+
+// path is the field path of the value about to be read (after its name).
+func (d *decoder) path() string { return fielderr.FromPointer(string(d.dec.StackPointer())) }
+
+// kindErr says what the value about to be read should have been; an empty field is the
+// decoder's position (computed only now: a JSON pointer costs).
+func (d *decoder) kindErr(field, want string) error {
+	if field == "" {
+		field = d.path()
+	}
+	k := d.dec.PeekKind()
+	// Read the value first: a syntax error in it ("nul", "NaN") is the better message.
+	if _, err := d.dec.ReadValue(); err != nil {
+		return err
+	}
+	return fieldErrf(field, "want %s, got %s", want, kindName(k))
+}
+
+// object reads an object, calling member with each name (the name's bytes are valid until the
+// next read). field names the object in errors ("": the decoder's position).
+func (d *decoder) object(field string, member func(name []byte) error) error {
+	if d.dec.PeekKind() != '{' {
+		return d.kindErr(field, "an object")
+	}
+	if _, err := d.dec.ReadToken(); err != nil {
+		return err
+	}
+	for d.dec.PeekKind() == '"' {
+		raw, err := d.dec.ReadValue() // the decoder checks the name's syntax and uniqueness
+		if err != nil {
+			return err
+		}
+		if err := member(unquoteRaw(raw)); err != nil {
+			return err
+		}
+	}
+	_, err := d.dec.ReadToken() // '}', or the syntax error
+	return err
+}
+
+// skip reads past a member this reader does not know and remembers its path.
+func (d *decoder) skip(prefix string, name []byte) error {
+	d.unknown = append(d.unknown, prefix+string(name))
+	return d.dec.SkipValue()
+}
+
+// member reads one top-level member of a record.
+func (d *decoder) member(name []byte) error {
+	w := &d.w
+	var err error
+	switch string(name) {
+	case "type":
+		w.Type, err = d.str(slotType)
+	case "schemaVersion":
+		w.SchemaVersion, err = d.str(slotSchema)
+	case "workloadId":
+		w.WorkloadID, err = d.str(noIntern)
+	case "jobId":
+		w.JobID, err = d.str(noIntern)
+	case "workloadType":
+		w.WorkloadType, err = d.str(slotFamily)
+	case "podRole":
+		w.PodRole, err = d.str(slotRole)
+	case "namespace":
+		w.Namespace, err = d.str(slotNamespace)
+	case "intentClass":
+		w.IntentClass, err = d.str(slotIntent)
+	case "gang":
+		w.Gang, err = d.boolean()
+	case "submitTimeOffsetSec":
+		w.Submit, err = d.num()
+	case "durationSec":
+		w.Duration, err = d.num()
+	case "checkpointIntervalSec":
+		w.Checkpoint, err = d.num()
+	case "workloadClass":
+		err = d.class()
+	case "sharedIntensityProfile":
+		d.shared = Profile{}
+		w.Shared, err = d.intensities("sharedIntensityProfile", &d.shared)
+	case "workloadProfile":
+		d.profile = Profile{}
+		w.Profile, err = d.intensities("workloadProfile", &d.profile)
+	case "pods":
+		w.hasPods = true
+		err = d.pods()
+	case "podTemplate":
+		w.hasTemplate = true
+		err = d.podTemplate()
+	case "work":
+		w.hasWork = true
+		err = d.object("work", func(n []byte) error {
+			switch string(n) {
+			case "cpuUnits":
+				w.Work.CPUUnits, err = d.num()
+			case "gpuUnits":
+				w.Work.GPUUnits, err = d.num()
+			default:
+				return d.skip("work.", n)
+			}
+			return err
+		})
+	case "sensitivity":
+		w.hasSens = true
+		err = d.object("sensitivity", func(n []byte) error {
+			switch string(n) {
+			case "cpu":
+				w.Sensitivity.CPU, err = d.num()
+			case "gpu":
+				w.Sensitivity.GPU, err = d.num()
+			default:
+				return d.skip("sensitivity.", n)
+			}
+			return err
+		})
+	case "tags":
+		w.Tags, err = d.raw()
+	default:
+		return d.skip("", name)
+	}
+	return err
+}
+
+func (d *decoder) class() error {
+	return d.object("workloadClass", func(n []byte) error {
+		var err error
+		switch string(n) {
+		case "cpu":
+			d.w.Class.CPU, err = d.str(slotClassCPU)
+		case "gpu":
+			d.w.Class.GPU, err = d.str(slotClassGPU)
+		default:
+			return d.skip("workloadClass.", n)
+		}
+		return err
+	})
+}
+
+// intensities reads the profile object named field into p; it returns nil for null (absent).
+func (d *decoder) intensities(field string, p *Profile) (*Profile, error) {
+	if d.dec.PeekKind() == 'n' {
+		_, err := d.dec.ReadToken()
+		return nil, err
+	}
+	err := d.object(field, func(n []byte) error {
+		var err error
+		switch string(n) {
+		case "cpuUtilization":
+			p.CPUUtilization, err = d.num()
+		case "gpuUtilization":
+			p.GPUUtilization, err = d.num()
+		case "memoryIntensity":
+			p.MemoryIntensity, err = d.num()
+		case "ioIntensity":
+			p.IOIntensity, err = d.num()
+		case "cpuFeedIntensityGpu":
+			p.CPUFeedIntensityGPU, err = d.num()
+		default:
+			return d.skip(field+".", n)
+		}
+		return err
+	})
+	return p, err
+}
+
+func (d *decoder) pods() error {
+	if d.dec.PeekKind() == 'n' {
+		_, err := d.dec.ReadToken()
+		d.w.hasPods = false
+		return err
+	}
+	if d.dec.PeekKind() != '[' {
+		return d.kindErr("pods", "an array")
+	}
+	if _, err := d.dec.ReadToken(); err != nil {
+		return err
+	}
+	d.w.Pods = make([]wirePod, 0, 2)
+	for i := 0; d.dec.PeekKind() != ']'; i++ {
+		d.w.Pods = append(d.w.Pods, wirePod{})
+		p := &d.w.Pods[i]
+		err := d.object("", func(n []byte) error {
+			var err error
+			switch string(n) {
+			case "role":
+				p.Role, err = d.str(slotRole)
+			case "replicas":
+				p.hasReplicas = true
+				p.Replicas, err = d.integer()
+			case "requests":
+				p.Requests, err = d.requests()
+			case "gang":
+				p.Gang, err = d.boolean()
+			default:
+				return d.skip("pods[].", n)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	_, err := d.dec.ReadToken()
+	return err
+}
+
+func (d *decoder) podTemplate() error {
+	return d.object("podTemplate", func(n []byte) error {
+		var err error
+		switch string(n) {
+		case "requests":
+			d.w.PodTemplate.Requests, err = d.requests()
+		case "affinity":
+			if k := d.dec.PeekKind(); k != '{' && k != 'n' {
+				return d.kindErr("", "an object")
+			}
+			d.w.PodTemplate.Affinity, err = d.raw()
+		default:
+			return d.skip("podTemplate.", n)
+		}
+		return err
+	})
+}
+
+// requests reads a requests object; null gives nil (absent).
+func (d *decoder) requests() (Requests, error) {
+	if d.dec.PeekKind() == 'n' {
+		_, err := d.dec.ReadToken()
+		return nil, err
+	}
+	m := make(Requests, 4)
+	err := d.object("", func(n []byte) error {
+		name := d.internAt(slotResource, n)
+		if d.dec.PeekKind() != '"' {
+			return d.kindErr("", "a string")
+		}
+		q, err := d.str(slotQuantity)
+		m[name] = q
+		return err
+	})
+	return m, err
+}
+
+// str reads a string (null gives ""); strings read at an interning slot are shared across records.
+func (d *decoder) str(slot int) (string, error) {
+	switch d.dec.PeekKind() {
+	case '"':
+	case 'n':
+		_, err := d.dec.ReadToken()
+		return "", err
+	default:
+		return "", d.kindErr("", "a string")
+	}
+	raw, err := d.dec.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	if slot == noIntern {
+		return string(unquoteRaw(raw)), nil
+	}
+	return d.internAt(slot, unquoteRaw(raw)), nil
+}
+
+// unquoteRaw returns the contents of a raw JSON string the decoder has validated. Without escapes
+// (the common case) it is a slice of raw, valid until the next read.
+func unquoteRaw(raw jsontext.Value) []byte {
+	b := raw[1 : len(raw)-1]
+	if bytes.IndexByte(b, '\\') < 0 {
+		return b
+	}
+	u, err := jsontext.AppendUnquote(nil, raw)
+	if err != nil {
+		return b // not reached: the decoder validated the string
+	}
+	return u
+}
+
+// internAt returns b as a shared string: the slot's last one when equal, else from the table.
+func (d *decoder) internAt(slot int, b []byte) string {
+	if string(b) == d.last[slot] {
+		return d.last[slot]
+	}
+	s, ok := d.intern[string(b)]
+	if !ok {
+		s = string(b)
+		if len(d.intern) < maxInterned {
+			d.intern[s] = s
+		}
+	}
+	d.last[slot] = s
+	return s
+}
+
+func (d *decoder) boolean() (bool, error) {
+	switch d.dec.PeekKind() {
+	case 't', 'f', 'n':
+		tok, err := d.dec.ReadToken()
+		return err == nil && tok.Kind() == 't', err
+	}
+	return false, d.kindErr("", "a boolean")
+}
+
+// num reads a finite number (null gives 0).
+func (d *decoder) num() (float64, error) {
+	switch d.dec.PeekKind() {
+	case '0':
+	case 'n':
+		_, err := d.dec.ReadToken()
+		return 0, err
+	default:
+		return 0, d.kindErr("", "a number")
+	}
+	raw, err := d.dec.ReadValue()
+	if err != nil {
+		return 0, err
+	}
+	if v, ok := smallInt(raw); ok {
+		return float64(v), nil
+	}
+	v, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return 0, fieldErrf(d.path(), "number %s is out of range", quoteShort(string(raw)))
+	}
+	return v, nil
+}
+
+// integer reads an integer literal (null gives 0); 4.0 is refused, as encoding/json does for an int.
+func (d *decoder) integer() (int, error) {
+	switch d.dec.PeekKind() {
+	case '0':
+	case 'n':
+		_, err := d.dec.ReadToken()
+		return 0, err
+	default:
+		return 0, d.kindErr("", "an integer")
+	}
+	raw, err := d.dec.ReadValue()
+	if err != nil {
+		return 0, err
+	}
+	if bytes.ContainsAny(raw, ".eE") {
+		return 0, fieldErrf(d.path(), "want an integer, got %s", quoteShort(string(raw)))
+	}
+	v, err := strconv.ParseInt(string(raw), 10, 32)
+	if err != nil {
+		return 0, fieldErrf(d.path(), "integer %s is out of range", quoteShort(string(raw)))
+	}
+	return int(v), nil
+}
+
+// smallInt parses an integer literal of at most 15 digits, which a float64 holds exactly.
+func smallInt(raw []byte) (int64, bool) {
+	neg := len(raw) > 0 && raw[0] == '-'
+	if neg {
+		raw = raw[1:]
+	}
+	if len(raw) == 0 || len(raw) > 15 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// raw reads any value verbatim, compacted; null gives nil (absent).
+func (d *decoder) raw() (json.RawMessage, error) {
+	v, err := d.dec.ReadValue()
+	if err != nil || string(v) == "null" {
+		return nil, err
+	}
+	out := bytes.Clone(v)
+	if bytes.ContainsAny(out, " \t\r\n") {
+		_ = (*jsontext.Value)(&out).Compact() // valid JSON already: the decoder checked it
+	}
+	return out, nil
+}
+
+// kindName names a JSON kind for messages.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "an invalid value"
+}
+
+// missingErr is the error of a required field the line does not have.
+func missingErr(field string) error { return fieldErrf(field, "missing required field") }
+
+// required returns v, or an error naming field when the line did not have it.
+func required(field string, v float64) (float64, error) {
+	if math.IsNaN(v) {
+		return 0, missingErr(field)
+	}
+	return v, nil
+}
+
+// warnUnknown reports the unknown members of the line under the record type's name.
+func (d *decoder) warnUnknown(typ string, warn func(path string)) {
+	for _, p := range d.unknown {
+		warn(typ + "." + p)
+	}
+}
+
+// workload checks what a workload record needs and copies it out of the wire.
+func (w *wire) workload(warn func(path string)) (*Workload, error) {
+	wl := &Workload{
+		SchemaVersion: w.SchemaVersion, WorkloadID: w.WorkloadID, Namespace: w.Namespace,
+		WorkloadType: Family(w.WorkloadType), Gang: w.Gang, IntentClass: w.IntentClass,
+		WorkloadClass: w.Class, Tags: w.Tags,
+	}
+	var err error
+	if wl.SubmitTimeOffsetSec, err = required("submitTimeOffsetSec", w.Submit); err != nil {
+		return wl, err
+	}
+	if wl.DurationSec, err = required("durationSec", w.Duration); err != nil {
+		return wl, err
+	}
+	if !math.IsNaN(w.Checkpoint) {
+		wl.CheckpointIntervalSec = w.Checkpoint
+	}
+	if w.Shared == nil {
+		return wl, missingErr("sharedIntensityProfile")
+	}
+	wl.SharedIntensityProfile = *w.Shared
+	if !w.hasPods {
+		return wl, missingErr("pods")
+	}
+	wl.Pods = make([]PodGroup, len(w.Pods))
+	for i := range w.Pods {
+		p := &w.Pods[i]
+		switch {
+		case !p.hasReplicas:
+			return wl, missingErr(fielderr.Index("pods", i) + ".replicas")
+		case p.Requests == nil:
+			return wl, missingErr(fielderr.Index("pods", i) + ".requests")
+		}
+		wl.Pods[i] = p.PodGroup
+	}
+	// Members of the other record type are unknown here.
+	for _, f := range []struct {
+		name    string
+		present bool
+	}{
+		{"jobId", w.JobID != ""}, {"podRole", w.PodRole != ""}, {"podTemplate", w.hasTemplate},
+		{"work", w.hasWork}, {"sensitivity", w.hasSens}, {"workloadProfile", w.Profile != nil},
+	} {
+		if f.present {
+			warn("workload." + f.name)
+		}
+	}
+	return wl, nil
+}
+
+// job checks what a job record needs and copies it out of the wire.
+func (w *wire) job(warn func(path string)) (*Job, error) {
+	j := &Job{
+		SchemaVersion: w.SchemaVersion, JobID: w.JobID, WorkloadID: w.WorkloadID, WorkloadType: Family(w.WorkloadType),
+		PodRole: w.PodRole, Gang: w.Gang, Namespace: w.Namespace, IntentClass: w.IntentClass,
+		WorkloadClass: w.Class, Tags: w.Tags, PodTemplate: w.PodTemplate,
+	}
+	var err error
+	if j.SubmitTimeOffsetSec, err = required("submitTimeOffsetSec", w.Submit); err != nil {
+		return j, err
+	}
+	if j.PodTemplate.Requests == nil {
+		return j, missingErr("podTemplate.requests")
+	}
+	if !w.hasWork {
+		return j, missingErr("work")
+	}
+	if j.Work.CPUUnits, err = required("work.cpuUnits", w.Work.CPUUnits); err != nil {
+		return j, err
+	}
+	if j.Work.GPUUnits, err = required("work.gpuUnits", w.Work.GPUUnits); err != nil {
+		return j, err
+	}
+	if !w.hasSens {
+		return j, missingErr("sensitivity")
+	}
+	if j.Sensitivity.CPU, err = required("sensitivity.cpu", w.Sensitivity.CPU); err != nil {
+		return j, err
+	}
+	if j.Sensitivity.GPU, err = required("sensitivity.gpu", w.Sensitivity.GPU); err != nil {
+		return j, err
+	}
+	if w.Profile == nil {
+		return j, missingErr("workloadProfile")
+	}
+	j.WorkloadProfile = *w.Profile
+	for _, f := range []struct {
+		name    string
+		present bool
+	}{
+		{"durationSec", !math.IsNaN(w.Duration)}, {"checkpointIntervalSec", !math.IsNaN(w.Checkpoint)},
+		{"sharedIntensityProfile", w.Shared != nil}, {"pods", w.hasPods},
+	} {
+		if f.present {
+			warn("job." + f.name)
+		}
+	}
+	return j, nil
+}
