@@ -56,7 +56,7 @@ func TestRendererErrors(t *testing.T) {
 		w    *trace.Workload
 		want string
 	}{
-		{"no launcher", makeWorkload("workload-1", trace.DistributedTraining).pods(trace.RoleWorker, 2, "1", "1Gi", 1).obj(), "one launcher"},
+		{"two launchers", makeWorkload("workload-1", trace.DistributedTraining).pods(trace.RoleLauncher, 2, "1", "1Gi", 0).pods(trace.RoleWorker, 2, "1", "1Gi", 1).obj(), "at most one launcher"},
 		{"bad quantity", makeWorkload("workload-2", trace.DebugEval).pods(trace.RoleMain, 1, "4Gii", "1Gi", 1).obj(), "requests.cpu"},
 		{"two groups in a Job", makeWorkload("workload-3", trace.CPUPreprocess).pods(trace.RoleMain, 1, "1", "1Gi", 0).pods(trace.RoleWorker, 1, "1", "1Gi", 0).obj(), "one pod group"},
 		{"zero replicas", makeWorkload("workload-4", trace.DebugEval).pods(trace.RoleMain, 0, "1", "1Gi", 1).obj(), "replicas 0"},
