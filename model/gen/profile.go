@@ -169,6 +169,29 @@ func (r *Range) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// MarshalYAML writes [min, max] on one line.
+func (r Range) MarshalYAML() (any, error) {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+	for _, v := range []float64{r.Min, r.Max} {
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: strconv.FormatFloat(v, 'g', -1, 64)})
+	}
+	return n, nil
+}
+
+// YAML returns the profile as a profile file (what ParseProfile reads back).
+func (p *Profile) YAML() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(p); err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
 // familyRoles lists the pod roles each family's structure uses (fixed by the model, not the profile).
 func familyRoles(f trace.Family) []string {
 	switch f {
