@@ -74,10 +74,10 @@ type FitReport struct {
 	// mix, intent mix and team mix for every family, and one hourly shape for every day.
 	Categorical []ChiSquare
 	// Arrivals describes the arrival fit.
-	Bursts     int
-	BurstDays  int
-	TraceDays  int
-	Notes      []string
+	Bursts    int
+	BurstDays int
+	TraceDays int
+	Notes     []string
 }
 
 // DurationFit is the duration fit of one family.

@@ -56,13 +56,13 @@ var blankWire = wire{
 
 // decoder decodes lines into a wire it reuses.
 type decoder struct {
-	w        wire
-	dec      jsontext.Decoder
-	shared   Profile
-	profile  Profile
-	unknown  []string          // unknown member paths of this line, without the record type
-	intern   map[string]string // namespaces, families, roles, resource names, quantities
-	last     [numSlots]string  // the last string read at each interning call site
+	w       wire
+	dec     jsontext.Decoder
+	shared  Profile
+	profile Profile
+	unknown []string          // unknown member paths of this line, without the record type
+	intern  map[string]string // namespaces, families, roles, resource names, quantities
+	last    [numSlots]string  // the last string read at each interning call site
 }
 
 // Interning call sites: most records repeat the previous record's value at each, which a

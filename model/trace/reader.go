@@ -391,4 +391,3 @@ func under(name string, err error) error {
 func index(i int, err error) error {
 	return under("["+strconv.Itoa(i)+"]", err)
 }
-

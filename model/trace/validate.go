@@ -221,4 +221,3 @@ func validRequest(r Requests, name string) error {
 	}
 	return nil
 }
-
