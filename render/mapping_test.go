@@ -23,7 +23,7 @@ func TestParseMapping(t *testing.T) {
 		{"kinds:\n  distributed_training: RayJob\n", "m.yaml:2: kinds.distributed_training: unknown kind \"RayJob\""},
 		{"kinds:\n  quantum: Job\n", "m.yaml:2: kinds.quantum: unknown family"},
 		{"kinds:\n  debug_eval: MPIJob\n", "m.yaml:2: kinds.debug_eval: kind MPIJob cannot render this family"},
-		{"kind:\n  debug_eval: Job\n", "m.yaml:1: unknown field \"kind\""},
+		{"kind:\n  debug_eval: Job\n", "m.yaml:1: kind: unknown field (want kinds)"},
 		{"kinds: [Job]\n", "m.yaml:1: kinds: want a map"},
 		{"kinds:\n  debug_eval: [Job]\n", "m.yaml:2: kinds.debug_eval: want a kind name"},
 		{"kinds: {}\n---\nkinds: {}\n", "single YAML document"},
