@@ -135,9 +135,6 @@ type fitter struct {
 	p   *Profile
 	tr  *trace.Trace
 	rep *FitReport
-	// cells are the GPU-utilisation fit: utilizationMean per GPU count and scale per family.
-	gpuMean map[int]float64
-	scale   map[trace.Family]float64
 }
 
 // gpuCountOf is the GPU count the generator drew for a workload: trials draw none (0).
