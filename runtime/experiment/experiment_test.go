@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	"k8s.io/client-go/rest"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
@@ -107,7 +109,7 @@ func TestPatchOperations(t *testing.T) {
 		t.Errorf("eco priority %v", v)
 	}
 	// 50% of an H100 SXM's 700 W, as watts because a label value cannot hold '%'.
-	if got := s.NodePools[1].Labels[PowerCapLabel]; got != "350W" {
+	if got := s.NodePools[1].Labels[contract.PowerCap]; got != "350W" {
 		t.Errorf("power cap label %q, want 350W", got)
 	}
 	if s.NodePools[1].Count != 14 {
