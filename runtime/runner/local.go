@@ -30,6 +30,9 @@ type InProcess struct {
 	// Prune lets the run delete the cluster-side objects of other specs (Config.Prune): for a
 	// cluster the run has to itself.
 	Prune bool
+	// KueueMetrics and SchedulerMetrics, when set, read another cluster's components (e.g. through
+	// a port-forward); Local's are used otherwise.
+	KueueMetrics, SchedulerMetrics MetricsSource
 	Spec  *rcluster.Spec
 	// MaxRate caps trace seconds per wall second between events (0: the clock jumps).
 	MaxRate float64
@@ -82,8 +85,9 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{REST: o.REST, Spec: o.Spec, Clock: clk, Agent: a, KueueTimers: o.Timers, Seed: int64(o.Seed), closers: cfgClose}
-	if o.Local != nil {
+	cfg := Config{REST: o.REST, Spec: o.Spec, Clock: clk, Agent: a, KueueTimers: o.Timers, Seed: int64(o.Seed), closers: cfgClose,
+		KueueMetrics: o.KueueMetrics, SchedulerMetrics: o.SchedulerMetrics}
+	if o.Local != nil && o.KueueMetrics == nil && o.SchedulerMetrics == nil {
 		kr, sr, err := o.Local.MetricsReaders(ctx, o.REST)
 		if err != nil {
 			return Config{}, err
