@@ -80,9 +80,10 @@ type unit struct {
 	evicted     bool // Evicted=True now
 	everEvicted bool
 	finished    bool
-	admitted    float64            // trace time of the current quota reservation
-	created     map[types.UID]bool // pods seen since the current quota reservation
-	live        int                // pods not terminal and not being deleted
+	admitted    float64              // trace time of the current quota reservation
+	created     map[types.UID]bool   // pods seen since the current quota reservation
+	pods        map[string]*podState // its pods the watcher knows, by namespace/name
+	live        int                  // pods not terminal and not being deleted
 	running     int
 	allUp       bool    // every expected pod has run since the current reservation
 	lastEnd     float64 // trace time the last of its pods ended (0: none yet)
@@ -252,7 +253,7 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		key := unitKey(id, tr)
 		u = w.units[key]
 		if u == nil {
-			u = &unit{key: key, id: id, trial: tr, seen: map[string]string{}, created: map[types.UID]bool{}}
+			u = newUnit(key, id, tr)
 			w.units[key] = u
 		}
 		u.wl, u.obj = wl.UID, wl.Namespace+"/"+wl.Name
@@ -280,9 +281,9 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	case reserved && !u.reserved:
 		u.reserved, u.admitted, u.allUp = true, now, false
 		clear(u.created)
-		for _, ps := range w.pods {
+		for _, ps := range u.pods {
 			// Pods of an earlier admission still being deleted do not count for this one.
-			if ps.unit == u && !ps.terminal && !ps.deleting {
+			if !ps.terminal && !ps.deleting {
 				u.created[ps.uid] = true
 			}
 		}
@@ -430,10 +431,14 @@ func (w *watcher) podUnit(p *corev1.Pod) *unit {
 	key := unitKey(id, tr)
 	u := w.units[key]
 	if u == nil {
-		u = &unit{key: key, id: id, trial: tr, seen: map[string]string{}, created: map[types.UID]bool{}}
+		u = newUnit(key, id, tr)
 		w.units[key] = u
 	}
 	return u
+}
+
+func newUnit(key, id string, tr *trialRef) *unit {
+	return &unit{key: key, id: id, trial: tr, seen: map[string]string{}, created: map[types.UID]bool{}, pods: map[string]*podState{}}
 }
 
 func (w *watcher) onPod(o any, deleted bool) {
@@ -452,6 +457,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 	st := w.pods[key]
 	if st != nil && st.uid != p.UID {
 		w.podGone(key, st) // replaced under the same name; the delete event was missed
+		delete(st.unit.pods, key)
 		st = nil
 	}
 	if st == nil {
@@ -461,6 +467,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		}
 		st = &podState{unit: u, uid: p.UID, gpus: podGPUs(&p.Spec)}
 		w.pods[key] = st
+		u.pods[key] = st
 		if !deleted && p.DeletionTimestamp == nil && !podTerminal(p) {
 			u.live++
 			if u.reserved {
@@ -524,6 +531,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		w.podGone(key, st)
 		if deleted {
 			delete(w.pods, key)
+			delete(u.pods, key)
 		}
 	case podTerminal(p) && !st.terminal:
 		st.terminal = true
