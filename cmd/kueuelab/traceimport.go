@@ -49,11 +49,11 @@ an error naming file, line and column (--lenient skips and lists it).
 (as intent), its owner's creation (as the submit time) and admission to Finished (as the
 duration). Pods rendered by kueuelab keep their family, role and profile from the render contract,
 and an HPO experiment's trial Jobs become one workload again. Kubernetes times have one-second
-resolution; --time-scale S reads back a replay run at speedup S in the replayed trace's seconds,
-exactly when trace time was S x wall time throughout (a replay with --compensate-lag=false; the
-held clock of a local replay runs trace time at real time while the control plane owes a step,
-which the timestamps do not show). Run the replay with objects kept (the runner deletes what it
-submitted unless told to keep it).`,
+resolution and are wall times: --time-scale S reads back a replay that ran S trace seconds per wall
+second throughout (run --kubeconfig K --speedup S --keep) in the replayed trace's seconds. A local
+replay's event-driven clock jumps over quiet time and stands still while the control plane owes a
+step, so its timestamps do not give trace times. Keep the replay's objects (run --keep): the
+runner deletes what it submitted otherwise.`,
 		Example: `  kueuelab trace import --format philly cluster_job_log --out philly.jsonl.gz
   kueuelab trace import --format alibaba-pai pai_job_table.csv pai_task_table.csv pai_sensor_table.csv --out pai.jsonl
   kueuelab trace import --format helios --team-by user Venus/cluster_log.csv --out venus.jsonl

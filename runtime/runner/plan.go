@@ -86,7 +86,7 @@ func newPlan(cfg *Config) (*plan, error) {
 			fmt.Fprintln(cfg.Out, "warning:", msg)
 		}
 	}
-	r, err := render.NewRenderer(render.DefaultRegistry(), mapping, render.Options{Target: render.TargetKWOK, Speedup: cfg.Speedup, Warn: warn})
+	r, err := render.NewRenderer(render.DefaultRegistry(), mapping, render.Options{Target: render.TargetKWOK, Warn: warn})
 	if err != nil {
 		return nil, err
 	}

@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/history"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -66,10 +63,11 @@ defaultTeam: %[1]s
 `, team)
 }
 
-// replayKept runs tr on the shared cluster like replay, on spec. With keep (for a test that reads
-// the cluster's history afterwards) the submitted objects stay, and the clock holds nothing: trace
-// time is then speedup x wall time exactly, which is how an import maps timestamps back.
-func replayKept(t *testing.T, tr *trace.Trace, name, spec string, speedup float64, keep bool) *results.Dir {
+// replayKept runs tr on the shared cluster on spec. With rate > 0 (for a test that reads the
+// cluster's history afterwards) the submitted objects stay and the clock neither holds nor jumps:
+// trace time is then rate x wall time, which is how an import maps timestamps back. With rate 0
+// the clock is the runner's default, event-driven one.
+func replayKept(t *testing.T, tr *trace.Trace, name, spec string, rate float64) *results.Dir {
 	t.Helper()
 	specPath := filepath.Join(t.TempDir(), name+".yaml")
 	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
@@ -83,12 +81,8 @@ func replayKept(t *testing.T, tr *trace.Trace, name, spec string, speedup float6
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := simclock.New(speedup, simclock.Options{Disabled: keep})
-	a, err := agent.InProcess(cs, clk, 1)
+	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: s, Seed: 1,
+		MaxRate: rate, Clock: simclock.Options{Disabled: rate > 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,15 +90,16 @@ func replayKept(t *testing.T, tr *trace.Trace, name, spec string, speedup float6
 	log := &testWriter{t: t}
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
-	res, err := runner.Run(ctx, runner.Config{REST: rc, Trace: tr, TraceName: name, Spec: s, Speedup: speedup,
-		Timeout: 6 * time.Minute, OutDir: out, Agent: a, Clock: clk, Out: log, Progress: log, Seed: 1, Keep: keep})
+	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Out, cfg.Progress = tr, name, 6*time.Minute, time.Minute, out, log, log
+	cfg.Keep = rate > 0
+	res, err := runner.Run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, runner.ErrIncomplete) {
 			t.Fatalf("run %s: %v", name, err)
 		}
 		t.Fatal(err)
 	}
-	t.Logf("%s: %d workloads submitted, run %.1fs wall, setup %.1fs", name, res.Submitted, res.Summary.WallSec, res.SetupSec)
+	t.Logf("%s: %d workloads submitted, %.0f trace s in %.1fs wall, setup %.1fs", name, res.Submitted, res.Summary.TraceSec, res.Summary.WallSec, res.SetupSec)
 	d, err := results.Load(out)
 	if err != nil {
 		t.Fatalf("results do not parse: %v", err)
@@ -115,14 +110,14 @@ func replayKept(t *testing.T, tr *trace.Trace, name, spec string, speedup float6
 // TestJoulieTraceRuns replays a real trace of Joulie's workloadgen (default mode, half its GPU
 // workloads on amd.com/gpu: HPO trials with their own requests, distributed runs as repeated
 // worker groups, CPU-only workloads without GPU fields, affinity on a label no node has) to
-// completion, and checks that every AMD workload ran on the MI300X flavor and every NVIDIA one
+// completion on the event-driven clock, and checks that every AMD workload ran on the MI300X flavor and every NVIDIA one
 // on H100.
 func TestJoulieTraceRuns(t *testing.T) {
 	tr, err := trace.LoadWorkloads(t.Context(), "../../testdata/joulie/amd-40.jsonl", trace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := replayKept(t, tr, "joulie", twoVendorSpec("joulie"), 2000, false)
+	d := replayKept(t, tr, "joulie", twoVendorSpec("joulie"), 0)
 	checkCounts(t, tr, d)
 	want := map[string]string{}
 	for _, w := range tr.Workloads {
@@ -150,8 +145,9 @@ func TestJoulieTraceRuns(t *testing.T) {
 	}
 }
 
-// roundTripTrace is one workload of each family, one a minute, each running 3 to 9 minutes: short
-// enough to replay at speedup 20, spaced widely enough for Kubernetes' one-second timestamps.
+// roundTripTrace is one workload of each family, one a minute, each running 3 to 6 minutes: short
+// enough to replay at 20 trace seconds per wall second, spaced widely enough for Kubernetes'
+// one-second timestamps.
 func roundTripTrace(t *testing.T) *trace.Trace {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "roundtrip.jsonl")
@@ -203,7 +199,7 @@ func roundTripTrace(t *testing.T) *trace.Trace {
 func TestImportFromClusterRoundTrip(t *testing.T) {
 	const speedup = 20
 	tr := roundTripTrace(t)
-	replayKept(t, tr, "roundtrip", runSpec("roundtrip", 8), speedup, true)
+	replayKept(t, tr, "roundtrip", runSpec("roundtrip", 8), speedup)
 
 	items, err := history.Read(t.Context(), shared.client, history.Options{Namespaces: []string{"roundtrip"}})
 	if err != nil {
