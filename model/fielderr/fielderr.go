@@ -1,6 +1,6 @@
 // Package fielderr is the one error shape of every kueuelab input loader (trace, profile, hardware
 // catalog, cluster spec, mapping, experiment): the file, the line and the path of the bad field,
-// printed as "file:line: field path: what is wrong". It has no dependencies, so model/ can use it.
+// printed as "file:line: path: what is wrong". It has no dependencies, so model/ can use it.
 package fielderr
 
 import (
@@ -41,7 +41,6 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	if e.Field != "" {
-		b.WriteString("field ")
 		b.WriteString(e.Field)
 		b.WriteString(": ")
 	}

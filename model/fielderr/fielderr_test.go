@@ -11,9 +11,9 @@ func TestError(t *testing.T) {
 		e    *Error
 		want string
 	}{
-		{New("t.jsonl", 3, "pods[1].replicas", "must be >= 1, got %d", 0), "t.jsonl:3: field pods[1].replicas: must be >= 1, got 0"},
+		{New("t.jsonl", 3, "pods[1].replicas", "must be >= 1, got %d", 0), "t.jsonl:3: pods[1].replicas: must be >= 1, got 0"},
 		{New("t.jsonl", 3, "", "invalid JSON"), "t.jsonl:3: invalid JSON"},
-		{New("spec.yaml", 0, "teams", "needs a team"), "spec.yaml: field teams: needs a team"},
+		{New("spec.yaml", 0, "teams", "needs a team"), "spec.yaml: teams: needs a team"},
 		{&Error{File: "x"}, "x: invalid"},
 	}
 	for _, tc := range tests {
@@ -27,7 +27,7 @@ func TestListAndAll(t *testing.T) {
 	a, b := New("f", 9, "b", "x"), New("f", 2, "a", "y")
 	l := List{a, b}
 	l.Sort()
-	if l[0] != b || l.Error() != "f:2: field a: y\nf:9: field b: x" {
+	if l[0] != b || l.Error() != "f:2: a: y\nf:9: b: x" {
 		t.Fatalf("sorted list %q", l.Error())
 	}
 	if (List{}).Err() != nil || l.Err() == nil {

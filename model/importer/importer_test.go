@@ -190,13 +190,13 @@ func TestMalformedRows(t *testing.T) {
 		files  []string
 		want   string
 	}{
-		{"helios", []string{write("h1.csv", strings.Replace(string(helios), ",36848,", ",lots,", 1))}, "h1.csv:2: field duration: \"lots\" is not a number"},
-		{"helios", []string{write("h2.csv", strings.Replace(string(helios), "2020-06-09 18:41:27,2020", "09/06/2020,2020", 1))}, `h2.csv:3: field submit_time: time "09/06/2020" is not "2006-01-02 15:04:05"`},
+		{"helios", []string{write("h1.csv", strings.Replace(string(helios), ",36848,", ",lots,", 1))}, "h1.csv:2: duration: \"lots\" is not a number"},
+		{"helios", []string{write("h2.csv", strings.Replace(string(helios), "2020-06-09 18:41:27,2020", "09/06/2020,2020", 1))}, `h2.csv:3: submit_time: time "09/06/2020" is not "2006-01-02 15:04:05"`},
 		{"helios", []string{write("h3.csv", string(helios)+"1,2,3\n")}, "h3.csv:10: 3 columns, want 12"},
-		{"alibaba-gfs", []string{write("g1.csv", strings.Replace(string(gfs), ",Spot", ",Gold", 1))}, `g1.csv:4: field job_type: "Gold": want HP or Spot`},
+		{"alibaba-gfs", []string{write("g1.csv", strings.Replace(string(gfs), ",Spot", ",Gold", 1))}, `g1.csv:4: job_type: "Gold": want HP or Spot`},
 		{"alibaba-gfs", []string{write("g2.csv", strings.Replace(string(gfs), "\n437260,57", "\n437260,\"57", 1))}, "g2.csv:4: "},
-		{"philly", []string{write("p1.json", `[{"jobid":"a","submitted_time":"2017-10-07 01:11:39","attempts":[{"start_time":"yesterday","end_time":null}]}]`)}, `p1.json:1: field attempts[0]: time "yesterday" is not`},
-		{"philly", []string{write("p2.json", "[\n{\"jobid\":1}]")}, "p2.json:2: field jobid: want a string"},
+		{"philly", []string{write("p1.json", `[{"jobid":"a","submitted_time":"2017-10-07 01:11:39","attempts":[{"start_time":"yesterday","end_time":null}]}]`)}, `p1.json:1: attempts[0]: time "yesterday" is not`},
+		{"philly", []string{write("p2.json", "[\n{\"jobid\":1}]")}, "p2.json:2: jobid: want a string"},
 		{"philly", []string{write("p3.json", "[\n{\"jobid\":\"x\",,}]")}, "p3.json:2: "},
 		{"alibaba-pai", []string{write("x.csv", "a,b,c\n")}, "x.csv:1: 3 columns: not pai_job_table"},
 		{"unknown", []string{"x"}, `unknown format "unknown"`},

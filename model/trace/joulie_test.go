@@ -125,15 +125,15 @@ func TestRepeatedGroupErrors(t *testing.T) {
 		lines []string
 		want  string
 	}{
-		{"requests of no trial", replace(good, 2, `"cpu":"2"`, `"cpu":"5"`), `t.jsonl:3: field podTemplate.requests: {cpu=5,nvidia.com/gpu=1} matches none of the 2 "trial" pod groups of the workload record at line 1 ({cpu=2,nvidia.com/gpu=1}, {cpu=3,nvidia.com/gpu=1})`},
-		{"one trial too many", plus(good, job("t4", "trial", "3")), `t.jsonl:6: field workloadId: workload "w1" already has the job records its pods ask for`},
-		{"a shape over-filled", plus(good[:4], job("t4", "trial", "3")), `t.jsonl:5: field podRole: more "trial" job records than the 1 of pods[2].replicas`},
-		{"a shape of two groups over-filled", plus(good[:3], job("t4", "trial", "2"), job("t5", "trial", "2")), `t.jsonl:5: field podRole: more "trial" job records with requests {cpu=2,nvidia.com/gpu=1} than the 2 pods of its 2 pod groups (first pods[1]`},
-		{"a shape of two groups short", good[:4], `t.jsonl:1: field pods[1].replicas: 2 "trial" pods with requests {cpu=2,nvidia.com/gpu=1} in 2 pod groups, but 1 job records`},
-		{"jobs before a workload without their requests", plus(good[1:], replace([]string{wl}, 0, `"cpu":"3"`, `"cpu":"4"`)...), `t.jsonl:5: field pods[1].requests: {cpu=2,nvidia.com/gpu=1} differs from the job record at line 3 ({cpu=3000m,nvidia.com/gpu=1})`},
-		{"two GPU vendors", replace([]string{wl}, 0, `"cpu":"3","nvidia.com/gpu":"1"`, `"cpu":"3","amd.com/gpu":"1"`), `t.jsonl:1: field pods[2].requests: asks for amd.com/gpu but pods[1] for nvidia.com/gpu`},
-		{"both vendors in a pod", replace([]string{wl}, 0, `"cpu":"3","nvidia.com/gpu":"1"`, `"cpu":"3","nvidia.com/gpu":"1","amd.com/gpu":"1"`), `t.jsonl:1: field pods[2].requests.amd.com/gpu: a pod asks for both`},
-		{"fractional AMD GPU", replace([]string{wl}, 0, `"cpu":"3","nvidia.com/gpu":"1"`, `"cpu":"3","amd.com/gpu":"0.5"`), `t.jsonl:1: field pods[2].requests.amd.com/gpu: must be a whole number of GPUs`},
+		{"requests of no trial", replace(good, 2, `"cpu":"2"`, `"cpu":"5"`), `t.jsonl:3: podTemplate.requests: {cpu=5,nvidia.com/gpu=1} matches none of the 2 "trial" pod groups of the workload record at line 1 ({cpu=2,nvidia.com/gpu=1}, {cpu=3,nvidia.com/gpu=1})`},
+		{"one trial too many", plus(good, job("t4", "trial", "3")), `t.jsonl:6: workloadId: workload "w1" already has the job records its pods ask for`},
+		{"a shape over-filled", plus(good[:4], job("t4", "trial", "3")), `t.jsonl:5: podRole: more "trial" job records than the 1 of pods[2].replicas`},
+		{"a shape of two groups over-filled", plus(good[:3], job("t4", "trial", "2"), job("t5", "trial", "2")), `t.jsonl:5: podRole: more "trial" job records with requests {cpu=2,nvidia.com/gpu=1} than the 2 pods of its 2 pod groups (first pods[1]`},
+		{"a shape of two groups short", good[:4], `t.jsonl:1: pods[1].replicas: 2 "trial" pods with requests {cpu=2,nvidia.com/gpu=1} in 2 pod groups, but 1 job records`},
+		{"jobs before a workload without their requests", plus(good[1:], replace([]string{wl}, 0, `"cpu":"3"`, `"cpu":"4"`)...), `t.jsonl:5: pods[1].requests: {cpu=2,nvidia.com/gpu=1} differs from the job record at line 3 ({cpu=3000m,nvidia.com/gpu=1})`},
+		{"two GPU vendors", replace([]string{wl}, 0, `"cpu":"3","nvidia.com/gpu":"1"`, `"cpu":"3","amd.com/gpu":"1"`), `t.jsonl:1: pods[2].requests: asks for amd.com/gpu but pods[1] for nvidia.com/gpu`},
+		{"both vendors in a pod", replace([]string{wl}, 0, `"cpu":"3","nvidia.com/gpu":"1"`, `"cpu":"3","nvidia.com/gpu":"1","amd.com/gpu":"1"`), `t.jsonl:1: pods[2].requests.amd.com/gpu: a pod asks for both`},
+		{"fractional AMD GPU", replace([]string{wl}, 0, `"cpu":"3","nvidia.com/gpu":"1"`, `"cpu":"3","amd.com/gpu":"0.5"`), `t.jsonl:1: pods[2].requests.amd.com/gpu: must be a whole number of GPUs`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, _, err := readAll(t, strings.Join(tc.lines, "\n"), Options{})
@@ -157,8 +157,8 @@ func TestOptionalFields(t *testing.T) {
 	}
 	// Still required: the profile object itself, and a job's work.
 	for _, tc := range []struct{ line, want string }{
-		{strings.Replace(wl, `"sharedIntensityProfile":{"cpuUtilization":0.7},`, ``, 1), "field sharedIntensityProfile: missing required field"},
-		{strings.Replace(wl, `"sharedIntensityProfile":{"cpuUtilization":0.7}`, `"sharedIntensityProfile":null`, 1), "field sharedIntensityProfile: missing required field"},
+		{strings.Replace(wl, `"sharedIntensityProfile":{"cpuUtilization":0.7},`, ``, 1), "1: sharedIntensityProfile: missing required field"},
+		{strings.Replace(wl, `"sharedIntensityProfile":{"cpuUtilization":0.7}`, `"sharedIntensityProfile":null`, 1), "1: sharedIntensityProfile: missing required field"},
 	} {
 		if _, _, _, err := readAll(t, tc.line, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v, want %s", err, tc.want)

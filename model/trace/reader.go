@@ -362,7 +362,7 @@ func (e *fieldError) Error() string {
 	if e.field == "" {
 		return e.err.Error()
 	}
-	return "field " + e.field + ": " + e.err.Error()
+	return e.field + ": " + e.err.Error()
 }
 
 func (e *fieldError) Unwrap() error { return e.err }
