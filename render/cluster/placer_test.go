@@ -10,6 +10,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
+	"github.com/kueuelab/kueuelab/render/contract"
 )
 
 // wl builds a workload; pods are "role:replicas:gpus:cpu:memory" specs.
@@ -99,7 +100,7 @@ func TestPlace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !got.NodeLabelKeys[LabelPool] || !got.NodeLabelKeys["kubernetes.io/hostname"] || got.NodeLabelKeys["joulie.io/power-profile"] {
+			if !got.NodeLabelKeys[contract.Pool] || !got.NodeLabelKeys["kubernetes.io/hostname"] || got.NodeLabelKeys["joulie.io/power-profile"] {
 				t.Errorf("node label keys %v", got.NodeLabelKeys)
 			}
 			got.NodeLabelKeys = nil
