@@ -20,8 +20,6 @@ type ledger struct {
 	hasher     idHasher
 	wl         map[string]*wlEntry
 	jobs       map[idHash]int32
-	reqs       map[string]string // interned canonical requests
-	scratch    []byte
 	dropped    map[string]bool
 	nWorkloads int
 	nJobs      int
@@ -60,27 +58,13 @@ func newLedger() ledger {
 		hasher:  idHasher{a: maphash.MakeSeed(), b: maphash.MakeSeed()},
 		wl:      map[string]*wlEntry{},
 		jobs:    map[idHash]int32{},
-		reqs:    map[string]string{},
 		dropped: map[string]bool{},
 	}
 }
 
-func (l *ledger) taint(id string)         { l.dropped[id] = true }
-func (l *ledger) tainted(id string) bool  { return l.dropped[id] }
-func (l *ledger) droppedCount() int       { return len(l.dropped) }
-func (l *ledger) canon(r Requests) string { return l.intern(canonicalRequests(r, l.scratch)) }
-
-func (l *ledger) intern(b []byte) string {
-	l.scratch = b
-	if s, ok := l.reqs[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if len(l.reqs) < maxInterned {
-		l.reqs[s] = s
-	}
-	return s
-}
+func (l *ledger) taint(id string)        { l.dropped[id] = true }
+func (l *ledger) tainted(id string) bool { return l.dropped[id] }
+func (l *ledger) droppedCount() int      { return len(l.dropped) }
 
 // shape returns the shape of role with requests req, nil when none.
 func (e *wlEntry) shape(role, req string) *shape {
@@ -144,7 +128,7 @@ func intentOf(c string) string {
 
 // addWorkload checks a workload record against what was seen of its workload, then records it.
 // Nothing is recorded when it returns an error, so a line skipped in lenient mode leaves no trace.
-// reqs are the canonical requests of w's pod groups (ledger.canon).
+// reqs are the canonical requests of w's pod groups (canonicalRequests' form, from the decoder).
 func (l *ledger) addWorkload(line int, w *Workload, reqs []string) error {
 	e := l.wl[w.WorkloadID]
 	// wants[k] is what the record asks of shape k seen in job records before it.

@@ -35,7 +35,8 @@ const maxListed = 1000
 // maxWarnedFields bounds the set of unknown fields already warned about.
 const maxWarnedFields = 1000
 
-// Record is one line of a trace: exactly one of Workload and Job is set.
+// Record is one line of a trace: exactly one of Workload and Job is set. Records with equal
+// requests share one Requests map: treat them as read-only (the generator's are shared too).
 type Record struct {
 	Line     int
 	Workload *Workload
@@ -240,7 +241,10 @@ func (r *Reader) decodeLine(line []byte) (Record, *Error) {
 		case TypeWorkload:
 			r.dec.warnUnknown(w.Type, r.unknownField)
 			if rec.Workload, err = w.workload(r.unknownField); err == nil {
-				canon, err = r.checkRequests(canon, "pods", rec.Workload.Pods, nil)
+				for i := range r.dec.w.Pods {
+					canon = append(canon, r.dec.w.Pods[i].canon)
+				}
+				err = r.checkRequests(canon, "pods", rec.Workload.Pods, nil)
 			}
 			if err == nil {
 				err = rec.Workload.validate(skipRequests)
@@ -248,7 +252,8 @@ func (r *Reader) decodeLine(line []byte) (Record, *Error) {
 		case TypeJob:
 			r.dec.warnUnknown(w.Type, r.unknownField)
 			if rec.Job, err = w.job(r.unknownField); err == nil {
-				canon, err = r.checkRequests(canon, "podTemplate.requests", nil, rec.Job.PodTemplate.Requests)
+				canon = append(canon, r.dec.w.templateCanon)
+				err = r.checkRequests(canon, "podTemplate.requests", nil, rec.Job.PodTemplate.Requests)
 			}
 			if err == nil {
 				err = rec.Job.validate(skipRequests)
@@ -284,12 +289,11 @@ func (r *Reader) decodeLine(line []byte) (Record, *Error) {
 }
 
 // checkRequests validates the requests of a record's pod groups (or of a job's pod when pods is
-// nil) and appends their canonical forms to canon. It remembers the canonical forms it accepted: a
-// trace repeats a few shapes of requests in every record, so most records skip the parsing.
-func (r *Reader) checkRequests(canon []string, field string, pods []PodGroup, job Requests) ([]string, error) {
-	check := func(req Requests, field string) error {
-		c := r.led.canon(req)
-		canon = append(canon, c)
+// nil), whose canonical forms the decoder gave in canon. It remembers the canonical forms it
+// accepted: a trace repeats a few shapes of requests in every record, so most records skip the
+// parsing.
+func (r *Reader) checkRequests(canon []string, field string, pods []PodGroup, job Requests) error {
+	check := func(req Requests, c, field string) error {
 		if _, ok := r.okReqs[c]; ok {
 			return nil
 		}
@@ -302,14 +306,14 @@ func (r *Reader) checkRequests(canon []string, field string, pods []PodGroup, jo
 		return nil
 	}
 	if pods == nil {
-		return canon, check(job, field)
+		return check(job, canon[0], field)
 	}
 	for i := range pods {
-		if err := check(pods[i].Requests, field+"["+strconv.Itoa(i)+"].requests"); err != nil {
-			return canon, err
+		if err := check(pods[i].Requests, canon[i], field+"["+strconv.Itoa(i)+"].requests"); err != nil {
+			return err
 		}
 	}
-	return canon, nil
+	return nil
 }
 
 // skipRequests stands for validRequests where the Reader has checked the requests already.
