@@ -59,6 +59,7 @@ type execRunner struct {
 }
 
 func (r execRunner) start(p process, why string) (proc, error) {
+	keepInheritedFDs()
 	logf, err := os.OpenFile(r.s.logFile(p.name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -91,6 +92,22 @@ func (r execRunner) adopt(p process) (proc, bool) {
 	a := &adoptedProc{p: pid, bin: p.bin, ticks: procStartTicks(pid), ch: make(chan struct{}), wake: r.wake}
 	go a.watch()
 	return a, true
+}
+
+// keepInheritedFDs marks every descriptor above stderr close-on-exec, so no process the cluster
+// starts inherits one this program was given: run as `flock LOCK kueuelab cluster up`, the
+// supervisor and every component would hold LOCK for as long as the cluster runs. (Descriptors
+// Go opens are close-on-exec already.)
+func keepInheritedFDs() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // childProc is a process this supervisor started: Wait reaps it and tells how it ended. Signals

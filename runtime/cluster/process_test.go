@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,5 +87,29 @@ func TestExecRunnerExitStatus(t *testing.T) {
 	}
 	if _, err := r.start(process{name: "missing", bin: "/nonexistent", argv: []string{"/nonexistent/bin"}}, "start"); err == nil {
 		t.Fatal("starting a missing binary succeeded")
+	}
+}
+
+// A descriptor this program inherited without close-on-exec (flock's lock) does not reach the
+// components.
+func TestComponentsDoNotInheritDescriptors(t *testing.T) {
+	s := testState(t)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	fd, err := syscall.Open(filepath.Join(t.TempDir(), "lock"), syscall.O_CREAT|syscall.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	script := fmt.Sprintf("if [ -e /proc/$$/fd/%d ]; then echo inherited; else echo clean; fi", fd)
+	p, err := execRunner{s: s}.start(process{name: "fds", bin: sh, argv: []string{sh, "-c", script}}, "start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitDone(t, p)
+	if log, _ := os.ReadFile(s.logFile("fds")); !strings.HasSuffix(string(log), "clean\n") {
+		t.Fatalf("fd %d reached the component:\n%s", fd, log)
 	}
 }

@@ -179,6 +179,7 @@ func (s *State) ensureSupervisor(ctx context.Context, specs map[string]spec, dae
 	cmd.Dir = s.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	keepInheritedFDs()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the supervisor: %w", err)
 	}
