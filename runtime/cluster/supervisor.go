@@ -13,6 +13,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
@@ -108,6 +109,23 @@ func (s *State) preStartHooks() map[string]func(context.Context) error {
 		mu sync.Mutex
 		c  client.Client
 	)
+	apiClient := func() (client.Client, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if c != nil {
+			return c, nil
+		}
+		cfg, err := RESTConfig(s.Kubeconfig())
+		if err != nil {
+			return nil, err
+		}
+		scheme, err := Scheme()
+		if err != nil {
+			return nil, err
+		}
+		c, err = newClient(cfg, scheme)
+		return c, err
+	}
 	return map[string]func(context.Context) error{
 		// The mount point of the private cert dir must exist on the host (a /tmp cleaner may
 		// have removed it since the first start).
@@ -116,24 +134,37 @@ func (s *State) preStartHooks() map[string]func(context.Context) error {
 		// the lease a killed process held would make the new one wait up to its 15 s duration
 		// while already reporting healthy. The old process is gone, so its lease goes too.
 		MPIOperator: func(ctx context.Context) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if c == nil {
-				cfg, err := RESTConfig(s.Kubeconfig())
-				if err != nil {
-					return err
-				}
-				scheme, err := Scheme()
-				if err != nil {
-					return err
-				}
-				if c, err = newClient(cfg, scheme); err != nil {
-					return err
-				}
+			c, err := apiClient()
+			if err != nil {
+				return err
 			}
 			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: mpiNamespace, Name: "mpi-operator"}}
 			if err := client.IgnoreNotFound(c.Delete(ctx, lease)); err != nil {
 				return fmt.Errorf("delete the stale mpi-operator lease: %w", err)
+			}
+			return nil
+		},
+		// KWOK drives a node's pods only while it holds the node's lease, under an identity that
+		// is new on every start: the leases a killed KWOK held would leave every pod unstarted
+		// and unfinished until they expire (--node-lease-duration-seconds, 40 s), while the new
+		// process reports healthy. The old KWOK is gone, so its node leases go too.
+		KWOK: func(ctx context.Context) error {
+			c, err := apiClient()
+			if err != nil {
+				return err
+			}
+			var nodes corev1.NodeList
+			if err := c.List(ctx, &nodes); err != nil {
+				return fmt.Errorf("list nodes: %w", err)
+			}
+			for _, n := range nodes.Items {
+				if n.Annotations[kwokNodeAnnotation] != "fake" {
+					continue
+				}
+				lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: n.Name}}
+				if err := client.IgnoreNotFound(c.Delete(ctx, lease)); err != nil {
+					return fmt.Errorf("delete the stale lease of node %s: %w", n.Name, err)
+				}
 			}
 			return nil
 		},
