@@ -486,11 +486,16 @@ func (sup *Supervisor) Run(ctx context.Context) error {
 	ticker := sup.clock.NewTicker(tickInterval)
 	defer ticker.Stop()
 	var runErr error
+	lastErr := ""
 loop:
 	for {
 		shutdown, err := sup.syncDesired()
-		if err != nil {
+		if err != nil && err.Error() != lastErr { // logged once, not every tick
 			sup.logf("%v", err)
+		}
+		lastErr = ""
+		if err != nil {
+			lastErr = err.Error()
 		}
 		if shutdown {
 			sup.logf("shutdown requested")
