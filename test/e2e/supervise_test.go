@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
@@ -406,7 +407,7 @@ func (sc *supCluster) awaitPodsRunning(ns string, labels map[string]string, want
 func (sc *supCluster) complete(pods []corev1.Pod) {
 	sc.t.Helper()
 	for i := range pods {
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+cluster.CompleteAnnotation+`":"true"}}}`))
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+contract.Complete+`":"true"}}}`))
 		if err := sc.c.Patch(sc.t.Context(), &pods[i], patch); err != nil {
 			sc.t.Fatalf("annotate pod %s: %v", pods[i].Name, err)
 		}
