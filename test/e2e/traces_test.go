@@ -22,8 +22,10 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
-// twoVendorSpec is a small cluster with a CPU pool, one 8-GPU H100 node and one 8-GPU MI300X node
-// in one ClusterQueue: nvidia.com/gpu pods can only go to h100-sxm, amd.com/gpu ones to mi300x.
+// twoVendorSpec is a small cluster with a CPU pool, two 8-GPU H100 nodes and two 8-GPU MI300X
+// nodes in one ClusterQueue: nvidia.com/gpu pods can only go to h100-sxm, amd.com/gpu ones to
+// mi300x. Two nodes a vendor rather than one keep fewer workloads queued, and so fewer Kueue
+// settles to wait for (the test is about where workloads run, not about queueing).
 func twoVendorSpec(team string) string {
 	return fmt.Sprintf(`apiVersion: kueuelab.io/v1alpha1
 kind: ClusterSpec
@@ -37,13 +39,13 @@ nodePools:
   memory: 256Gi
 - name: %[1]s-h100
   gpuFamily: H100-SXM
-  count: 1
+  count: 2
   gpusPerNode: 8
   cpu: 192
   memory: 2000Gi
 - name: %[1]s-mi300x
   gpuFamily: MI300X
-  count: 1
+  count: 2
   gpusPerNode: 8
   cpu: 192
   memory: 2000Gi
@@ -53,9 +55,9 @@ clusterQueues:
   - flavor: cpu
     resources: {cpu: 128, memory: 512Gi}
   - flavor: h100-sxm
-    resources: {cpu: 192, memory: 2000Gi, nvidia.com/gpu: 8}
+    resources: {cpu: 384, memory: 4000Gi, nvidia.com/gpu: 16}
   - flavor: mi300x
-    resources: {cpu: 192, memory: 2000Gi, amd.com/gpu: 8}
+    resources: {cpu: 384, memory: 4000Gi, amd.com/gpu: 16}
 teams:
 - name: %[1]s
   clusterQueue: %[1]s-cq
@@ -145,7 +147,7 @@ func TestJoulieTraceRuns(t *testing.T) {
 	}
 }
 
-// roundTripTrace is one workload of each family, one a minute, each running 3 to 6 minutes: short
+// roundTripTrace is one workload of each family, one a minute, each running 1 to 2.5 minutes: short
 // enough to replay at 20 trace seconds per wall second, spaced widely enough for Kubernetes'
 // one-second timestamps.
 func roundTripTrace(t *testing.T) *trace.Trace {
@@ -178,7 +180,7 @@ func roundTripTrace(t *testing.T) *trace.Trace {
 			pods[k].Gang = gang
 		}
 		w := &trace.Workload{SchemaVersion: trace.SchemaVersion, WorkloadID: fmt.Sprintf("rt-%d", i), SubmitTimeOffsetSec: float64(60 * i),
-			Namespace: "roundtrip", WorkloadType: f, Gang: gang, DurationSec: float64(180 + 60*(i%4)),
+			Namespace: "roundtrip", WorkloadType: f, Gang: gang, DurationSec: float64(60 + 30*(i%4)),
 			SharedIntensityProfile: trace.Profile{CPUUtilization: 0.5, GPUUtilization: 0.6, MemoryIntensity: 0.4}, Pods: pods}
 		if err := fw.WriteWorkload(w); err != nil {
 			t.Fatal(err)
