@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kschedv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -35,6 +36,11 @@ type Options struct {
 	// restart a Kueue that is already running. Fields the local cluster needs (webhook, health,
 	// metrics, namespace, internalCertManagement, leaderElection) cannot be overridden.
 	KueueConfig map[string]any
+	// Scheduler is the kube-scheduler configuration (render/cluster's Spec.KubeSchedulerConfiguration);
+	// the cluster sets how the scheduler reaches the API server, leader election and pod backoff.
+	// A scheduler running with another configuration is restarted (it reads it only at start);
+	// nil keeps the one the cluster has, or upstream's defaults on a new cluster.
+	Scheduler *kschedv1.KubeSchedulerConfiguration
 }
 
 // Cluster is a running local cluster.
@@ -90,6 +96,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	u := &upper{s: s, specs: specs, out: out, timeout: o.Timeout}
 	fmt.Fprintf(out, "cluster %s (state %s)\n", s.Name, s.Dir)
+	if err := u.applySchedulerConfig(ctx, o.Scheduler); err != nil {
+		return nil, err
+	}
 	for _, name := range []string{Etcd, APIServer, ControllerManager, Scheduler} {
 		if err := u.ensure(ctx, name); err != nil {
 			return nil, err
