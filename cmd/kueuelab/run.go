@@ -134,6 +134,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		if rc, err = localCluster(ctx, f.name, spec, out); err != nil {
 			return err
 		}
+	} else if spec.Scheduler != nil {
+		return fmt.Errorf("%s: the scheduler section sets up the local cluster's kube-scheduler; the cluster behind --kubeconfig keeps its own (`kueuelab cluster install --kubeconfig` shows it): leave the section out to run there", f.specPath)
 	} else if rc, err = cluster.RESTConfig(f.kubeconfig); err != nil {
 		return err
 	}
@@ -212,7 +214,7 @@ func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.
 	if err != nil {
 		return nil, err
 	}
-	cl, err := cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Out: out})
+	cl, err := cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Scheduler: spec.KubeSchedulerConfiguration(), Out: out})
 	if err != nil {
 		return nil, err
 	}
