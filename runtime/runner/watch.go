@@ -364,6 +364,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		st.unsched = unsched
 		if unsched {
 			w.unsched[id]++
+			w.emit(results.Event{T: now, Workload: id, Type: results.EvPodUnschedulable, Object: key, Message: scheduledMessage(p)})
 		} else {
 			w.unsched[id]--
 		}
@@ -381,6 +382,16 @@ func unschedulable(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// scheduledMessage is the message of the pod's PodScheduled condition: why the scheduler found no node.
+func scheduledMessage(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 // energyOf returns the agent's energy annotation once: (joules, true) the first time it is seen.
