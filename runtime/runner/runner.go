@@ -273,7 +273,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cs.Held.Seconds(), meta.WallSec, cs.Placed, byKind(cs.ByKind), cs.ExpiredTotal(), cs.Expired)
 	}
 	res.Summary = results.Summarize(recs, meta)
-	werr := writeResults(cfg.OutDir, recs, &res.Summary)
+	// Quota held idle is computed from events.jsonl (as the sim engine's would be): flush it first.
+	werr := evlog.Flush()
+	if werr == nil {
+		werr = results.AddReservedIdle(cfg.OutDir, recs, &res.Summary, clk.Now())
+	}
+	werr = errors.Join(werr, writeResults(cfg.OutDir, recs, &res.Summary))
 	werr = errors.Join(werr, evlog.Close(), series.Close())
 	if err := res.Summary.WriteTable(cfg.Out); err != nil {
 		werr = errors.Join(werr, err)
