@@ -315,13 +315,14 @@ func trialJob(object string, pod bool) string {
 }
 
 // SchedulingReason summarises kube-scheduler's PodScheduled=False message: the reasons nodes were
-// rejected, most nodes first, without node counts and without the preemption postscript, so
-// waits for the same reason on differently sized clusters read alike.
-// "0/14 nodes are available: 2 Insufficient nvidia.com/gpu, 12 node(s) didn't match Pod's node
-// affinity/selector. preemption: ..." becomes "node(s) didn't match Pod's node
-// affinity/selector; Insufficient nvidia.com/gpu". Other messages are kept (up to 200 bytes).
+// rejected, most nodes first, without node counts and without what follows the list (the
+// preemption and dynamic-resource postscripts), so waits for the same reason on differently
+// sized clusters read alike. Nodes outside the pod's node selector come last: they are the other
+// flavors' nodes, never candidates. "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 6
+// node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption:
+// ..." becomes "Insufficient nvidia.com/gpu; node(s) didn't match Pod's node affinity/selector".
+// Other messages are kept (up to 200 bytes).
 func SchedulingReason(msg string) string {
-	msg, _, _ = strings.Cut(msg, " preemption:")
 	msg = strings.TrimSpace(msg)
 	_, list, ok := strings.Cut(msg, "nodes are available: ")
 	if !ok {
@@ -330,6 +331,7 @@ func SchedulingReason(msg string) string {
 		}
 		return msg
 	}
+	list, _, _ = strings.Cut(list, ". ")
 	type item struct {
 		n    int
 		text string
@@ -341,14 +343,28 @@ func SchedulingReason(msg string) string {
 		if !ok || err != nil {
 			n, text = 0, strings.TrimSpace(part)
 		}
-		items = append(items, item{n, strings.TrimSuffix(text, ".")})
+		items = append(items, item{n, text})
 	}
-	slices.SortStableFunc(items, func(a, b item) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.text, b.text)) })
+	outside := func(it item) bool { return strings.Contains(it.text, "didn't match Pod's node affinity/selector") }
+	slices.SortStableFunc(items, func(a, b item) int {
+		return cmp.Or(cmpBool(outside(a), outside(b)), cmp.Compare(b.n, a.n), strings.Compare(a.text, b.text))
+	})
 	texts := make([]string, len(items))
 	for i, it := range items {
 		texts[i] = it.text
 	}
 	return strings.Join(texts, "; ")
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // AddReservedIdle reads the run's events.jsonl in dir, sets s.ReservedIdle and writes idle.csv;

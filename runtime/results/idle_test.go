@@ -138,6 +138,11 @@ func TestSchedulingReason(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{fragMsg, "Insufficient nvidia.com/gpu; node(s) didn't match Pod's node affinity/selector"},
 		{"0/5 nodes are available: 5 Insufficient cpu.", "Insufficient cpu"},
+		// kube-scheduler 1.34's, with its dynamic-resource postscript before the preemption one.
+		{"0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 6 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, " +
+			"preemption: 0/8 nodes are available: 2 No preemption victims found for incoming pod, 6 Preemption is not helpful for scheduling.",
+			"Insufficient nvidia.com/gpu; node(s) didn't match Pod's node affinity/selector"},
+		{"0/4 nodes are available: 1 node(s) had untolerated taint {gpu: true}, 3 Insufficient cpu.", "Insufficient cpu; node(s) had untolerated taint {gpu: true}"},
 		{"0/4 nodes are available: 2 Insufficient memory, 2 Insufficient nvidia.com/gpu. preemption: not eligible", "Insufficient memory; Insufficient nvidia.com/gpu"},
 		{"no nodes available to schedule pods", "no nodes available to schedule pods"},
 		{"", ""},
