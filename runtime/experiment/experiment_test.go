@@ -222,6 +222,14 @@ func TestKueueConfigFields(t *testing.T) {
 	if w := f["waitForPodsReady"].(map[string]any); w["timeout"] != "6s" || w["blockAdmission"] != true {
 		t.Errorf("waitForPodsReady %v", w)
 	}
+	// Kueue's requeuing backoff (60 s base, 1 h max) in trace time: 0 s and 4 s of wall time at 1000.
+	if r := f["waitForPodsReady"].(map[string]any)["requeuingStrategy"].(map[string]any); r["backoffBaseSeconds"] != int32(0) || r["backoffMaxSeconds"] != int32(4) {
+		t.Errorf("requeuingStrategy %v", r)
+	}
+	k.WaitForPodsReady.RequeuingBackoffBase, k.WaitForPodsReady.RequeuingBackoffMax = "10m", "5m"
+	if err := k.check(); err == nil || !strings.Contains(err.Error(), "requeuingBackoffMax: want a positive duration not below the base") {
+		t.Errorf("max below base: %v", err)
+	}
 	if !(&KueueConfig{FairSharing: &KueueFairSharing{Enable: false}}).Empty() || k.Empty() {
 		t.Error("Empty")
 	}

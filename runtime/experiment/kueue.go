@@ -1,8 +1,10 @@
 package experiment
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -29,7 +31,20 @@ type WaitForPodsReady struct {
 	Timeout         string `yaml:"timeout,omitempty"`
 	BlockAdmission  *bool  `yaml:"blockAdmission,omitempty"`
 	RecoveryTimeout string `yaml:"recoveryTimeout,omitempty"`
+	// RequeuingBackoffBase and RequeuingBackoffMax bound the backoff before a workload evicted
+	// for not starting in time is queued again, in trace time (Kueue's defaults: 60s and 1h). Kueue
+	// gets them divided by the speedup and rounded to its whole seconds: at speedup 1000 the base
+	// is 0 s (requeued at once) and the maximum 4 s, where Kueue's own 60 s would be 17 trace
+	// hours of a workload out of the queue.
+	RequeuingBackoffBase string `yaml:"requeuingBackoffBase,omitempty"`
+	RequeuingBackoffMax  string `yaml:"requeuingBackoffMax,omitempty"`
 }
+
+// Kueue's requeuing backoff defaults (config v1beta2), read as trace time.
+const (
+	defaultRequeuingBackoffBase = "60s"
+	defaultRequeuingBackoffMax  = "1h"
+)
 
 // validStrategies are the strategy lists Kueue 0.15 accepts (pkg/config/validation.go).
 var validStrategies = [][]string{
@@ -54,6 +69,13 @@ func (k *KueueConfig) check() error {
 			if d, err := time.ParseDuration(w.RecoveryTimeout); err != nil || d <= 0 {
 				errs = append(errs, fmt.Errorf("waitForPodsReady.recoveryTimeout: want a positive duration, got %q", w.RecoveryTimeout))
 			}
+		}
+		base, baseErr := time.ParseDuration(cmp.Or(w.RequeuingBackoffBase, defaultRequeuingBackoffBase))
+		if baseErr != nil || base < 0 {
+			errs = append(errs, fmt.Errorf("waitForPodsReady.requeuingBackoffBase: want a non-negative duration, got %q", w.RequeuingBackoffBase))
+		}
+		if m, err := time.ParseDuration(cmp.Or(w.RequeuingBackoffMax, defaultRequeuingBackoffMax)); err != nil || m <= 0 || (baseErr == nil && m < base) {
+			errs = append(errs, fmt.Errorf("waitForPodsReady.requeuingBackoffMax: want a positive duration not below the base, got %q", w.RequeuingBackoffMax))
 		}
 	}
 	return errors.Join(errs...)
@@ -86,6 +108,9 @@ func (k *KueueConfig) Fields(speedup float64) map[string]any {
 		if w.RecoveryTimeout != "" {
 			m["recoveryTimeout"] = wall(w.RecoveryTimeout, speedup)
 		}
+		base := wallSeconds(cmp.Or(w.RequeuingBackoffBase, defaultRequeuingBackoffBase), speedup)
+		m["requeuingStrategy"] = map[string]any{"backoffBaseSeconds": base,
+			"backoffMaxSeconds": max(base, 1, wallSeconds(cmp.Or(w.RequeuingBackoffMax, defaultRequeuingBackoffMax), speedup))}
 		out["waitForPodsReady"] = m
 	}
 	return out
@@ -100,4 +125,11 @@ func wall(traceDur string, speedup float64) string {
 		w = time.Second
 	}
 	return w.String()
+}
+
+// wallSeconds converts a checked trace-time duration to Kueue's whole wall seconds at speedup,
+// rounded to the nearest (0 included: Kueue's backoff base may be 0).
+func wallSeconds(traceDur string, speedup float64) int32 {
+	d, _ := time.ParseDuration(traceDur) // checked by check
+	return int32(math.Round(d.Seconds() / speedup))
 }
