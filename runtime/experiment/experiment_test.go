@@ -222,8 +222,8 @@ func TestKueueConfigFields(t *testing.T) {
 	if w := f["waitForPodsReady"].(map[string]any); w["timeout"] != "6s" || w["blockAdmission"] != true {
 		t.Errorf("waitForPodsReady %v", w)
 	}
-	// Kueue's requeuing backoff (60 s base, 1 h max) in trace time: 0 s and 4 s of wall time at 1000.
-	if r := f["waitForPodsReady"].(map[string]any)["requeuingStrategy"].(map[string]any); r["backoffBaseSeconds"] != int32(0) || r["backoffMaxSeconds"] != int32(4) {
+	// Kueue's requeuing backoff (60 s base, 1 h max) in trace time: 1 s (at least) and 4 s of wall time at 1000.
+	if r := f["waitForPodsReady"].(map[string]any)["requeuingStrategy"].(map[string]any); r["backoffBaseSeconds"] != int32(1) || r["backoffMaxSeconds"] != int32(4) {
 		t.Errorf("requeuingStrategy %v", r)
 	}
 	k.WaitForPodsReady.RequeuingBackoffBase, k.WaitForPodsReady.RequeuingBackoffMax = "10m", "5m"

@@ -32,10 +32,11 @@ type WaitForPodsReady struct {
 	BlockAdmission  *bool  `yaml:"blockAdmission,omitempty"`
 	RecoveryTimeout string `yaml:"recoveryTimeout,omitempty"`
 	// RequeuingBackoffBase and RequeuingBackoffMax bound the backoff before a workload evicted
-	// for not starting in time is queued again, in trace time (Kueue's defaults: 60s and 1h). Kueue
-	// gets them divided by the speedup and rounded to its whole seconds: at speedup 1000 the base
-	// is 0 s (requeued at once) and the maximum 4 s, where Kueue's own 60 s would be 17 trace
-	// hours of a workload out of the queue.
+	// for not starting in time is queued again (base × 2^(n−1), at most max), in trace time
+	// (Kueue's defaults: 60s and 1h). Kueue gets them divided by the speedup, in its whole
+	// seconds and at least 1 s as the timeouts: at speedup 1000 the base is 1 s (1000 trace
+	// seconds, not 60: Kueue cannot wait less; 0 would requeue at once, every time) and the
+	// maximum 4 s, where Kueue's own 60 s would be 17 trace hours out of the queue.
 	RequeuingBackoffBase string `yaml:"requeuingBackoffBase,omitempty"`
 	RequeuingBackoffMax  string `yaml:"requeuingBackoffMax,omitempty"`
 }
@@ -110,7 +111,7 @@ func (k *KueueConfig) Fields(speedup float64) map[string]any {
 		}
 		base := wallSeconds(cmp.Or(w.RequeuingBackoffBase, defaultRequeuingBackoffBase), speedup)
 		m["requeuingStrategy"] = map[string]any{"backoffBaseSeconds": base,
-			"backoffMaxSeconds": max(base, 1, wallSeconds(cmp.Or(w.RequeuingBackoffMax, defaultRequeuingBackoffMax), speedup))}
+			"backoffMaxSeconds": max(base, wallSeconds(cmp.Or(w.RequeuingBackoffMax, defaultRequeuingBackoffMax), speedup))}
 		out["waitForPodsReady"] = m
 	}
 	return out
@@ -128,8 +129,11 @@ func wall(traceDur string, speedup float64) string {
 }
 
 // wallSeconds converts a checked trace-time duration to Kueue's whole wall seconds at speedup,
-// rounded to the nearest (0 included: Kueue's backoff base may be 0).
+// rounded, at least 1 (as wall) unless the duration is 0.
 func wallSeconds(traceDur string, speedup float64) int32 {
 	d, _ := time.ParseDuration(traceDur) // checked by check
-	return int32(math.Round(d.Seconds() / speedup))
+	if d == 0 {
+		return 0
+	}
+	return max(1, int32(math.Round(d.Seconds()/speedup)))
 }
