@@ -83,6 +83,7 @@ func (u *upper) applySchedulerConfig(ctx context.Context, user *kschedv1.KubeSch
 		return err
 	} else if stopped {
 		fmt.Fprintf(u.out, "  %-24s stopped: its configuration changed\n", Scheduler)
+		u.restarted = map[string]bool{Scheduler: true}
 	}
 	return os.WriteFile(path, data, 0o644)
 }

@@ -47,6 +47,8 @@ type Options struct {
 type Cluster struct {
 	State  *State
 	Config *rest.Config
+	// Started lists the components this Up started (empty: everything was running already).
+	Started []string
 }
 
 // Up brings the cluster up, starting only the components that are not already running and
@@ -95,6 +97,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	u := &upper{s: s, specs: specs, out: out, timeout: o.Timeout}
+	cl := &Cluster{State: s}
 	fmt.Fprintf(out, "cluster %s (state %s)\n", s.Name, s.Dir)
 	if err := u.applySchedulerConfig(ctx, o.Scheduler); err != nil {
 		return nil, err
@@ -230,14 +233,16 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if objs == nil {
 		objs = DefaultNodes(4, 8)
 	}
-	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return ApplyObjects(ctx, cfg, objs) }); err != nil {
+	// Objects of another spec on a cluster that was up already are replaced (ReplaceObjects).
+	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return ReplaceObjects(ctx, cfg, objs, true, out) }); err != nil {
 		return nil, err
 	}
 	if err := u.step("KWOK nodes Ready", func() error { _, err := waitNodesReady(ctx, c, o.Timeout); return err }); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "cluster %s up in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
-	return &Cluster{State: s, Config: cfg}, nil
+	cl.Config, cl.Started = cfg, u.started
+	return cl, nil
 }
 
 // prepare loads or creates the state dir and settles ports and bin dir.
@@ -292,6 +297,10 @@ type upper struct {
 	specs   map[string]spec
 	out     io.Writer
 	timeout time.Duration
+	started []string
+	// restarted are components stopped for a new configuration: starting them again is not
+	// starting the cluster (Started stays empty for a cluster that was up).
+	restarted map[string]bool
 }
 
 func (u *upper) ensure(ctx context.Context, name string) error {
@@ -305,6 +314,11 @@ func (u *upper) ensure(ctx context.Context, name string) error {
 			return err
 		}
 		verb = "started"
+		if u.restarted[name] {
+			verb = "restarted"
+		} else {
+			u.started = append(u.started, name)
+		}
 	}
 	if err := u.s.awaitHealthy(ctx, sp.process, pid, u.timeout, sp.health); err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	"k8s.io/client-go/rest"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
@@ -107,7 +109,7 @@ func TestPatchOperations(t *testing.T) {
 		t.Errorf("eco priority %v", v)
 	}
 	// 50% of an H100 SXM's 700 W, as watts because a label value cannot hold '%'.
-	if got := s.NodePools[1].Labels[PowerCapLabel]; got != "350W" {
+	if got := s.NodePools[1].Labels[contract.PowerCap]; got != "350W" {
 		t.Errorf("power cap label %q, want 350W", got)
 	}
 	if s.NodePools[1].Count != 14 {
@@ -221,14 +223,6 @@ func TestKueueConfigFields(t *testing.T) {
 	// 100 trace minutes at speedup 1000 are 6 wall seconds.
 	if w := f["waitForPodsReady"].(map[string]any); w["timeout"] != "6s" || w["blockAdmission"] != true {
 		t.Errorf("waitForPodsReady %v", w)
-	}
-	// Kueue's requeuing backoff (60 s base, 1 h max) in trace time: 1 s (at least) and 4 s of wall time at 1000.
-	if r := f["waitForPodsReady"].(map[string]any)["requeuingStrategy"].(map[string]any); r["backoffBaseSeconds"] != int32(1) || r["backoffMaxSeconds"] != int32(4) {
-		t.Errorf("requeuingStrategy %v", r)
-	}
-	k.WaitForPodsReady.RequeuingBackoffBase, k.WaitForPodsReady.RequeuingBackoffMax = "10m", "5m"
-	if err := k.check(); err == nil || !strings.Contains(err.Error(), "requeuingBackoffMax: want a positive duration not below the base") {
-		t.Errorf("max below base: %v", err)
 	}
 	if !(&KueueConfig{FairSharing: &KueueFairSharing{Enable: false}}).Empty() || k.Empty() {
 		t.Error("Empty")

@@ -3,22 +3,15 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"k8s.io/client-go/kubernetes"
 	kschedv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
-	"github.com/kueuelab/kueuelab/runtime/runner"
-	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // placementSpec is two 8-GPU A100 nodes, a GPU family no other test's nodes have (so no other
@@ -71,45 +64,19 @@ func fragmentingTrace(team string) *trace.Trace {
 // (cluster.Up does when the configuration changes) and replays the fragmenting trace on it.
 func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	t.Helper()
-	specPath := filepath.Join(t.TempDir(), team+".yaml")
-	if err := os.WriteFile(specPath, []byte(placementSpec(team, scheduler)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	spec, err := rcluster.Load(specPath)
+	text := placementSpec(team, scheduler)
+	spec, err := rcluster.Parse(team+".yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &testWriter{t: t}
 	o := shared.up
-	o.Scheduler, o.Out = spec.KubeSchedulerConfiguration(), log
-	cl, err := cluster.Up(t.Context(), o)
-	if err != nil {
+	o.Scheduler, o.Out = spec.KubeSchedulerConfiguration(), &testWriter{t: t}
+	if _, err := cluster.Up(t.Context(), o); err != nil {
 		t.Fatal(err)
 	}
-	const speedup = 1000
-	cs, err := kubernetes.NewForConfig(cl.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := simclock.New(speedup, simclock.Options{})
-	a, err := agent.InProcess(cs, clk, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "results")
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
-	res, err := runner.Run(ctx, runner.Config{REST: cl.Config, Trace: fragmentingTrace(team), TraceName: "fragmenting", Spec: spec,
-		Speedup: speedup, Timeout: 6 * time.Minute, OutDir: out, Agent: a, Clock: clk, Out: log, Progress: log, Seed: 1})
-	if err != nil {
-		t.Fatalf("%s (%s): %v", team, spec.Scoring(), err)
-	}
+	res, d := replaySpec(t, fragmentingTrace(team), "fragmenting", text)
 	if all := res.Summary.Groups[0]; all.Succeeded != 11 {
-		t.Fatalf("%s: %d of 11 workloads succeeded", team, all.Succeeded)
-	}
-	d, err := results.Load(out)
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s (%s): %d of 11 workloads succeeded", team, spec.Scoring(), all.Succeeded)
 	}
 	return d
 }
