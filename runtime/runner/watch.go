@@ -285,6 +285,9 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		if len(u.created) < u.expected {
 			w.clk.Hold(holdPods(u))
 		}
+		// The pod informer may have shown every pod Running before this informer showed the
+		// reservation: they are all up now.
+		w.allPodsUp(u, now)
 	case !reserved && u.reserved:
 		u.reserved = false
 		w.clk.Release(holdPods(u))
@@ -303,6 +306,14 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	}
 	if w.timers != nil {
 		w.timers.workload(u, wl, now)
+	}
+}
+
+// allPodsUp reports all_pods_running once per reservation of u, when every expected pod runs.
+func (w *watcher) allPodsUp(u *unit, now float64) {
+	if u.trial == nil && u.reserved && !u.allUp && u.expected > 0 && u.running >= u.expected {
+		u.allUp = true
+		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvAllPodsRunning})
 	}
 }
 
@@ -478,10 +489,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		st.running, st.everRan, st.since = true, true, now
 		u.running++
 		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key})
-		if u.trial == nil && u.reserved && !u.allUp && u.expected > 0 && u.running >= u.expected {
-			u.allUp = true
-			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvAllPodsRunning})
-		}
+		w.allPodsUp(u, now)
 	case !running && st.running:
 		st.running = false
 		u.running--
