@@ -71,7 +71,21 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	}
 	o := shared.up
 	o.Scheduler, o.Out = spec.KubeSchedulerConfiguration(), &testWriter{t: t}
-	if _, err := cluster.Up(t.Context(), o); err != nil {
+	cl, err := cluster.Up(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both nodes schedulable before the first pod: a node new to the cluster carries the
+	// node.kubernetes.io/not-ready taint for a moment after it is Ready, and pods created
+	// meanwhile would all go to the other one, whatever the scoring.
+	objs, err := spec.Objects(rcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.ApplyObjects(t.Context(), cl.Config, objs); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitNodesSchedulable(t.Context(), cl.Config, deadline); err != nil {
 		t.Fatal(err)
 	}
 	res, d := replaySpec(t, fragmentingTrace(team), "fragmenting", text)
