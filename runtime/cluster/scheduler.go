@@ -3,6 +3,8 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -56,36 +58,39 @@ func (s *State) schedulerConfig(user *kschedv1.KubeSchedulerConfiguration) ([]by
 }
 
 // applySchedulerConfig writes the scheduler's configuration file when it differs from the one
-// there, after the real kube-scheduler has accepted it, and stops a running scheduler that has
-// the old one (ensure then starts it with the new file): a scheduler reads its configuration only
-// when it starts. user nil keeps the file there, or writes upstream's defaults when there is none.
-func (u *upper) applySchedulerConfig(ctx context.Context, user *kschedv1.KubeSchedulerConfiguration) error {
+// there, after the real kube-scheduler has accepted it, and returns the file's digest. The
+// scheduler reads the file only when it starts: Up asks the supervisor for the scheduler with
+// the digest, and the supervisor restarts a scheduler that started with another one. user nil
+// keeps the file there, or writes upstream's defaults when there is none.
+func (u *upper) applySchedulerConfig(ctx context.Context, user *kschedv1.KubeSchedulerConfiguration) (string, error) {
 	path := u.s.path("config", schedulerConfigFile)
 	old, err := os.ReadFile(path)
 	if user == nil && err == nil {
-		return nil
+		return configDigest(old), nil
 	}
 	data, replaced, err := u.s.schedulerConfig(user)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, r := range replaced {
 		fmt.Fprintf(u.out, "  %-24s %s\n", Scheduler, r)
 	}
 	if bytes.Equal(old, data) {
-		return nil
+		return configDigest(data), nil
 	}
-	sp := u.specs[Scheduler]
-	if _, err := ValidateSchedulerConfig(ctx, sp.bin, data); err != nil {
-		return err
+	if _, err := ValidateSchedulerConfig(ctx, u.specs[Scheduler].bin, data); err != nil {
+		return "", err
 	}
-	if stopped, err := u.s.stop(ctx, Scheduler, sp.bin, 15*time.Second); err != nil {
-		return err
-	} else if stopped {
-		fmt.Fprintf(u.out, "  %-24s stopped: its configuration changed\n", Scheduler)
-		u.restarted = map[string]bool{Scheduler: true}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return "", err
 	}
-	return os.WriteFile(path, data, 0o644)
+	return configDigest(data), nil
+}
+
+// configDigest names a configuration file's content in desired.json and status.json.
+func configDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:6])
 }
 
 // ValidateSchedulerConfig has the kube-scheduler binary at bin load config (its own strict

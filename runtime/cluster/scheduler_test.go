@@ -32,8 +32,8 @@ func schedulerBinary(t *testing.T) string {
 	return bin
 }
 
-// testState is a cluster state dir with a kubeconfig the scheduler can load (never contacted).
-func testState(t *testing.T) *State {
+// schedulerState is a cluster state dir with a kubeconfig the scheduler can load (never contacted).
+func schedulerState(t *testing.T) *State {
 	t.Helper()
 	s := &State{Name: "t", Dir: t.TempDir()}
 	kc := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n" +
@@ -63,7 +63,7 @@ teams:
 // backoff the local cluster sets and no leader election.
 func TestSchedulerAcceptsSpecSection(t *testing.T) {
 	bin := schedulerBinary(t)
-	s := testState(t)
+	s := schedulerState(t)
 	for _, tc := range []struct{ name, section string }{
 		{"no section", ""},
 		{"most allocated", "scheduler:\n  scoringStrategy:\n    type: MostAllocated\n    resources: [{name: nvidia.com/gpu, weight: 5}, {name: cpu, weight: 1}]\n"},
@@ -135,7 +135,7 @@ func completedScoring(t *testing.T, c *kschedv1.KubeSchedulerConfiguration) rclu
 // the real scheduler with its reason; a user's backoff is replaced and said so.
 func TestSchedulerRefusesInvalid(t *testing.T) {
 	bin := schedulerBinary(t)
-	s := testState(t)
+	s := schedulerState(t)
 	name := rcluster.DefaultSchedulerName
 	bad := &kschedv1.KubeSchedulerConfiguration{PodMaxBackoffSeconds: ptr.To[int64](10), Profiles: []kschedv1.KubeSchedulerProfile{{
 		SchedulerName: &name,

@@ -70,11 +70,18 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := schedulerHealth(t, shared.state.Dir)
 	o := shared.up
 	o.Scheduler, o.Out = spec.KubeSchedulerConfiguration(), &testWriter{t: t}
 	cl, err := cluster.Up(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The supervisor restarted the scheduler for its new configuration file: a new process,
+	// not counted as a restart after a crash.
+	if after := schedulerHealth(t, cl.State.Dir); after.State != cluster.StateReady || after.PID == before.PID ||
+		after.Config == before.Config || after.Restarts != before.Restarts {
+		t.Fatalf("kube-scheduler before Up %+v, after %+v: want a new process with a new configuration", before, after)
 	}
 	// Both nodes schedulable before the first pod: a node new to the cluster carries the
 	// node.kubernetes.io/not-ready taint for a moment after it is Ready, and pods created
@@ -94,6 +101,20 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 		t.Fatalf("%s (%s): %d of 11 workloads succeeded", team, spec.Scoring(), all.Succeeded)
 	}
 	return d
+}
+
+// schedulerHealth is what the cluster's supervisor reports about its kube-scheduler.
+func schedulerHealth(t *testing.T, dir string) cluster.ComponentHealth {
+	t.Helper()
+	h, err := cluster.ReadHealth(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := h.Component(cluster.Scheduler)
+	if !ok {
+		t.Fatalf("status.json has no %s", cluster.Scheduler)
+	}
+	return c
 }
 
 // wholeNodeWait is the 8-GPU workload's row of idle.csv.
