@@ -77,11 +77,11 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The supervisor restarted the scheduler for its new configuration file: a new process,
-	// not counted as a restart after a crash.
-	if after := schedulerHealth(t, cl.State.Dir); after.State != cluster.StateReady || after.PID == before.PID ||
-		after.Config == before.Config || after.Restarts != before.Restarts {
-		t.Fatalf("kube-scheduler before Up %+v, after %+v: want a new process with a new configuration", before, after)
+	// The supervisor restarts the scheduler for a new configuration file (a new process, not
+	// counted as a restart after a crash) and keeps it for the same one.
+	after := schedulerHealth(t, cl.State.Dir)
+	if changed := after.Config != before.Config; after.State != cluster.StateReady || (after.PID != before.PID) != changed || after.Restarts != before.Restarts {
+		t.Fatalf("kube-scheduler before Up %+v, after %+v: want a new process exactly when the configuration changed", before, after)
 	}
 	// Both nodes schedulable before the first pod: a node new to the cluster carries the
 	// node.kubernetes.io/not-ready taint for a moment after it is Ready, and pods created
