@@ -56,6 +56,12 @@ type Meta struct {
 	SubmitRetries  int    `json:"submitRetries,omitempty"`
 	Rejected       int    `json:"rejected,omitempty"`
 	FirstRejection string `json:"firstRejection,omitempty"`
+	// Restarts counts the control-plane components' restarts during the run, by component;
+	// Outages the times some component was down or unready and OutageWallSec their wall time (the
+	// trace clock held through them).
+	Restarts      map[string]int `json:"restarts,omitempty"`
+	Outages       int            `json:"outages,omitempty"`
+	OutageWallSec float64        `json:"outageWallSec,omitempty"`
 	// States counts the workloads by their state at the end of the run.
 	States map[string]int `json:"states,omitempty"`
 }
@@ -105,6 +111,8 @@ type Summary struct {
 	Meta
 	MakespanSec float64 `json:"makespanSec"`
 	Groups      []Group `json:"groups"`
+	// ReservedIdle is the quota Kueue held while pods could not run (idle.go; AddReservedIdle).
+	ReservedIdle *Idle `json:"reservedIdle,omitempty"`
 }
 
 // Summarize computes the summary of recs: one group for all workloads, then one per ClusterQueue
@@ -244,6 +252,11 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if s.ReservedIdle != nil {
+		if err := s.ReservedIdle.WriteText(w); err != nil {
+			return err
+		}
 	}
 	if s.Incomplete != "" {
 		_, err := fmt.Fprintf(w, "INCOMPLETE: %s\n", s.Incomplete)
