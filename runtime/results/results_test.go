@@ -401,3 +401,20 @@ func TestReadWorkloadsCSVColumns(t *testing.T) {
 		})
 	}
 }
+
+func TestSummaryEngine(t *testing.T) {
+	recs := synthetic(t, nil).Records()
+	if s := Summarize(recs, meta); s.Engine != EngineCluster {
+		t.Errorf("engine %q for a summary without one, want %q", s.Engine, EngineCluster)
+	}
+	m := meta
+	m.Engine = EngineSim
+	s := Summarize(recs, m)
+	var table bytes.Buffer
+	if err := s.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(table.String(), "\n"); !strings.Contains(first, "sim engine") || strings.Contains(first, "speedup") {
+		t.Errorf("table header %q: want the sim engine named and no speedup", first)
+	}
+}

@@ -12,8 +12,19 @@ import (
 	"gonum.org/v1/gonum/stat"
 )
 
+// Engines that produce results (Meta.Engine).
+const (
+	// EngineCluster replays on a cluster: the real Kueue and controllers (runtime/runner).
+	EngineCluster = "cluster"
+	// EngineSim replays through Kueue's scheduler as a library in virtual time (runtime/sim).
+	EngineSim = "sim"
+)
+
 // Meta describes the run a summary belongs to.
 type Meta struct {
+	// Engine is the engine that produced the results: EngineCluster or EngineSim (Summarize
+	// fills in EngineCluster when it is empty, as in results written before the field).
+	Engine  string  `json:"engine"`
 	Trace   string  `json:"trace"`
 	Cluster string  `json:"cluster"`
 	Speedup float64 `json:"speedup"`
@@ -82,6 +93,9 @@ type Summary struct {
 // Summarize computes the summary of recs: one group for all workloads, then one per ClusterQueue
 // and one per family, each sorted by name.
 func Summarize(recs []Record, m Meta) Summary {
+	if m.Engine == "" {
+		m.Engine = EngineCluster
+	}
 	s := Summary{Meta: m, MakespanSec: makespan(recs)}
 	s.Groups = append(s.Groups, group("all", "", recs, s.MakespanSec, m.GPUCapacity))
 	for _, scope := range []string{"queue", "family"} {
@@ -191,8 +205,12 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 
 // WriteTable prints the summary table: one row per group, times in trace seconds.
 func (s *Summary) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "makespan %s trace (%s wall at speedup %g), %d GPUs\n",
-		dur(s.MakespanSec), dur(s.WallSec), s.Speedup, s.GPUCapacity)
+	if s.Engine == EngineSim {
+		fmt.Fprintf(w, "makespan %s trace (%s wall, sim engine), %d GPUs\n", dur(s.MakespanSec), dur(s.WallSec), s.GPUCapacity)
+	} else {
+		fmt.Fprintf(w, "makespan %s trace (%s wall at speedup %g), %d GPUs\n",
+			dur(s.MakespanSec), dur(s.WallSec), s.Speedup, s.GPUCapacity)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "group\tn\tok\tfail\tunfin\tTTA p50\tp95\tp99\tJCT p50\tp95\tp99\tslowdown p50\tp95\tp99\tGPU alloc\teff\tkWh\tpreempt\tevict\t")
 	for _, g := range s.Groups {
