@@ -11,6 +11,9 @@ import "math"
 // It computes every pod's speed for the current state as the next Tick will, so NodePower and
 // PodPower then describe the current state rather than the last tick's. Stats are unchanged.
 func (e *Engine) NextFinish() (at float64, ok bool) {
+	if e.ev != nil {
+		return e.nextFinishEvents()
+	}
 	saved := e.stats
 	e.updateGangs()
 	for ni := range e.nodes {

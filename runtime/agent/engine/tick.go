@@ -13,6 +13,9 @@ import "github.com/kueuelab/kueuelab/model/hw"
 // frequency under the CPU cap. A gang progresses only while all its members are running (or
 // done), at the speed of its slowest running member, because synchronous training waits for it.
 func (e *Engine) Tick(dt float64) []Finished {
+	if e.ev != nil {
+		return e.AdvanceTo(e.now + dt)
+	}
 	e.finished = e.finished[:0]
 	if !(dt > 0) {
 		return e.finished
@@ -28,7 +31,7 @@ func (e *Engine) Tick(dt float64) []Finished {
 		if !p.inUse || !p.running || p.done {
 			continue
 		}
-		e.advance(PodID(i), p, dt)
+		e.advance(PodID(i), p, e.now, dt)
 	}
 	e.now += dt
 	return e.finished
@@ -36,30 +39,37 @@ func (e *Engine) Tick(dt float64) []Finished {
 
 func (e *Engine) updateGangs() {
 	for gi := range e.gangs {
-		g := &e.gangs[gi]
-		if !g.inUse {
-			continue
-		}
-		present, active := 0, false
-		for _, pid := range g.members {
-			p := &e.pods[pid]
-			if p.running || p.done {
-				present++
-			}
-			if p.running && !p.done {
-				active = true
-			}
-		}
-		g.ready = present >= g.size
-		switch {
-		case !g.ready && active:
-			if !g.blocked {
-				g.blocked, g.blockedSince = true, e.now
-			}
-		default:
-			g.blocked = false
+		if e.gangs[gi].inUse {
+			e.updateGang(int32(gi))
 		}
 	}
+}
+
+// updateGang sets whether the gang has every member present (running or done) and whether it
+// is blocked (some member running, not all present); it reports whether readiness changed.
+func (e *Engine) updateGang(gi int32) bool {
+	g := &e.gangs[gi]
+	present, active := 0, false
+	for _, pid := range g.members {
+		p := &e.pods[pid]
+		if p.running || p.done {
+			present++
+		}
+		if p.running && !p.done {
+			active = true
+		}
+	}
+	was := g.ready
+	g.ready = present >= g.size
+	switch {
+	case !g.ready && active:
+		if !g.blocked {
+			g.blocked, g.blockedSince = true, e.now
+		}
+	default:
+		g.blocked = false
+	}
+	return was != g.ready
 }
 
 func (e *Engine) tickNode(n *node, dt float64) {
@@ -120,6 +130,7 @@ func (e *Engine) tickNode(n *node, dt float64) {
 			}
 			p.speed = gf * (1 - p.sens.CPU*(1-cpuShare*freq))
 		}
+		p.nat = p.speed
 		gpuW += p.podGPUW
 	}
 	if free := n.gpus - usedGPUs; free > 0 {
@@ -137,26 +148,36 @@ func (e *Engine) tickNode(n *node, dt float64) {
 
 func (e *Engine) syncGangSpeeds() {
 	for gi := range e.gangs {
-		g := &e.gangs[gi]
-		if !g.inUse || !g.ready {
-			continue
-		}
-		slowest := -1.0
-		for _, pid := range g.members {
-			p := &e.pods[pid]
-			if p.running && !p.done && (slowest < 0 || p.speed < slowest) {
-				slowest = p.speed
-			}
-		}
-		for _, pid := range g.members {
-			if p := &e.pods[pid]; p.running && !p.done {
-				p.speed = slowest
-			}
+		if e.gangs[gi].inUse {
+			e.syncGangSpeed(int32(gi))
 		}
 	}
 }
 
-func (e *Engine) advance(id PodID, p *pod, dt float64) {
+// syncGangSpeed runs a ready gang's running members at the slowest one's own speed (as tickNode
+// last computed it for each).
+func (e *Engine) syncGangSpeed(gi int32) {
+	g := &e.gangs[gi]
+	if !g.ready {
+		return
+	}
+	slowest := -1.0
+	for _, pid := range g.members {
+		p := &e.pods[pid]
+		if p.running && !p.done && (slowest < 0 || p.nat < slowest) {
+			slowest = p.nat
+		}
+	}
+	for _, pid := range g.members {
+		if p := &e.pods[pid]; p.running && !p.done {
+			p.speed = slowest
+		}
+	}
+}
+
+// advance moves a running pod dt seconds of progress from time t0 at its current speed and power;
+// a pod that finishes on the way stops at its exact finish time.
+func (e *Engine) advance(id PodID, p *pod, t0, dt float64) {
 	if p.speed <= 0 {
 		p.energy += p.power * dt
 		return
@@ -179,7 +200,7 @@ func (e *Engine) advance(id PodID, p *pod, dt float64) {
 	p.done, p.failed, p.running = true, p.failRemaining > 0, false
 	// The node kept drawing this pod's GPU power for the whole tick; after tf those GPUs idle.
 	e.nodes[p.node].energy -= (p.podGPUW - p.podGPUIdleW) * (dt - tf)
-	e.finished = append(e.finished, Finished{Pod: id, Key: p.key, WorkloadID: p.workload, AtSec: e.now + tf, Failed: p.failed, EnergyJ: p.energy})
+	e.finished = append(e.finished, Finished{Pod: id, Key: p.key, WorkloadID: p.workload, AtSec: t0 + tf, Failed: p.failed, EnergyJ: p.energy})
 }
 
 // checkpoint records the workload's checkpoints during t seconds of progress from remaining start.
