@@ -19,7 +19,7 @@ const simHelp = `The sim engine's control-plane timing: --sim-cycle is the
 virtual duration of one Kueue scheduling cycle (Kueue tries one head per ClusterQueue per
 cycle, so a deep queue waits that long per position), --sim-pod-start the time from admission
 to running pods. Flags of the cluster engine (--speedup, --kubeconfig, --qps, --keep,
---compensate-lag, --name) do not apply.`
+--keep-cluster, --stall-timeout, --name) do not apply.`
 
 type simFlags struct {
 	cycle, podStart time.Duration
@@ -36,7 +36,7 @@ func (s *simFlags) register(fl *pflag.FlagSet) {
 func (s *simFlags) check(engine string, fl *pflag.FlagSet) error {
 	var errs []error
 	simOnly := []string{"sim-cycle", "sim-pod-start", "sim-max-trace"}
-	clusterOnly := []string{"speedup", "kubeconfig", "qps", "keep", "compensate-lag", "name"}
+	clusterOnly := []string{"speedup", "kubeconfig", "qps", "keep", "keep-cluster", "stall-timeout", "name"}
 	bad := clusterOnly
 	if engine == "cluster" {
 		bad = simOnly

@@ -12,7 +12,7 @@ import (
 // same objects (the sim engine, runtime/sim), so both engines model hardware and work alike.
 
 // EngineNode returns the engine's spec of a node (its allocatable, GPU family and CPU model, as
-// the agent reads them) with the node's GPU power cap from the PowerCapKey label or annotation
+// the agent reads them) with the node's GPU power cap from the contract.PowerCap label or annotation
 // applied.
 func EngineNode(n *corev1.Node, cat *hw.Catalog) (engine.NodeSpec, error) {
 	s, err := nodeSpec(n, cat)
@@ -20,7 +20,7 @@ func EngineNode(n *corev1.Node, cat *hw.Catalog) (engine.NodeSpec, error) {
 		return s, err
 	}
 	g, _ := cat.GPU(s.GPUFamily)
-	if s.GPUCapW, err = cat.ParseCap(capValue(n, PowerCapKey), g); err != nil {
+	if s.GPUCapW, err = cat.ParseCap(capValue(n, contract.PowerCap), g); err != nil {
 		return s, err
 	}
 	return s, nil

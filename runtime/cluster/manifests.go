@@ -25,9 +25,6 @@ import (
 //go:embed stages-complete.yaml
 var completionStages []byte
 
-// CompleteAnnotation is the pod annotation the completion stages react to.
-const CompleteAnnotation = "kueuelab.io/complete"
-
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
 const (

@@ -81,7 +81,7 @@ func newPlan(cfg *Config) (*plan, error) {
 	if mapping == nil {
 		mapping = render.DefaultMapping()
 	}
-	r, err := render.NewRenderer(render.DefaultRegistry(), mapping, render.Options{Target: render.TargetKWOK, Speedup: cfg.Speedup})
+	r, err := render.NewRenderer(render.DefaultRegistry(), mapping, render.Options{Target: render.TargetKWOK})
 	if err != nil {
 		return nil, err
 	}

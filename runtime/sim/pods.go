@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/podset"
 
 	"github.com/kueuelab/kueuelab/model/hw"
-	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/agent/engine"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -81,7 +81,7 @@ func newPodRole(nodes []*corev1.Node, cat *hw.Catalog, scoring kubesched.Strateg
 			return nil, err
 		}
 		p.nodeIDs = append(p.nodeIDs, id)
-		p.nodeFlavor = append(p.nodeFlavor, flavorOfFamily(n.Labels[rcluster.LabelGPUFamily]))
+		p.nodeFlavor = append(p.nodeFlavor, flavorOfFamily(n.Labels[contract.GPUFamily]))
 	}
 	return p, nil
 }

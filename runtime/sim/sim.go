@@ -107,8 +107,13 @@ type Result struct {
 	WallSec float64
 }
 
-// ErrIncomplete is wrapped by Run's error when the run stopped before every workload was done.
-var ErrIncomplete = errors.New("run incomplete")
+// ErrIncomplete is wrapped by Run's error when the run stopped before every workload was done;
+// ErrRejected when a workload could not be placed or rendered (as the cluster engine counts a
+// workload the API server refuses).
+var (
+	ErrIncomplete = errors.New("run incomplete")
+	ErrRejected   = errors.New("submission rejected")
+)
 
 func (c *Config) check() error {
 	var errs []error
@@ -209,7 +214,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	s.recordLostEnergy()
 	recs := s.rec.Records()
 	meta := results.Meta{Engine: results.EngineSim, Trace: cfg.TraceName, Cluster: specName(cfg.Spec),
-		WallSec: time.Since(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.gpuCapacity, Incomplete: incomplete}
+		WallSec: time.Since(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.gpuCapacity, Incomplete: incomplete,
+		States: s.rec.Counts().States}
+	for i := range recs {
+		if recs[i].State == results.StateRejected {
+			if meta.Rejected++; meta.FirstRejection == "" {
+				meta.FirstRejection = recs[i].ID + ": " + recs[i].Error
+			}
+		}
+	}
 	res := &Result{Summary: results.Summarize(recs, meta), Events: s.loop.Events(), Cycles: s.kq.Cycles()}
 	werr := errors.Join(writeResults(cfg.OutDir, recs, &res.Summary), s.evlog.Close(), series.Close())
 	if err := res.Summary.WriteTable(cfg.Out); err != nil {
@@ -223,10 +236,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if werr != nil {
 		return res, werr
 	}
+	var errs []error
 	if incomplete != "" {
-		return res, fmt.Errorf("%w: %s", ErrIncomplete, incomplete)
+		errs = append(errs, fmt.Errorf("%w: %s", ErrIncomplete, incomplete))
 	}
-	return res, nil
+	if meta.Rejected > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d workloads cannot run, the first: %s", ErrRejected, meta.Rejected, meta.FirstRejection))
+	}
+	return res, errors.Join(errs...)
 }
 
 // tuneGC trades memory for time while a run lasts, unless GOGC or GOMEMLIMIT say otherwise: the
@@ -380,7 +397,7 @@ func (s *sim) recordLostEnergy() {
 func describe(rec *results.Recorder, why string) string {
 	c := rec.Counts()
 	return fmt.Sprintf("%s: %d of %d workloads unfinished (%d never submitted, %d submitted but never admitted)",
-		why, c.Total-c.Finished, c.Total, c.Total-c.Submitted, c.Submitted-c.Admitted)
+		why, c.Total-c.Finished(), c.Total, c.Total-c.Submitted, c.Submitted-c.Admitted)
 }
 
 func writeResults(dir string, recs []results.Record, s *results.Summary) error {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/results"
-	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
 	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
@@ -200,7 +199,7 @@ func (s *sim) createTrials(it *item) error {
 		if j.Labels == nil {
 			j.Labels = map[string]string{}
 		}
-		j.Labels[runner.TrialLabel] = strconv.Itoa(n)
+		j.Labels[contract.Trial] = strconv.Itoa(n)
 		j.Labels[contract.WorkloadLabel] = ts.name
 		ts.created++
 		if err := s.createWorkload(it, j, n); err != nil {

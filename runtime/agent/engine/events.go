@@ -277,14 +277,11 @@ func (e *Engine) compactHeap() {
 	heap.Init(&e.ev.heap)
 }
 
-// AdvanceTo moves an event-driven engine to time t (≥ Now) and returns the pods that finished
-// on the way, each at its exact time, in time order. The returned slice is reused by the next
-// call.
-func (e *Engine) AdvanceTo(t float64) []Finished {
+// advanceEvents is AdvanceTo for an event-driven engine: it moves to time t (≥ Now) and returns
+// the pods that finished on the way, each at its exact time, in time order. The returned slice is
+// reused by the next call.
+func (e *Engine) advanceEvents(t float64) []Finished {
 	ev := e.ev
-	if ev == nil {
-		panic("engine: AdvanceTo on an engine made by New; use NewEventDriven")
-	}
 	e.finished = append(e.finished[:0], e.finished[ev.fresh:]...)
 	e.refresh()
 	for len(ev.heap) > 0 {

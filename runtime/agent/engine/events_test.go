@@ -110,6 +110,7 @@ func play(t *testing.T, e *Engine, sc scenario, event bool) outcome {
 		}
 		for e.Now() < to {
 			step := to - e.Now()
+			e.Tick(0) // speeds of the current state, which NextFinish reads
 			if at, ok := e.NextFinish(); ok && at < to {
 				step = at - e.Now()
 			}

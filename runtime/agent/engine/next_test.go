@@ -30,6 +30,7 @@ func TestNextFinishJumps(t *testing.T) {
 		for len(done) < 4 && f.e.Now() < 10000 {
 			step := 1.0
 			if jump {
+				f.e.Tick(0) // speeds of the current state, which NextFinish reads
 				at, ok := f.e.NextFinish()
 				if !ok {
 					t.Fatalf("no next finish at %g with %d done", f.e.Now(), len(done))
@@ -80,6 +81,7 @@ func TestNextFinishIdleAndBlocked(t *testing.T) {
 	s := trainPod("ns/g-0", 100)
 	s.GangID, s.GangSize = "ns/g", 2
 	f.pod(s, "a")
+	f.e.Tick(0)
 	if at, ok := f.e.NextFinish(); ok {
 		t.Errorf("NextFinish %g for a gang waiting for its second member", at)
 	}
