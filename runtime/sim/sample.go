@@ -32,7 +32,13 @@ func newSampler(s *sim) *sampler {
 
 func (sm *sampler) start() { sm.s.loop.At(sm.step, sm.tick) }
 
+// sampleHook, set by tests, sees the sampler at every row.
+var sampleHook func(*sampler)
+
 func (sm *sampler) tick() {
+	if sampleHook != nil {
+		sampleHook(sm)
+	}
 	sm.k++
 	t := float64(sm.k) * sm.step
 	sm.s.pods.advance()

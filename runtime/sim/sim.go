@@ -74,6 +74,9 @@ type Config struct {
 	MaxTraceSec float64
 	// Timeout bounds the run's wall time (0: none).
 	Timeout time.Duration
+	// WallClock reads the wall time the summary reports (nil: time.Now); tests fix it, so that
+	// a run's files are byte-identical.
+	WallClock func() time.Time
 	// OutDir receives the results files (created if missing).
 	OutDir string
 	// Progress receives the progress display (nil: none); TTY selects the bar.
@@ -176,7 +179,11 @@ type sim struct {
 // ended (MaxTraceSec, timeout, ctx cancelled) before every workload was done. Results files are
 // written in every case where the run started.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	t0 := time.Now()
+	wall := cfg.WallClock
+	if wall == nil {
+		wall = time.Now
+	}
+	t0 := wall()
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
@@ -214,7 +221,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	s.recordLostEnergy()
 	recs := s.rec.Records()
 	meta := results.Meta{Engine: results.EngineSim, Trace: cfg.TraceName, Cluster: specName(cfg.Spec),
-		WallSec: time.Since(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.gpuCapacity, Incomplete: incomplete,
+		WallSec: wall().Sub(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.gpuCapacity, Incomplete: incomplete,
 		States: s.rec.Counts().States}
 	for i := range recs {
 		if recs[i].State == results.StateRejected {
@@ -229,7 +236,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		werr = errors.Join(werr, err)
 	}
 	fmt.Fprintf(cfg.Out, "results in %s\n", cfg.OutDir)
-	res.WallSec = time.Since(t0).Seconds()
+	res.WallSec = wall().Sub(t0).Seconds()
 	if s.failure != nil {
 		return res, fmt.Errorf("sim: %w", s.failure)
 	}
@@ -317,7 +324,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 		}
 	}
 	pr.sim = s
-	s.cyc = newCycler(s)
+	s.cyc = newCycler(loop, kq, cfg.Timing.CycleSec, s.drain, s.fail)
 	s.sample = newSampler(s)
 	return s, nil
 }
