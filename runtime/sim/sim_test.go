@@ -16,6 +16,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/sim/kubesched"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -213,7 +214,8 @@ teams:
 
 // TestPodWaitsForANode: two 1-GPU pods spread over both nodes (kube-scheduler's default
 // LeastAllocated), so an 8-GPU workload that quota admits waits, admitted, until the first small
-// one ends; with MostAllocated the small ones share a node and it runs at once.
+// one ends; with MostAllocated weighted on GPUs (issue 18's example) the small ones share a node
+// and it runs at once.
 func TestPodWaitsForANode(t *testing.T) {
 	ws := func() []*trace.Workload {
 		return []*trace.Workload{wl("s1", "team-a", 0, trace.SingleGPUTraining, 1000, 1, 1),
@@ -228,6 +230,9 @@ func TestPodWaitsForANode(t *testing.T) {
 		out := t.TempDir()
 		cfg := Config{Trace: tr, Spec: spec(t, fragmented), Seed: 1, OutDir: out, WallClock: fixedWall()}
 		cfg.Scoring.Type = tt.scoring
+		if tt.scoring != "" {
+			cfg.Scoring.Resources = []kubesched.ResourceSpec{{Name: "nvidia.com/gpu", Weight: 5}, {Name: "cpu", Weight: 1}}
+		}
 		if _, err := Run(context.Background(), cfg); err != nil {
 			t.Fatal(err)
 		}

@@ -122,6 +122,8 @@ type Request struct {
 	fitReq       []int64 // per fit-score resource
 	balReq       []int64 // cpu, memory
 	candidates   []int32 // nodes passing the nodeSelector, taint and TAS filters
+	// set groups the candidates into classes of equal nodes (nil for a TAS pod's own nodes).
+	set *candSet
 }
 
 // Scheduler holds the nodes and what the pods bound to them request. It is not safe for
@@ -136,8 +138,32 @@ type Scheduler struct {
 	balIdx   []int // cpu, memory
 	shape    []ShapePoint
 	rng      *rand.Rand
-	cand     map[string][]int32
+	cand     map[string]*candSet
 	scratch  []int32
+	// memberOf lists, per node, the candidate sets it is in and its index there.
+	memberOf [][]membership
+}
+
+// A candidate set is the nodes one (nodeSelector, tolerations) admits, grouped into classes of
+// nodes with equal allocatable and equal requested resources: such nodes get equal filter
+// results and equal scores, so Schedule evaluates a class once. Many nodes share a class on a
+// cluster built from node pools (every empty node of a pool, every node running the same pods).
+type candSet struct {
+	nodes   []int32
+	classes []*class
+	byKey   map[uint64][]int // class indexes by the hash of their vectors
+	free    []int            // indexes of empty classes, for reuse
+	classOf []int            // per member (index in nodes): its class
+}
+
+type class struct {
+	node0   int32   // a member, whose allocatable and requested vectors are the class's
+	members []int32 // indexes into candSet.nodes
+}
+
+type membership struct {
+	set *candSet
+	idx int
 }
 
 type node struct {
@@ -161,7 +187,7 @@ func New(nodes []*corev1.Node, s Strategy, seed uint64) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &Scheduler{strategy: st, idx: map[corev1.ResourceName]int{}, rng: rand.New(rand.NewPCG(seed, 0x6b7562657363)), cand: map[string][]int32{}}
+	sc := &Scheduler{strategy: st, idx: map[corev1.ResourceName]int{}, rng: rand.New(rand.NewPCG(seed, 0x6b7562657363)), cand: map[string]*candSet{}}
 	sc.res = []corev1.ResourceName{corev1.ResourcePods, corev1.ResourceCPU, corev1.ResourceMemory}
 	for _, n := range nodes {
 		for r := range allocatable(n) {
@@ -185,6 +211,7 @@ func New(nodes []*corev1.Node, s Strategy, seed uint64) (*Scheduler, error) {
 		}
 		sc.nodes = append(sc.nodes, nd)
 	}
+	sc.memberOf = make([][]membership, len(sc.nodes))
 	for _, r := range st.Resources {
 		i, ok := sc.idx[corev1.ResourceName(r.Name)]
 		if !ok {
@@ -248,21 +275,36 @@ func (s *Scheduler) Compile(requests corev1.ResourceList, selector map[string]st
 		r.nzMem = defaultMemory
 	}
 	if !impossible {
-		r.candidates = s.candidates(selector, tolerations, onlyNodes)
+		if onlyNodes != nil {
+			r.candidates = s.filter(selector, tolerations, onlyNodes)
+		} else {
+			r.set = s.candidateSet(selector, tolerations)
+			r.candidates = r.set.nodes
+		}
 	}
 	return r
 }
 
-// candidates are the nodes whose labels match selector, whose taints tolerations tolerate and,
-// when only is not nil, that it names; memoised per distinct (selector, tolerations).
-func (s *Scheduler) candidates(selector map[string]string, tolerations []corev1.Toleration, only []string) []int32 {
-	var key string
-	if only == nil {
-		key = cacheKey(selector, tolerations)
-		if c, ok := s.cand[key]; ok {
-			return c
-		}
+// candidateSet returns the nodes whose labels match selector and whose taints tolerations
+// tolerate, with their classes; memoised per distinct (selector, tolerations).
+func (s *Scheduler) candidateSet(selector map[string]string, tolerations []corev1.Toleration) *candSet {
+	key := cacheKey(selector, tolerations)
+	if c, ok := s.cand[key]; ok {
+		return c
 	}
+	cs := &candSet{nodes: s.filter(selector, tolerations, nil), byKey: map[uint64][]int{}}
+	cs.classOf = make([]int, len(cs.nodes))
+	for k, n := range cs.nodes {
+		s.memberOf[n] = append(s.memberOf[n], membership{set: cs, idx: k})
+		cs.join(s, k)
+	}
+	s.cand[key] = cs
+	return cs
+}
+
+// filter lists the nodes whose labels match selector, whose taints tolerations tolerate and,
+// when only is not nil, that it names.
+func (s *Scheduler) filter(selector map[string]string, tolerations []corev1.Toleration, only []string) []int32 {
 	var allowed map[string]bool
 	if only != nil {
 		allowed = make(map[string]bool, len(only))
@@ -270,7 +312,7 @@ func (s *Scheduler) candidates(selector map[string]string, tolerations []corev1.
 			allowed[n] = true
 		}
 	}
-	var out []int32
+	out := []int32{}
 	for i := range s.nodes {
 		n := &s.nodes[i]
 		if allowed != nil && !allowed[n.name] {
@@ -280,10 +322,95 @@ func (s *Scheduler) candidates(selector map[string]string, tolerations []corev1.
 			out = append(out, int32(i))
 		}
 	}
-	if only == nil {
-		s.cand[key] = out
-	}
 	return out
+}
+
+// vectorHash hashes a node's allocatable and requested vectors (FNV-1a over their words).
+func vectorHash(n *node) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(v int64) {
+		for range 8 {
+			h ^= uint64(v & 0xff)
+			h *= 1099511628211
+			v >>= 8
+		}
+	}
+	for k := range n.alloc {
+		mix(n.alloc[k])
+		mix(n.used[k])
+	}
+	mix(n.nzCPU)
+	mix(n.nzMem)
+	return h
+}
+
+func sameVectors(a, b *node) bool {
+	return a.nzCPU == b.nzCPU && a.nzMem == b.nzMem && slices.Equal(a.alloc, b.alloc) && slices.Equal(a.used, b.used)
+}
+
+// join puts member k (its node's current vectors) into its class, making one if needed.
+func (cs *candSet) join(s *Scheduler, k int) {
+	n := &s.nodes[cs.nodes[k]]
+	h := vectorHash(n)
+	for _, ci := range cs.byKey[h] {
+		if c := cs.classes[ci]; sameVectors(&s.nodes[c.node0], n) {
+			cs.add(ci, k)
+			return
+		}
+	}
+	ci := len(cs.classes)
+	if len(cs.free) > 0 {
+		ci = cs.free[len(cs.free)-1]
+		cs.free = cs.free[:len(cs.free)-1]
+		cs.classes[ci] = &class{}
+	} else {
+		cs.classes = append(cs.classes, &class{})
+	}
+	cs.classes[ci].node0 = cs.nodes[k]
+	cs.byKey[h] = append(cs.byKey[h], ci)
+	cs.add(ci, k)
+}
+
+func (cs *candSet) add(ci, k int) {
+	c := cs.classes[ci]
+	cs.classOf[k] = ci
+	c.members = append(c.members, int32(k))
+}
+
+// leave takes member k out of its class (before its node's vectors change); the class is
+// dropped when it empties.
+func (cs *candSet) leave(s *Scheduler, k int) {
+	ci := cs.classOf[k]
+	c := cs.classes[ci]
+	for i, m := range c.members {
+		if int(m) == k {
+			last := len(c.members) - 1
+			c.members[i] = c.members[last]
+			c.members = c.members[:last]
+			break
+		}
+	}
+	if len(c.members) > 0 {
+		if c.node0 == cs.nodes[k] {
+			c.node0 = cs.nodes[c.members[0]]
+		}
+		return
+	}
+	h := vectorHash(&s.nodes[cs.nodes[k]])
+	keys := cs.byKey[h]
+	for i, x := range keys {
+		if x == ci {
+			keys = append(keys[:i], keys[i+1:]...)
+			break
+		}
+	}
+	if len(keys) == 0 {
+		delete(cs.byKey, h)
+	} else {
+		cs.byKey[h] = keys
+	}
+	cs.classes[ci] = nil
+	cs.free = append(cs.free, ci)
 }
 
 func cacheKey(selector map[string]string, tolerations []corev1.Toleration) string {
@@ -338,8 +465,12 @@ func tolerates(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
 var ErrUnschedulable = errors.New("no node fits the pod")
 
 // Schedule picks the best node for r among those where it fits now and binds it there (the
-// node's requested resources grow by r's). It returns the node's index.
+// node's requested resources grow by r's). It returns the node's index. Equally scored nodes
+// are equally likely to be picked, whether scored one by one or as a class.
 func (s *Scheduler) Schedule(r *Request) (int, error) {
+	if r.set != nil {
+		return s.scheduleClasses(r)
+	}
 	best := int64(-1)
 	ties := s.scratch[:0]
 	for _, i := range r.candidates {
@@ -366,6 +497,51 @@ func (s *Scheduler) Schedule(r *Request) (int, error) {
 	}
 	s.bind(int(pick), r, 1)
 	return int(pick), nil
+}
+
+// scheduleClasses is Schedule over the classes of r's candidate set.
+func (s *Scheduler) scheduleClasses(r *Request) (int, error) {
+	cs := r.set
+	best, weight := int64(-1), 0
+	ties := s.scratch[:0] // class indexes
+	for ci, c := range cs.classes {
+		if c == nil {
+			continue
+		}
+		n := &s.nodes[c.node0]
+		if !s.fits(n, r) {
+			continue
+		}
+		sc := s.score(n, r)
+		switch {
+		case sc > best:
+			best, weight = sc, len(c.members)
+			ties = append(ties[:0], int32(ci))
+		case sc == best:
+			weight += len(c.members)
+			ties = append(ties, int32(ci))
+		}
+	}
+	s.scratch = ties
+	if len(ties) == 0 {
+		return -1, ErrUnschedulable
+	}
+	// Sorted, so that the pick depends on the classes' content, not on the order they were made.
+	slices.Sort(ties)
+	pick := 0
+	if weight > 1 {
+		pick = s.rng.IntN(weight)
+	}
+	for _, ci := range ties {
+		c := cs.classes[ci]
+		if pick < len(c.members) {
+			node := int(cs.nodes[c.members[pick]])
+			s.bind(node, r, 1)
+			return node, nil
+		}
+		pick -= len(c.members)
+	}
+	panic("kubesched: pick beyond the tied classes")
 }
 
 // ScheduleOn binds r to node i if i is one of its candidates and r fits there now. A pod that
@@ -401,12 +577,18 @@ func (s *Scheduler) CanEverFit(r *Request) bool {
 }
 
 func (s *Scheduler) bind(i int, r *Request, sign int64) {
+	for _, m := range s.memberOf[i] {
+		m.set.leave(s, m.idx)
+	}
 	n := &s.nodes[i]
 	for k, v := range r.req {
 		n.used[k] += sign * v
 	}
 	n.nzCPU += sign * r.nzCPU
 	n.nzMem += sign * r.nzMem
+	for _, m := range s.memberOf[i] {
+		m.set.join(s, m.idx)
+	}
 }
 
 func (s *Scheduler) fits(n *node, r *Request) bool {

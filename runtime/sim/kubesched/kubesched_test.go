@@ -2,6 +2,7 @@ package kubesched
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -171,6 +172,69 @@ func TestStrategyValidation(t *testing.T) {
 	for _, s := range bad {
 		if _, err := New(nil, s, 1); err == nil {
 			t.Errorf("strategy %+v accepted", s)
+		}
+	}
+}
+
+// TestClassesPickABestNode schedules and releases random pods on three pools and checks every
+// pick against a node-by-node evaluation: the node chosen fits and has the best score, and a
+// pod is refused only when no node fits.
+func TestClassesPickABestNode(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 30 {
+		pool := []string{"a", "b", "c"}[i%3]
+		gpus := int64(8)
+		if pool == "c" {
+			gpus = 4
+		}
+		nodes = append(nodes, gpuNode(fmt.Sprintf("%s-%02d", pool, i), gpus, map[string]string{"pool": pool}))
+	}
+	for _, st := range []Strategy{{}, {Type: MostAllocated}, {Type: RequestedToCapacityRatio,
+		Resources: []ResourceSpec{{Name: "nvidia.com/gpu", Weight: 3}, {Name: "cpu", Weight: 1}}, Shape: []ShapePoint{{0, 0}, {100, 10}}}} {
+		sc := mustNew(t, nodes, st)
+		rng := rand.New(rand.NewPCG(7, 7))
+		type bound struct {
+			node int
+			r    *Request
+		}
+		var live []bound
+		for step := range 2000 {
+			if len(live) > 0 && rng.IntN(3) == 0 {
+				k := rng.IntN(len(live))
+				sc.Release(live[k].node, live[k].r)
+				live = append(live[:k], live[k+1:]...)
+				continue
+			}
+			var sel map[string]string
+			if p := rng.IntN(4); p < 3 {
+				sel = map[string]string{"pool": []string{"a", "b", "c"}[p]}
+			}
+			r := sc.Compile(req(fmt.Sprint(1+rng.IntN(16)), fmt.Sprintf("%dGi", 1+rng.IntN(64)), int64(rng.IntN(5))), sel, nil, nil)
+			best := int64(-1)
+			for _, i := range r.candidates {
+				if n := &sc.nodes[i]; sc.fits(n, r) {
+					best = max(best, sc.score(n, r))
+				}
+			}
+			node, err := sc.Schedule(r)
+			if best < 0 {
+				if err == nil {
+					t.Fatalf("%s step %d: bound where nothing fits", st.Type, step)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s step %d: refused, best score %d", st.Type, step, best)
+			}
+			// Scored before the bind: undo it to compare.
+			sc.bind(node, r, -1)
+			got := sc.score(&sc.nodes[node], r)
+			fit := sc.fits(&sc.nodes[node], r)
+			sc.bind(node, r, 1)
+			if !fit || got != best {
+				t.Fatalf("%s step %d: picked node %d (fits %v, score %d), best %d", st.Type, step, node, fit, got, best)
+			}
+			live = append(live, bound{node, r})
 		}
 	}
 }

@@ -47,9 +47,11 @@ type Store struct {
 	mapper    apimeta.RESTMapper
 	workloads map[types.NamespacedName]*kueue.Workload
 	objects   map[objKey]client.Object
-	changes   []Change
-	uids      uint64
-	rv        uint64
+	// byType holds each type's objects sorted by namespace and name, for List.
+	byType  map[reflect.Type][]client.Object
+	changes []Change
+	uids    uint64
+	rv      uint64
 }
 
 type objKey struct {
@@ -61,7 +63,7 @@ type objKey struct {
 // and the job kinds whose objects the sim turns into Workloads).
 func NewStore(scheme *runtime.Scheme) *Store {
 	return &Store{scheme: scheme, mapper: apimeta.NewDefaultRESTMapper(nil),
-		workloads: map[types.NamespacedName]*kueue.Workload{}, objects: map[objKey]client.Object{}}
+		workloads: map[types.NamespacedName]*kueue.Workload{}, objects: map[objKey]client.Object{}, byType: map[reflect.Type][]client.Object{}}
 }
 
 var _ client.Client = (*Store)(nil)
@@ -90,6 +92,14 @@ func (s *Store) AddObject(o client.Object) error {
 		o.SetUID(types.UID("sim-" + strconv.FormatUint(s.uids, 10)))
 	}
 	s.objects[k] = o
+	list := append(s.byType[k.typ], o)
+	slices.SortFunc(list, func(a, b client.Object) int {
+		if c := strings.Compare(a.GetNamespace(), b.GetNamespace()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.GetName(), b.GetName())
+	})
+	s.byType[k.typ] = list
 	return nil
 }
 
@@ -244,20 +254,7 @@ func (s *Store) List(_ context.Context, list client.ObjectList, opts ...client.L
 	return apimeta.SetList(list, out)
 }
 
-func (s *Store) sortedObjects(t reflect.Type) []client.Object {
-	var keys []types.NamespacedName
-	for k := range s.objects {
-		if k.typ == t {
-			keys = append(keys, k.key)
-		}
-	}
-	sortKeys(keys)
-	out := make([]client.Object, len(keys))
-	for i, k := range keys {
-		out[i] = s.objects[objKey{t, k}]
-	}
-	return out
-}
+func (s *Store) sortedObjects(t reflect.Type) []client.Object { return s.byType[t] }
 
 func sortKeys(keys []types.NamespacedName) {
 	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
