@@ -167,6 +167,7 @@ type sim struct {
 	wls    map[types.NamespacedName]*kwl // live Kueue Workloads
 	cyc    *cycler
 	pods   *podRole
+	lqc    *lqController // nil unless admission fair sharing is on
 	sample *sampler
 
 	created uint64 // Workloads created, for unique creation timestamps
@@ -326,6 +327,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	pr.sim = s
 	s.cyc = newCycler(loop, kq, cfg.Timing.CycleSec, s.drain, s.fail)
 	s.sample = newSampler(s)
+	s.lqc = newLQController(s)
 	return s, nil
 }
 
@@ -336,6 +338,7 @@ func (s *sim) run(ctx context.Context, prog *results.Progress) string {
 		s.loop.At(it.offset, func() { s.submit(it) })
 	}
 	s.sample.start()
+	s.lqc.start()
 	total := len(s.plan.records)
 	lastProg := time.Now()
 	for n := 0; ; n++ {
@@ -369,6 +372,7 @@ func (s *sim) run(ctx context.Context, prog *results.Progress) string {
 // scheduler wakes when a queue has a head.
 func (s *sim) afterEvent() {
 	s.drain()
+	s.lqc.notified()
 	s.cyc.wake()
 	// Events at one instant (a cycle's admissions, their pods) are many; the next completion is
 	// predicted once, after the last of them.

@@ -84,11 +84,18 @@ func wl(id, ns string, at float64, f trace.Family, dur float64, gpus, replicas i
 // run replays workloads on doc with a fixed wall clock and returns the results read back.
 func run(t *testing.T, doc string, tm Timing, ws ...*trace.Workload) (*results.Dir, error) {
 	t.Helper()
+	return runWith(t, doc, func(c *Config) { c.Timing = tm }, ws...)
+}
+
+// runWith is run with the config set by set.
+func runWith(t *testing.T, doc string, set func(*Config), ws ...*trace.Workload) (*results.Dir, error) {
+	t.Helper()
 	tr := &trace.Trace{Workloads: ws, Jobs: map[string][]*trace.Job{}}
 	trace.SortWorkloads(tr.Workloads)
 	out := t.TempDir()
-	_, err := Run(context.Background(), Config{Trace: tr, TraceName: "t.jsonl", Spec: spec(t, doc), Seed: 1, Timing: tm,
-		OutDir: out, WallClock: fixedWall()})
+	cfg := Config{Trace: tr, TraceName: "t.jsonl", Spec: spec(t, doc), Seed: 1, OutDir: out, WallClock: fixedWall()}
+	set(&cfg)
+	_, err := Run(context.Background(), cfg)
 	d, lerr := results.Load(out)
 	if lerr != nil {
 		t.Fatal(lerr)

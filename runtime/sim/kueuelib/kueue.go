@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,8 +30,10 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
+	afs "sigs.k8s.io/kueue/pkg/util/admissionfairsharing"
 	"sigs.k8s.io/kueue/pkg/util/routine"
 	"sigs.k8s.io/kueue/pkg/util/wait"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // Options configure Kueue as its Configuration would (config.kueue.x-k8s.io/v1beta2).
@@ -62,6 +65,12 @@ type Kueue struct {
 	// headsKnown says headsVal is still HasHeads's answer: only Kueue's own code (its handlers, a
 	// cycle, its timers) changes the queues.
 	headsKnown, headsVal bool
+	// Admission fair sharing (afs.go): the LocalQueue reconciler and the LocalQueues Kueue
+	// notified.
+	lqs         []types.NamespacedName
+	lqr         *core.LocalQueueReconciler
+	notified    []types.NamespacedName
+	notifiedSet map[types.NamespacedName]bool
 }
 
 // newMu guards the swap of routine.DefaultWrapper while a Scheduler is built.
@@ -108,10 +117,16 @@ func New(o Options) (*Kueue, error) {
 
 	// The reconciler is not given the admission fair sharing configuration: its handlers would
 	// decay consumed usage on the real clock; the sim keeps that account on the virtual one.
-	r := core.NewWorkloadReconciler(st, qm, cc, discardRecorder{})
+	var wopts []core.Option
+	if afs.Enabled(o.AdmissionFairSharing) {
+		// The LocalQueue reconciler hears of every Workload event, as in Kueue's core.SetupControllers.
+		wopts = append(wopts, core.WithWorkloadUpdateWatchers(k))
+	}
+	r := core.NewWorkloadReconciler(st, qm, cc, discardRecorder{}, wopts...)
 	log := logr.Discard()
 	*k = Kueue{Store: st, Cache: cc, Queues: qm, Scheduler: s, reconciler: r, clk: clk, opts: o,
-		ctx: ctrl.LoggerInto(context.Background(), log), log: log}
+		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{}}
+	k.newLocalQueueReconciler()
 	return k, nil
 }
 
@@ -206,6 +221,7 @@ func (k *Kueue) add(o client.Object) error {
 		if err := k.Queues.AddLocalQueue(k.ctx, x); err != nil {
 			return err
 		}
+		k.lqs = append(k.lqs, types.NamespacedName{Namespace: x.Namespace, Name: x.Name})
 	}
 	return nil
 }
@@ -263,6 +279,9 @@ func (k *Kueue) Deliver(c Change) {
 		k.reconciler.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: c.Old})
 	default:
 		k.reconciler.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: c.Old, ObjectNew: c.New})
+		if workload.Status(c.Old) == workload.StatusPending && workload.Status(c.New) == workload.StatusAdmitted {
+			k.afsAdmitted(c.New)
+		}
 	}
 }
 

@@ -441,13 +441,34 @@ func (w statusWriter) Create(_ context.Context, obj client.Object, _ client.Obje
 	return fmt.Errorf("store: create of %T/status is not modelled", obj)
 }
 
-// Update replaces a Workload's status.
+// Update replaces a Workload's status, or a cluster object (the LocalQueue reconciler writes
+// its queues' status).
 func (w statusWriter) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
 	wl, ok := obj.(*kueue.Workload)
 	if !ok {
-		return fmt.Errorf("store: status update of %T is not modelled", obj)
+		return w.s.replace(obj)
 	}
 	return w.s.write(wl, func(cur *kueue.Workload) { wl.Status.DeepCopyInto(&cur.Status) })
+}
+
+// replace stores obj in place of the stored object of its type and key.
+func (s *Store) replace(obj client.Object) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := objKey{reflect.TypeOf(obj), types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	old, ok := s.objects[k]
+	if !ok {
+		return apierrors.NewNotFound(s.resource(obj), obj.GetName())
+	}
+	cp := obj.DeepCopyObject().(client.Object)
+	s.objects[k] = cp
+	list := s.byType[k.typ]
+	for i, o := range list {
+		if o == old {
+			list[i] = cp
+		}
+	}
+	return nil
 }
 
 // Patch applies a status patch: a server-side apply of a partial Workload (how Kueue v0.15.0
