@@ -333,3 +333,39 @@ func TestGoldenAndDeterministic(t *testing.T) {
 		t.Errorf("summary.json differs from %s (go test -update rewrites it)", golden)
 	}
 }
+
+// deep is 75 8-GPU nodes under one ClusterQueue: room for 600 one-GPU workloads at once.
+const deep = `apiVersion: kueuelab.io/v1alpha1
+kind: ClusterSpec
+metadata: {name: deep}
+nodePools:
+- {name: h100, gpuFamily: H100-SXM, count: 75, gpusPerNode: 8, cpu: 192, memory: 2000Gi}
+clusterQueues:
+- name: q
+  quotas:
+  - flavor: h100-sxm
+    resources: {cpu: 14400, memory: 150000Gi, nvidia.com/gpu: 600}
+teams:
+- {name: team-a, clusterQueue: q}
+`
+
+// TestDeepQueue (kubernetes-sigs/kueue#14477): 600 workloads queued at once in one ClusterQueue,
+// with quota and nodes for all. Kueue tries one head per ClusterQueue per cycle, so the k-th
+// waits k cycles: the wait grows linearly with the queue position, at the cycle's duration.
+func TestDeepQueue(t *testing.T) {
+	const n, cycle = 600, 0.05
+	ws := make([]*trace.Workload, n)
+	for i := range ws {
+		ws[i] = wl(fmt.Sprintf("w%03d", i), "team-a", 0, trace.SingleGPUTraining, 3600, 1, 1)
+	}
+	d, err := run(t, deep, Timing{CycleSec: cycle}, ws...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ws {
+		r := record(t, d, fmt.Sprintf("w%03d", i))
+		if tta, _ := r.TimeToAdmission(); math.Abs(tta-float64(i+1)*cycle) > 1e-6 {
+			t.Fatalf("%s (position %d) waited %g s, want %g", r.ID, i, tta, float64(i+1)*cycle)
+		}
+	}
+}
