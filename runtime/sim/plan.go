@@ -61,6 +61,10 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 		switch x := o.(type) {
 		case *corev1.Node:
 			p.nodes = append(p.nodes, x)
+			if spec.Topology != nil {
+				// Kueue's topology-aware scheduling reads the nodes.
+				p.kueueObjs = append(p.kueueObjs, o)
+			}
 		case *kueue.ResourceFlavor:
 			p.flavors = append(p.flavors, x.Name)
 			p.kueueObjs = append(p.kueueObjs, o)

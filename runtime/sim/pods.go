@@ -2,12 +2,14 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/podset"
+	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
 
 	"github.com/kueuelab/kueuelab/model/hw"
 	"github.com/kueuelab/kueuelab/render/contract"
@@ -150,9 +152,11 @@ func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
 		if psa.Count != nil {
 			count = int(*psa.Count)
 		}
-		req := p.ks.Compile(resourcehelper.PodRequests(proto, resourcehelper.PodResourcesOptions{}), proto.Spec.NodeSelector, proto.Spec.Tolerations, nil)
+		requests := resourcehelper.PodRequests(proto, resourcehelper.PodResourcesOptions{})
+		reqs := p.topologyRequests(requests, proto, psa.TopologyAssignment, count)
 		base := w.object[len(w.key.Namespace)+1:] + "-" + string(ps.name) + "-"
 		for k := range count {
+			req := reqs[k]
 			name := base + strconv.Itoa(k)
 			if w.attempt > 1 {
 				name += "-a" + strconv.Itoa(w.attempt)
@@ -171,6 +175,40 @@ func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
 			p.place(pd)
 		}
 	}
+}
+
+// topologyRequests compiles the requests of a pod set's count pods. Without a topology
+// assignment they are one. With one, Kueue's topology ungater gives each pod the node labels of
+// one domain of the assignment (as many pods per domain as the assignment counts), which the
+// kube-scheduler then honours like any nodeSelector; the sim hands out the domains in order.
+func (p *podRole) topologyRequests(requests corev1.ResourceList, proto *corev1.Pod, ta *kueue.TopologyAssignment, count int) []*kubesched.Request {
+	out := make([]*kubesched.Request, 0, count)
+	if ta == nil {
+		req := p.ks.Compile(requests, proto.Spec.NodeSelector, proto.Spec.Tolerations, nil)
+		for range count {
+			out = append(out, req)
+		}
+		return out
+	}
+	for d := range utiltas.InternalSeqFrom(ta) {
+		sel := maps.Clone(proto.Spec.NodeSelector)
+		if sel == nil {
+			sel = make(map[string]string, len(ta.Levels))
+		}
+		for i, level := range ta.Levels {
+			sel[level] = d.Values[i]
+		}
+		req := p.ks.Compile(requests, sel, proto.Spec.Tolerations, nil)
+		for range d.Count {
+			out = append(out, req)
+		}
+	}
+	// An assignment that counts fewer pods than the pod set (never, from Kueue) leaves the rest
+	// to the pod set's own selector.
+	for len(out) < count {
+		out = append(out, p.ks.Compile(requests, proto.Spec.NodeSelector, proto.Spec.Tolerations, nil))
+	}
+	return out[:count]
 }
 
 func assignment(wl *kueue.Workload, name kueue.PodSetReference) *kueue.PodSetAssignment {

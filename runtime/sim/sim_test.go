@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -368,4 +369,38 @@ func TestDeepQueue(t *testing.T) {
 			t.Fatalf("%s (position %d) waited %g s, want %g", r.ID, i, tta, float64(i+1)*cycle)
 		}
 	}
+}
+
+// TestTopologyAwareScheduling: the fragmented cluster with a Topology declared. Kueue's
+// topology-aware scheduling (implied for every workload of a topology flavor) assigns each pod a
+// node, packing (its BestFit profile): both small pods land on one node, so the 8-GPU workload is
+// admitted onto the other and runs at once (without a Topology the kube-scheduler spreads them
+// and it waits, TestPodWaitsForANode). A gang prefers one rack (render's podset-preferred-topology);
+// no rack (one node each here) holds it, so Kueue spreads it over the block and it runs.
+func TestTopologyAwareScheduling(t *testing.T) {
+	doc := strings.Replace(fragmented, "nodePools:", "topology: {nodesPerRack: 1, racksPerBlock: 2}\nnodePools:", 1)
+	d, err := run(t, doc, Timing{},
+		wl("s1", "team-a", 0, trace.SingleGPUTraining, 1000, 1, 1),
+		wl("s2", "team-a", 1, trace.SingleGPUTraining, 2000, 1, 1),
+		wl("big", "team-a", 2, trace.SingleGPUTraining, 100, 8, 1),
+		gang("gang", "team-a", 3000, 100, 8, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := record(t, d, "big")
+	if *big.Admitted != 2 || *big.FirstPodRunning != 2 {
+		t.Errorf("big admitted at %g, running at %g; want both at 2", *big.Admitted, *big.FirstPodRunning)
+	}
+	if g := record(t, d, "gang"); g.State != results.StateSucceeded || *g.AllPodsRunning != 3000 {
+		t.Errorf("gang %s, all pods running at %v", g.State, g.AllPodsRunning)
+	}
+}
+
+// gang is an MPI workload: a CPU launcher and replicas workers of gpus GPUs each.
+func gang(id, ns string, at, dur float64, gpus, replicas int) *trace.Workload {
+	w := wl(id, ns, at, trace.DistributedTraining, dur, gpus, replicas)
+	w.Pods[0].Role = trace.RoleWorker
+	w.Pods = append([]trace.PodGroup{{Role: trace.RoleLauncher, Replicas: 1,
+		Requests: trace.Requests{trace.ResourceCPU: "1", trace.ResourceMemory: "1Gi"}}}, w.Pods...)
+	return w
 }

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	afs "sigs.k8s.io/kueue/pkg/util/admissionfairsharing"
 	"sigs.k8s.io/kueue/pkg/util/routine"
+	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
 	"sigs.k8s.io/kueue/pkg/util/wait"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
@@ -192,6 +193,11 @@ func (k *Kueue) add(o client.Object) error {
 	switch x := o.(type) {
 	case *kueue.ClusterQueue:
 		x.Status.Conditions = append(x.Status.Conditions, activeCondition())
+	case *corev1.Node:
+		// Ready as KWOK reports its nodes (topology-aware scheduling counts only ready nodes).
+		if !utiltas.IsNodeStatusConditionTrue(x.Status.Conditions, corev1.NodeReady) {
+			x.Status.Conditions = append(x.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue})
+		}
 	}
 	if err := k.Store.AddObject(o); err != nil {
 		return err
