@@ -8,7 +8,7 @@
 # Each run's wall and CPU time, peak RSS, workloads/s and trace seconds per wall second go to
 # $OUT/runs.tsv. Traces are generated once into $OUT (the 1M trace is 1.5 GB).
 # Usage: hack/bench-sim.sh [OUT] [STEPS]   (STEPS: a subset of "scale perf"; SIZES overrides
-# the default-rate sizes, e.g. SIZES="10000 100000")
+# the default-rate sizes, e.g. SIZES="10000 100000"; BIN a binary to measure)
 # Run it under the shared lock on an otherwise idle machine: flock /tmp/kl/e2e.lock hack/bench-sim.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +16,10 @@ OUT=${1:-results/bench-sim}
 STEPS=${2:-scale perf}
 SIZES=${SIZES:-10000 100000 1000000}
 mkdir -p "$OUT"
-go build -o "$OUT/kueuelab" ./cmd/kueuelab
-BIN=$OUT/kueuelab
+if [ -z "${BIN:-}" ]; then  # BIN: a kueuelab binary to measure instead of this tree's
+  go build -o "$OUT/kueuelab" ./cmd/kueuelab
+  BIN=$OUT/kueuelab
+fi
 
 # trace NAME JOBS [GEN FLAGS...]: generate $OUT/NAME.jsonl once.
 trace() {
