@@ -9,20 +9,15 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/core"
 	afs "sigs.k8s.io/kueue/pkg/util/admissionfairsharing"
-	qutil "sigs.k8s.io/kueue/pkg/util/queue"
-	"sigs.k8s.io/kueue/pkg/util/resource"
-	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // Admission fair sharing keeps, per LocalQueue, the resources its workloads consumed, decayed
 // with a half-life, and orders each ClusterQueue's heads by it. Kueue maintains it in two
 // controllers: the LocalQueue reconciler samples the decayed usage every usageSamplingInterval
 // (and when the scheduler leaves an entry penalty), on the clock it is given; the workload
-// controller's update handler adds an admitted workload's usage, on its own real clock. The sim
-// runs the LocalQueue reconciler itself (core.NewLocalQueueReconciler with the virtual clock)
-// whenever it asks to be run again, and does the handler's step (afsAdmitted) on the virtual
-// clock; the handlers it calls are built without the configuration so they skip their real-clock
-// copy of it.
+// controller's update handler adds an admitted workload's usage, on its own clock (seam 3 makes
+// it the virtual one). The sim runs the LocalQueue reconciler (core.NewLocalQueueReconciler with
+// the virtual clock) when controller-runtime would: see runtime/sim/afs.go.
 
 // AFS reports whether admission fair sharing is on.
 func (k *Kueue) AFS() bool { return afs.Enabled(k.opts.AdmissionFairSharing) }
@@ -67,34 +62,6 @@ func (k *Kueue) NotifyWorkloadUpdate(oldWl, newWl *kueue.Workload) {
 			k.notified = append(k.notified, key)
 		}
 	}
-}
-
-// afsAdmitted is the workload controller's update handler's admission fair sharing step for a
-// workload just admitted (WorkloadReconciler.updateAfsConsumedUsage in v0.15.0), on the virtual
-// clock: the LocalQueue's consumed usage decays to now and takes the admitted usage, and the
-// scheduler's entry penalty for the workload is settled.
-func (k *Kueue) afsAdmitted(wl *kueue.Workload) {
-	cfg := k.opts.AdmissionFairSharing
-	if !afs.Enabled(cfg) || !workload.IsAdmitted(wl) || wl.Status.Admission == nil ||
-		!k.Cache.ClusterQueueUsesAdmissionFairSharing(wl.Status.Admission.ClusterQueue) {
-		return
-	}
-	lqKey := qutil.KeyFromWorkload(wl)
-	penalty := afs.CalculateEntryPenalty(workload.NewInfo(wl).SumTotalRequests(), cfg)
-	now := k.clk.Now()
-	oldEntry, found := k.Queues.AfsConsumedResources.Get(lqKey)
-	if !found {
-		oldEntry.LastUpdate = now
-	}
-	cacheLq, err := k.Cache.GetCacheLocalQueue(wl.Status.Admission.ClusterQueue, lqKey)
-	if err != nil {
-		return // as Kueue: the LocalQueue is gone from the cache
-	}
-	elapsed := now.Sub(oldEntry.LastUpdate).Seconds()
-	consumed := afs.CalculateDecayedConsumed(oldEntry.Resources, cacheLq.GetAdmittedUsage(), elapsed, cfg.UsageHalfLifeTime.Seconds())
-	consumed = resource.MergeResourceListKeepSum(consumed, penalty)
-	k.Queues.AfsConsumedResources.Set(lqKey, consumed, now)
-	k.Queues.AfsEntryPenalties.Sub(lqKey, penalty)
 }
 
 // newLocalQueueReconciler is Kueue's LocalQueue reconciler on the virtual clock, when

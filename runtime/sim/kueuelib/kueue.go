@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/routine"
 	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
 	"sigs.k8s.io/kueue/pkg/util/wait"
-	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // Options configure Kueue as its Configuration would (config.kueue.x-k8s.io/v1beta2).
@@ -116,14 +115,16 @@ func New(o Options) (*Kueue, error) {
 	routine.DefaultWrapper = saved
 	newMu.Unlock()
 
-	// The reconciler is not given the admission fair sharing configuration: its handlers would
-	// decay consumed usage on the real clock; the sim keeps that account on the virtual one.
 	var wopts []core.Option
 	if afs.Enabled(o.AdmissionFairSharing) {
-		// The LocalQueue reconciler hears of every Workload event, as in Kueue's core.SetupControllers.
-		wopts = append(wopts, core.WithWorkloadUpdateWatchers(k))
+		// The LocalQueue reconciler hears of every Workload event, as in Kueue's
+		// core.SetupControllers, and the handlers account admitted usage.
+		wopts = append(wopts, core.WithWorkloadUpdateWatchers(k), core.WithAdmissionFairSharing(o.AdmissionFairSharing))
 	}
 	r := core.NewWorkloadReconciler(st, qm, cc, discardRecorder{}, wopts...)
+	if err := setReconcilerClock(r, clk); err != nil {
+		return nil, err
+	}
 	log := logr.Discard()
 	*k = Kueue{Store: st, Cache: cc, Queues: qm, Scheduler: s, reconciler: r, clk: clk, opts: o,
 		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{}}
@@ -285,9 +286,6 @@ func (k *Kueue) Deliver(c Change) {
 		k.reconciler.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: c.Old})
 	default:
 		k.reconciler.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: c.Old, ObjectNew: c.New})
-		if workload.Status(c.Old) == workload.StatusPending && workload.Status(c.New) == workload.StatusAdmitted {
-			k.afsAdmitted(c.New)
-		}
 	}
 }
 

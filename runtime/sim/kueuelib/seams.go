@@ -6,14 +6,16 @@ import (
 	"reflect"
 	"unsafe"
 
+	"k8s.io/utils/clock"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	"sigs.k8s.io/kueue/pkg/util/wait"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
-// KueueVersion is the Kueue module version whose unexported code the two seams below reach.
+// KueueVersion is the Kueue module version whose unexported code the three seams below reach.
 // They are checked by TestSeams; a different Kueue version must be checked again before use.
 const KueueVersion = "v0.15.0"
 
@@ -100,4 +102,17 @@ func (h *heads) count() int {
 		n += len(*k)
 	}
 	return n
+}
+
+// Seam 3: the workload controller's clock. core.WorkloadReconciler keeps its clock in the
+// unexported field clock, always the real clock in v0.15.0 (no option sets it); its event handlers
+// read it when they account admission fair sharing usage (updateAfsConsumedUsage). The sim sets
+// it to the virtual clock, so the handlers run Kueue's own code on virtual time.
+func setReconcilerClock(r *core.WorkloadReconciler, c clock.Clock) error {
+	f := reflect.ValueOf(r).Elem().FieldByName("clock")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[clock.Clock]() {
+		return fmt.Errorf("kueue %s seam: core.WorkloadReconciler has no field clock of type clock.Clock", KueueVersion)
+	}
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(c))
+	return nil
 }
