@@ -8,6 +8,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -163,7 +164,11 @@ func (s *sim) finishWorkload(w *kwl, failed bool, msg string) {
 		s.fail(fmt.Errorf("finish workload %s: not in the store", w.key))
 		return
 	}
-	if err := workload.Finish(s.kq.Context(), s.kq.Store, cur.DeepCopy(), reason, msg, s.clk); err != nil {
+	if features.Enabled(features.WorkloadRequestUseMergePatch) {
+		cur = cur.DeepCopy() // the merge-patch path writes the result into the object it is given
+	}
+	// Kueue's server-side apply path only reads cur (it builds the patch from it).
+	if err := workload.Finish(s.kq.Context(), s.kq.Store, cur, reason, msg, s.clk); err != nil {
 		s.fail(fmt.Errorf("finish workload %s: %w", w.key, err))
 	}
 }

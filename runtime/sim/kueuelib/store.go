@@ -454,7 +454,11 @@ func (s *Store) write(wl *kueue.Workload, f func(cur *kueue.Workload)) error {
 	if old == nil {
 		return apierrors.NewNotFound(kueue.Resource("workloads"), wl.Name)
 	}
-	cur := old.DeepCopy()
+	// The new version shares the old one's spec (stored versions are never modified in place:
+	// writes that change the spec replace it), which spares a copy of the pod templates per write.
+	cur := &kueue.Workload{TypeMeta: old.TypeMeta, Spec: old.Spec}
+	old.ObjectMeta.DeepCopyInto(&cur.ObjectMeta)
+	old.Status.DeepCopyInto(&cur.Status)
 	f(cur)
 	cur.ResourceVersion = s.nextRV()
 	s.workloads[key] = cur
