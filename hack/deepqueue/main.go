@@ -126,9 +126,13 @@ func analyzeDir(dir string) error {
 	}
 	slope := (n*sxy - sx*sy) / (n*sxx - sx*sx)
 	icept := (sy - slope*sx) / n
-	r := (n*sxy - sx*sy) / math.Sqrt((n*sxx-sx*sx)*(n*syy-sy*sy))
-	fmt.Printf("%s (%s engine): %d admitted; wait = %.4g s + %.4g s × position (r² %.4f)\n",
-		dir, cmp.Or(d.Summary.Engine, "cluster"), len(waits), icept, slope, r*r)
+	fit := "every wait equal"
+	if v := (n*sxx - sx*sx) * (n*syy - sy*sy); v > 0 {
+		r := (n*sxy - sx*sy) / math.Sqrt(v)
+		fit = fmt.Sprintf("r² %.4f", r*r)
+	}
+	fmt.Printf("%s (%s engine): %d admitted; wait = %.4g s + %.4g s × position (%s)\n",
+		dir, cmp.Or(d.Summary.Engine, "cluster"), len(waits), icept, slope, fit)
 	for _, k := range []int{1, 10, 100, 250, 500, len(waits)} {
 		if k <= len(waits) {
 			fmt.Printf("  position %4d: waited %.3f s\n", k, waits[k-1])
