@@ -44,8 +44,6 @@ type kwl struct {
 	evicted     bool // evicted since the last admission: a Requeued is a requeue
 	finished    bool
 	podsFailed  bool
-	lostOnStop  float64
-	firstFinish float64
 }
 
 // podsetSpec is what the pods of one pod set need: their prototype (the pod template with the

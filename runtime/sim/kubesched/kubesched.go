@@ -119,8 +119,6 @@ type Request struct {
 	req []int64 // per resource index, cpu in millicores
 	// nonzero cpu (milli) and memory for the fit score.
 	nzCPU, nzMem int64
-	fitReq       []int64 // per fit-score resource
-	balReq       []int64 // cpu, memory
 	candidates   []int32 // nodes passing the nodeSelector, taint and TAS filters
 	// set groups the candidates into classes of equal nodes (nil for a TAS pod's own nodes).
 	set *candSet
