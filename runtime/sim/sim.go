@@ -290,7 +290,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	kopts.Scheme, kopts.Clock = scheme, loop.Clock()
+	kopts.Scheme, kopts.Clock, kopts.Seed = scheme, loop.Clock(), uint64(cfg.Seed)
 	kq, err := kueuelib.New(kopts)
 	if err != nil {
 		return nil, err

@@ -115,7 +115,7 @@ func (s *sim) createWorkload(it *item, o client.Object, trial int) error {
 	now := s.loop.Now()
 	// Creation timestamps are the virtual time plus a nanosecond per Workload created before, so
 	// that no two Workloads tie in Kueue's FIFO order (on a cluster they have second resolution
-	// and ties fall as they may).
+	// and ties fall by heap position; here that would depend on Go's map order).
 	s.created++
 	created := metav1.NewTime(des.Time(now).Add(time.Duration(s.created)))
 	wl, err := s.kq.WorkloadFor(o, created)

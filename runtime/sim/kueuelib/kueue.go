@@ -46,6 +46,8 @@ type Options struct {
 	FairSharing *config.FairSharing
 	// AdmissionFairSharing, when set, turns admission fair sharing on.
 	AdmissionFairSharing *config.AdmissionFairSharing
+	// Seed draws the objects' UIDs.
+	Seed uint64
 }
 
 // Kueue is one Kueue instance: its cache, queues and scheduler over a Store.
@@ -89,6 +91,7 @@ func New(o Options) (*Kueue, error) {
 		return nil, errors.New("kueuelib: Options need a Scheme and a Clock")
 	}
 	st := NewStore(o.Scheme)
+	st.SetUIDSeed(o.Seed)
 	cacheOpts := []schdcache.Option{schdcache.WithPodsReadyTracking(false)}
 	queueOpts := []qcache.Option{qcache.WithClock(o.Clock), qcache.WithPodsReadyRequeuingTimestamp(config.EvictionTimestamp)}
 	if o.FairSharing != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,6 +54,7 @@ type Store struct {
 	byType  map[reflect.Type][]client.Object
 	changes []Change
 	uids    uint64
+	uidSeed uint64
 	rv      uint64
 }
 
@@ -70,12 +72,54 @@ func NewStore(scheme *runtime.Scheme) *Store {
 
 var _ client.Client = (*Store)(nil)
 
-// NewUID returns a UID unique in this store (deterministic: a counter).
+// NewUID returns a UID unique in this store.
 func (s *Store) NewUID() types.UID {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.newUID()
+}
+
+// SetUIDSeed seeds the UIDs the store hands out.
+func (s *Store) SetUIDSeed(seed uint64) { s.uidSeed = seed }
+
+// newUID is a UUID-shaped UID drawn from the store's seed and a counter. Kueue breaks some ties by
+// UID (preemption candidates of one priority reserved in the same second); on a cluster UIDs are
+// random, so the order they give is arbitrary, and here it is arbitrary too, but fixed per seed.
+func (s *Store) newUID() types.UID {
 	s.uids++
-	return types.UID("sim-" + strconv.FormatUint(s.uids, 10))
+	hi, lo := splitmix(s.uidSeed^(2*s.uids)), splitmix(s.uidSeed^(2*s.uids+1))
+	return types.UID(fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", hi>>32, hi>>16&0xffff, hi&0xfff,
+		0x8000|lo>>48&0x3fff, lo&0xffffffffffff))
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// apiTimes rounds a Workload's condition and requeue timestamps down to the second, as the API
+// server stores them (metav1.Time is serialised in RFC 3339 to the second): Kueue compares them
+// (the most recently admitted of one priority is preempted first), and ties at one second fall
+// to its tie-breaker, the UID, as on a cluster. Creation timestamps keep the sub-second order the
+// sim gives them: Kueue's queues break creation-time ties by heap position, which would make the
+// run depend on Go's map order.
+func apiTimes(wl *kueue.Workload) {
+	trunc := func(t *metav1.Time) {
+		if !t.IsZero() {
+			t.Time = t.Truncate(time.Second)
+		}
+	}
+	for i := range wl.Status.Conditions {
+		trunc(&wl.Status.Conditions[i].LastTransitionTime)
+	}
+	for i := range wl.Status.AdmissionChecks {
+		trunc(&wl.Status.AdmissionChecks[i].LastTransitionTime)
+	}
+	if rs := wl.Status.RequeueState; rs != nil && rs.RequeueAt != nil {
+		trunc(rs.RequeueAt)
+	}
 }
 
 // AddObject stores a cluster object (not a Workload) as the API server would after a create.
@@ -90,8 +134,7 @@ func (s *Store) AddObject(o client.Object) error {
 		return fmt.Errorf("store: %T %s exists", o, k.key)
 	}
 	if o.GetUID() == "" {
-		s.uids++
-		o.SetUID(types.UID("sim-" + strconv.FormatUint(s.uids, 10)))
+		o.SetUID(s.newUID())
 	}
 	s.objects[k] = o
 	list := append(s.byType[k.typ], o)
@@ -345,11 +388,11 @@ func (s *Store) Create(_ context.Context, obj client.Object, opts ...client.Crea
 		return nil
 	}
 	if wl.UID == "" {
-		s.uids++
-		wl.UID = types.UID("sim-" + strconv.FormatUint(s.uids, 10))
+		wl.UID = s.newUID()
 	}
 	wl.ResourceVersion = s.nextRV()
 	wl.Generation = 1
+	apiTimes(wl)
 	stored := wl.DeepCopy()
 	s.workloads[key] = stored
 	s.changes = append(s.changes, Change{New: stored})
@@ -460,6 +503,7 @@ func (s *Store) write(wl *kueue.Workload, f func(cur *kueue.Workload)) error {
 	old.ObjectMeta.DeepCopyInto(&cur.ObjectMeta)
 	old.Status.DeepCopyInto(&cur.Status)
 	f(cur)
+	apiTimes(cur)
 	cur.ResourceVersion = s.nextRV()
 	s.workloads[key] = cur
 	s.changes = append(s.changes, Change{Old: old, New: cur})
