@@ -172,6 +172,8 @@ func TestRunReplaysTraceToCompletion(t *testing.T) {
 	checkCounts(t, tr, full)
 	_, half := replay(t, tr, path, "run-half", 4)
 	checkCounts(t, tr, half)
+	// The half-quota run queues and preempts: the sim engine must agree with it.
+	t.Run("SimEngineAgrees", func(t *testing.T) { checkSimAgrees(t, tr, path, "run-half", 4, half) })
 
 	ttaFull, ttaHalf := full.Summary.Groups[0].TimeToAdmissionSec, half.Summary.Groups[0].TimeToAdmissionSec
 	t.Logf("time-to-admission p50/p95: %.0f/%.0f s with 8 GPUs, %.0f/%.0f s with 4",

@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"github.com/kueuelab/kueuelab/model/trace"
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/compare"
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/sim"
+)
+
+// checkSimAgrees replays tr through the sim engine (Kueue's scheduler in virtual time) on the
+// spec clusterRun was replayed on by the cluster engine (runSpec(team, gpuQuota)), and checks that
+// the two engines agree within the sim engine's criteria (runtime/compare.DefaultTolerances):
+// the same workloads finish, median JCT within 2 %, TTA p50 and p95 within 10 % (or a minute),
+// preemptions within 10 % (or two), GPU allocation within 2 %. It reuses the cluster run of
+// TestRunReplaysTraceToCompletion, so it costs the e2e suite the sim run only (about a second).
+func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int, clusterRun *results.Dir) {
+	t.Helper()
+	spec, err := rcluster.Parse("spec.yaml", []byte(runSpec(team, gpuQuota)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "sim")
+	res, err := sim.Run(t.Context(), sim.Config{Trace: tr, TraceName: tracePath, Spec: spec, Seed: 1,
+		Timing: sim.DefaultTiming, OutDir: out, Out: &testWriter{t: t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simRun, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, tr, simRun)
+	t.Logf("sim engine: %d events, %d scheduling cycles, %.0f trace s in %.2fs wall; the cluster engine took %.1fs wall (%.0fx)",
+		res.Events, res.Cycles, simRun.Summary.TraceSec, res.WallSec, clusterRun.Summary.WallSec, clusterRun.Summary.WallSec/res.WallSec)
+
+	rep, err := compare.Compare(clusterRun, simRun, compare.DefaultTolerances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteText(&b, 10); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + b.String())
+	if !rep.Agree() {
+		t.Error("the engines do not agree (see the comparison above)")
+	}
+}
