@@ -5,6 +5,9 @@
 #          rate, and 10k and 100k at --mean-inter-arrival-sec 2.4 (the org about 3/4 busy)
 #   perf   Kueue's scheduler-performance baseline shape (hack/kueueperf: 15,000 one-pod Jobs,
 #          5 cohorts x 6 ClusterQueues)
+#   agree  the README trace (300 workloads, teams.yaml) on both engines: the cluster engine on a
+#          local cluster (a few minutes), then the sim; their speed ratio and `kueuelab compare`
+#          (in $OUT/agree.txt). Not in the default STEPS: it needs the control-plane tools.
 # Each run's wall and CPU time, peak RSS, workloads/s and trace seconds per wall second go to
 # $OUT/runs.tsv. Traces are generated once into $OUT (the 1M trace is 1.5 GB).
 # Usage: hack/bench-sim.sh [OUT] [STEPS]   (STEPS: a subset of "scale perf"; SIZES overrides
@@ -29,11 +32,16 @@ trace() {
 }
 
 # run NAME ARGS...: one sim run on one core into $OUT/NAME; a line in $OUT/runs.tsv.
-run() {
-  local name=$1; shift
+run() { engine sim "$@"; }
+
+# engine ENGINE NAME ARGS...: one run of either engine (the sim on one core) into $OUT/NAME.
+engine() {
+  local eng=$1 name=$2; shift 2
   rm -rf "${OUT:?}/$name"
-  if GOMAXPROCS=1 /usr/bin/time -f '%e %U %S %M' -o "$OUT/$name.time" \
-    "$BIN" run --engine sim --out "$OUT/$name" "$@" >"$OUT/$name.log" 2>&1; then st=ok; else st="exit $?"; fi
+  local procs=1
+  [ "$eng" = cluster ] && procs=$(nproc)
+  if GOMAXPROCS=$procs /usr/bin/time -f '%e %U %S %M' -o "$OUT/$name.time" \
+    "$BIN" run --engine "$eng" --out "$OUT/$name" "$@" >"$OUT/$name.log" 2>&1; then st=ok; else st="exit $?"; fi
   python3 - "$OUT/$name" "$name" "$st" >>"$OUT/runs.tsv" <<'PY'
 import json, sys
 d, name, st = sys.argv[1:]
@@ -41,7 +49,7 @@ wall, user, sys_, rss = open(d + ".time").read().split()[-4:]
 s = json.load(open(d + "/summary.json"))
 n = sum(s.get("states", {}).values())
 print("\t".join([name, st, str(n), wall, "%.1f" % (float(user) + float(sys_)), "%.0f" % (int(rss) / 1024),
-                 "%.0f" % (n / float(wall)), "%.0f" % (s["traceSec"] / float(wall)), "%.0f" % s["traceSec"]]))
+                 "%.1f" % (n / float(wall)), "%.0f" % (s["traceSec"] / float(wall)), "%.0f" % s["traceSec"]]))
 PY
   tail -1 "$OUT/runs.tsv"
 }
@@ -60,5 +68,20 @@ fi
 if [[ " $STEPS " == *" perf "* ]]; then
   [ -s "$OUT/kueueperf/trace.jsonl" ] || go run ./hack/kueueperf -out "$OUT/kueueperf"
   run kueueperf --trace "$OUT/kueueperf/trace.jsonl" --cluster "$OUT/kueueperf/cluster.yaml"
+fi
+if [[ " $STEPS " == *" agree "* ]]; then
+  # The README's run: the cluster engine generates the trace, the sim replays that file.
+  engine cluster readme-cluster --name bench-sim-agree --gen-jobs 300 --gen-span 12h --seed 1 \
+    --cluster examples/clusters/teams.yaml
+  "$BIN" cluster down --name bench-sim-agree --purge >/dev/null 2>&1 || true
+  engine sim readme-sim --trace "$OUT/readme-cluster/trace.jsonl" --seed 1 --cluster examples/clusters/teams.yaml
+  "$BIN" compare "$OUT/readme-cluster" "$OUT/readme-sim" --csv "$OUT/agree.csv" >"$OUT/agree.txt" || true
+  cat "$OUT/agree.txt"
+  python3 - "$OUT/runs.tsv" <<'PY'
+import sys
+rows = {r[0]: r for r in (l.rstrip("\n").split("\t") for l in open(sys.argv[1]))}
+c, s = float(rows["readme-cluster"][3]), float(rows["readme-sim"][3])
+print("README trace, whole command: cluster engine %.1f s, sim engine %.2f s: the sim is %.0fx faster" % (c, s, c / s))
+PY
 fi
 column -t -s $'\t' "$OUT/runs.tsv"
