@@ -66,8 +66,8 @@ if [[ " $STEPS " == *" scale "* ]]; then
   done
 fi
 if [[ " $STEPS " == *" perf "* ]]; then
-  [ -s "$OUT/kueueperf/trace.jsonl" ] || go run ./hack/kueueperf -out "$OUT/kueueperf"
-  run kueueperf --trace "$OUT/kueueperf/trace.jsonl" --cluster "$OUT/kueueperf/cluster.yaml"
+  [ -s "$OUT/kueueperf-trace/trace.jsonl" ] || go run ./hack/kueueperf -out "$OUT/kueueperf-trace"
+  run kueueperf --trace "$OUT/kueueperf-trace/trace.jsonl" --cluster "$OUT/kueueperf-trace/cluster.yaml"
 fi
 if [[ " $STEPS " == *" agree "* ]]; then
   # The README's run: the cluster engine generates the trace, the sim replays that file.
