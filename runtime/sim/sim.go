@@ -65,7 +65,9 @@ type Config struct {
 	Kueue KueueConfig
 	// Timing is how long the control plane takes for the steps the sim models.
 	Timing Timing
-	// Scoring is the kube-scheduler's NodeResourcesFit scoring strategy.
+	// Scoring is the kube-scheduler's NodeResourcesFit scoring strategy; when its Type is empty,
+	// the spec's (its scheduler section, render/cluster Spec.Scoring), as the local cluster's
+	// kube-scheduler is configured from the same section.
 	Scoring kubesched.Strategy
 	// SampleStep is the time series step in trace seconds (0: at most 5000 samples over the
 	// trace's submissions plus a day, and at least 60 s).
@@ -305,7 +307,11 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, err := newPodRole(p.nodes, cat, cfg.Scoring, uint64(cfg.Seed))
+	scoring := cfg.Scoring
+	if scoring.Type == "" {
+		scoring = specScoring(cfg.Spec.Scoring())
+	}
+	pr, err := newPodRole(p.nodes, cat, scoring, uint64(cfg.Seed))
 	if err != nil {
 		return nil, fmt.Errorf("sim: cluster spec %s: %w", specName(cfg.Spec), err)
 	}
@@ -433,4 +439,20 @@ func specName(s *rcluster.Spec) string { return cmp.Or(s.File(), s.Metadata.Name
 
 func keyOf(o client.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
+// specScoring is a cluster spec's scoring strategy for the sim's kube-scheduler (the same fields:
+// upstream's NodeResourcesFitArgs.scoringStrategy). Plugins a scheduler config file enables or
+// disables besides NodeResourcesFit are not reflected (Spec.Scoring reads only that plugin's args).
+func specScoring(st rcluster.ScoringStrategy) kubesched.Strategy {
+	out := kubesched.Strategy{Type: st.Type}
+	for _, r := range st.Resources {
+		out.Resources = append(out.Resources, kubesched.ResourceSpec{Name: r.Name, Weight: r.Weight})
+	}
+	if r := st.RequestedToCapacityRatio; r != nil {
+		for _, p := range r.Shape {
+			out.Shape = append(out.Shape, kubesched.ShapePoint{Utilization: p.Utilization, Score: p.Score})
+		}
+	}
+	return out
 }

@@ -222,21 +222,33 @@ teams:
 
 // TestPodWaitsForANode: two 1-GPU pods spread over both nodes (kube-scheduler's default
 // LeastAllocated), so an 8-GPU workload that quota admits waits, admitted, until the first small
-// one ends; with MostAllocated weighted on GPUs (issue 18's example) the small ones share a node
-// and it runs at once.
+// one ends; with MostAllocated weighted on GPUs (issue 18's example), given to the sim or in the
+// spec's scheduler section, the small ones share a node and it runs at once.
 func TestPodWaitsForANode(t *testing.T) {
 	ws := func() []*trace.Workload {
 		return []*trace.Workload{wl("s1", "team-a", 0, trace.SingleGPUTraining, 1000, 1, 1),
 			wl("s2", "team-a", 1, trace.SingleGPUTraining, 2000, 1, 1),
 			wl("big", "team-a", 2, trace.SingleGPUTraining, 100, 8, 1)}
 	}
+	// The spec's scheduler section, as issue 18's placement example writes it.
+	packed := fragmented + `scheduler:
+  scoringStrategy:
+    type: MostAllocated
+    resources: [{name: nvidia.com/gpu, weight: 5}, {name: cpu, weight: 1}]
+`
 	for _, tt := range []struct {
-		scoring string
+		name    string
+		spec    string
+		scoring string  // Config.Scoring's type ("": the spec's)
 		running float64 // when big's pod runs
-	}{{"", 1000}, {"MostAllocated", 2}} {
+	}{
+		{"default", fragmented, "", 1000},
+		{"config MostAllocated", fragmented, "MostAllocated", 2},
+		{"spec MostAllocated", packed, "", 2},
+	} {
 		tr := &trace.Trace{Workloads: ws(), Jobs: map[string][]*trace.Job{}}
 		out := t.TempDir()
-		cfg := Config{Trace: tr, Spec: spec(t, fragmented), Seed: 1, OutDir: out, WallClock: fixedWall()}
+		cfg := Config{Trace: tr, Spec: spec(t, tt.spec), Seed: 1, OutDir: out, WallClock: fixedWall()}
 		cfg.Scoring.Type = tt.scoring
 		if tt.scoring != "" {
 			cfg.Scoring.Resources = []kubesched.ResourceSpec{{Name: "nvidia.com/gpu", Weight: 5}, {Name: "cpu", Weight: 1}}
@@ -250,8 +262,8 @@ func TestPodWaitsForANode(t *testing.T) {
 		}
 		big := record(t, d, "big")
 		if *big.Admitted != 2 || *big.FirstPodRunning != tt.running || big.State != results.StateSucceeded {
-			t.Errorf("%q: big admitted at %g, running at %g (%s), want admitted at 2, running at %g",
-				tt.scoring, *big.Admitted, *big.FirstPodRunning, big.State, tt.running)
+			t.Errorf("%s: big admitted at %g, running at %g (%s), want admitted at 2, running at %g",
+				tt.name, *big.Admitted, *big.FirstPodRunning, big.State, tt.running)
 		}
 	}
 }
