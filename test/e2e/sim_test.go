@@ -14,12 +14,15 @@ import (
 
 // checkSimAgrees replays tr through the sim engine (Kueue's scheduler in virtual time) on the
 // spec clusterRun was replayed on by the cluster engine (runSpec(team, gpuQuota)) and compares
-// the runs. Every workload must finish in both; with strict, the engines must also agree within
-// the sim engine's criteria (runtime/compare.DefaultTolerances): median JCT within 2 %, TTA p50
-// and p95 within 10 % (or a minute), preemptions within 10 % (or two), GPU allocation within 2 %.
+// the runs with the sim engine's criteria (runtime/compare.DefaultTolerances). Checked: every
+// workload finishes in both, and TTA p50, preemptions and GPU allocation agree. Reported, not
+// checked: TTA p95 and median JCT, which on a 50-workload trace fall on one or two workloads and
+// move more than their tolerance between two cluster runs of the same trace and code (TTA p95
+// 36170 s and 31600 s at full quota, measured) or with one out-of-FIFO admission on the cluster
+// (median JCT +2.5 % at half quota; README, the sim engine's differences).
 // It reuses the cluster runs of TestRunReplaysTraceToCompletion, so it costs the e2e suite the
-// sim run only (about a second).
-func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int, clusterRun *results.Dir, strict bool) {
+// sim runs only (about a second).
+func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int, clusterRun *results.Dir) {
 	t.Helper()
 	spec, err := rcluster.Parse("spec.yaml", []byte(runSpec(team, gpuQuota)))
 	if err != nil {
@@ -48,12 +51,19 @@ func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQu
 		t.Fatal(err)
 	}
 	t.Log("\n" + b.String())
-	switch {
-	case len(rep.OnlyA) > 0 || len(rep.OnlyB) > 0 || rep.Missing > 0:
+	if len(rep.OnlyA) > 0 || len(rep.OnlyB) > 0 || rep.Missing > 0 {
 		t.Errorf("the engines do not finish the same workloads: %v only on the cluster, %v only in the sim, %d missing", rep.OnlyA, rep.OnlyB, rep.Missing)
-	case strict && !rep.Agree():
-		t.Error("the engines do not agree (see the comparison above)")
-	case !rep.Agree():
-		t.Log("the engines differ beyond the tolerances here (reported, not checked; see above)")
+	}
+	checked := map[string]bool{"TTA p50 (s)": true, "preemptions": true, "GPU allocation": true}
+	for _, m := range rep.Metrics {
+		switch {
+		case checked[m.Name] && !m.Agree:
+			t.Errorf("%s: cluster %g, sim %g: beyond the tolerance", m.Name, m.A, m.B)
+		case !m.Agree:
+			t.Logf("%s: cluster %g, sim %g: beyond the tolerance (reported, not checked)", m.Name, m.A, m.B)
+		}
+	}
+	if len(rep.Metrics) < 5 {
+		t.Errorf("the comparison has %d metrics, want 5", len(rep.Metrics))
 	}
 }
