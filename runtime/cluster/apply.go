@@ -225,21 +225,37 @@ func DefaultNodes(n, gpus int) []client.Object {
 	return out
 }
 
-// WaitNodesSchedulable waits until every KWOK node of the cluster at rc is Ready and free of the
-// node controller's condition taints (node.kubernetes.io/not-ready and the like): a node new to
-// the cluster keeps node.kubernetes.io/not-ready for a moment after it reports Ready, and pods
-// created meanwhile all go to the other nodes, whatever the scheduler's scoring.
-func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, timeout time.Duration) error {
-	scheme, err := Scheme()
+// WaitNodesSchedulable waits until each named node is Ready and free of the node controller's
+// condition taints (node.kubernetes.io/not-ready and the like): a node new to the cluster keeps
+// node.kubernetes.io/not-ready for a moment after it reports Ready, and pods created meanwhile
+// all go to the other nodes, whatever the scheduler's scoring.
+func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, names []string, timeout time.Duration) error {
+	c, err := kueuelabClient(rc)
 	if err != nil {
 		return err
 	}
-	c, err := newClient(rc, scheme)
+	var waiting string
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			var n corev1.Node
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+				if apierrors.IsNotFound(err) {
+					waiting = name + " (not found)"
+					return false, nil
+				}
+				return false, err
+			}
+			if !nodeSchedulable(&n) {
+				waiting = name
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("node %s not Ready and schedulable: %w", waiting, err)
 	}
-	_, err = waitNodesReady(ctx, c, timeout)
-	return err
+	return nil
 }
 
 // waitNodesReady waits until every KWOK node is Ready and has no node.kubernetes.io/ taint, and

@@ -83,19 +83,9 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	if changed := after.Config != before.Config; after.State != cluster.StateReady || (after.PID != before.PID) != changed || after.Restarts != before.Restarts {
 		t.Fatalf("kube-scheduler before Up %+v, after %+v: want a new process exactly when the configuration changed", before, after)
 	}
-	// Both nodes schedulable before the first pod: a node new to the cluster carries the
-	// node.kubernetes.io/not-ready taint for a moment after it is Ready, and pods created
-	// meanwhile would all go to the other one, whatever the scoring.
-	objs, err := spec.Objects(rcluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.ApplyObjects(t.Context(), cl.Config, objs); err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.WaitNodesSchedulable(t.Context(), cl.Config, deadline); err != nil {
-		t.Fatal(err)
-	}
+	// The runner waits for the spec's nodes to be schedulable before the first pod: a node new to
+	// the cluster carries node.kubernetes.io/not-ready for a moment after it is Ready, and pods
+	// created meanwhile would all go to the other one, whatever the scoring.
 	res, d := replaySpec(t, fragmentingTrace(team), "fragmenting", text)
 	if all := res.Summary.Groups[0]; all.Succeeded != 11 {
 		t.Fatalf("%s (%s): %d of 11 workloads succeeded", team, spec.Scoring(), all.Succeeded)
