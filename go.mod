@@ -10,6 +10,7 @@ require (
 	github.com/kubeflow/trainer/v2 v2.1.0
 	github.com/kubeflow/training-operator v1.9.3
 	github.com/prometheus/client_golang v1.23.2
+	github.com/ray-project/kuberay/ray-operator v1.5.1
 	github.com/schollz/progressbar/v3 v3.18.0
 	github.com/spf13/cobra v1.10.1
 	go.yaml.in/yaml/v3 v3.0.4

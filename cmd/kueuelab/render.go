@@ -110,7 +110,7 @@ func runRender(cmd *cobra.Command, f *renderFlags) error {
 	clusterObjs = append(clusterObjs, render.TrainingRuntimes(r.Options())...)
 	var check render.Check
 	if !f.noValidate {
-		v, err := validate.New()
+		v, err := validate.New(render.DefaultRegistry().AddToScheme)
 		if err != nil {
 			return err
 		}

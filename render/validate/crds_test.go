@@ -24,6 +24,16 @@ func TestEmbeddedCRDsMatchModules(t *testing.T) {
 		if err != nil {
 			t.Skipf("module cache not available (offline build?): %v", err)
 		}
+		// A kind's typed API (go.mod) and the CRD it is validated against are one release.
+		if src.Version != "" {
+			gm, err := crdsource.GoModVersion(context.Background(), root, src.Module)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gm != "" && gm != src.Version {
+				t.Errorf("%s: the registry takes CRDs from %s, go.mod requires %s", src.Module, src.Version, gm)
+			}
+		}
 		for _, f := range src.Files {
 			name := path.Join("crds", src.Dir, path.Base(f))
 			want[name] = true
