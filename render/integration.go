@@ -22,8 +22,9 @@ import (
 type Integration struct {
 	// Kind renders workloads as this kind.
 	Kind
-	// GVK is the kind's group, version and kind as rendered.
-	GVK schema.GroupVersionKind
+	// GVK is the kind's group, version and kind as rendered; Resource its plural.
+	GVK      schema.GroupVersionKind
+	Resource string
 	// AddToScheme registers the kind's API group (and the groups its objects embed).
 	AddToScheme func(*runtime.Scheme) error
 	// Kueue lists the Kueue integrations that admit the kind's objects, or the objects the kind

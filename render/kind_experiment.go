@@ -22,6 +22,7 @@ import (
 var experimentIntegration = Integration{
 	Kind:        Experiment{},
 	GVK:         katibv1beta1.SchemeGroupVersion.WithKind("Experiment"),
+	Resource:    "experiments",
 	AddToScheme: katibv1beta1.AddToScheme,
 	// Kueue admits the trials, batch/v1 Jobs; the Experiment itself is not queued.
 	Kueue: []KueueIntegration{batchJobKueue},

@@ -15,6 +15,7 @@ import (
 var jobIntegration = Integration{
 	Kind:        Job{},
 	GVK:         batchv1.SchemeGroupVersion.WithKind("Job"),
+	Resource:    "jobs",
 	AddToScheme: batchv1.AddToScheme,
 	Kueue:       []KueueIntegration{batchJobKueue},
 	Status:      statusOf(jobStatus),

@@ -21,6 +21,7 @@ const jobSetModule, jobSetVersion = "sigs.k8s.io/jobset", "v0.10.1"
 var jobSetIntegration = Integration{
 	Kind:        JobSet{},
 	GVK:         jobsetv1alpha2.GroupVersion.WithKind("JobSet"),
+	Resource:    "jobsets",
 	AddToScheme: jobsetv1alpha2.AddToScheme,
 	Kueue:       []KueueIntegration{{Framework: "jobset.x-k8s.io/jobset", Kind: jobsetv1alpha2.GroupVersion.WithKind("JobSet"), Resource: "jobsets"}},
 	CRDs:        []CRDSource{jobSetCRDs},

@@ -17,6 +17,7 @@ const mpiModule, mpiVersion = "github.com/kubeflow/mpi-operator", "v0.7.0"
 var mpiJobIntegration = Integration{
 	Kind:        MPIJob{},
 	GVK:         mpiv2beta1.SchemeGroupVersion.WithKind(mpiv2beta1.Kind),
+	Resource:    "mpijobs",
 	AddToScheme: mpiv2beta1.AddToScheme,
 	Kueue:       []KueueIntegration{{Framework: "kubeflow.org/mpijob", Kind: mpiv2beta1.SchemeGroupVersion.WithKind(mpiv2beta1.Kind), Resource: "mpijobs"}},
 	CRDs: []CRDSource{{Module: mpiModule, Version: mpiVersion, Dir: "mpi-operator",

@@ -18,6 +18,7 @@ const trainingModule, trainingVersion = "github.com/kubeflow/training-operator",
 var pyTorchJobIntegration = Integration{
 	Kind:        PyTorchJob{},
 	GVK:         kftov1.SchemeGroupVersion.WithKind(kftov1.PyTorchJobKind),
+	Resource:    "pytorchjobs",
 	AddToScheme: kftov1.AddToScheme,
 	Kueue:       []KueueIntegration{{Framework: "kubeflow.org/pytorchjob", Kind: kftov1.SchemeGroupVersion.WithKind(kftov1.PyTorchJobKind), Resource: "pytorchjobs"}},
 	CRDs:        []CRDSource{trainingCRDs("kubeflow.org_pytorchjobs.yaml")},

@@ -31,6 +31,7 @@ const RaySubmitterRole = "submitter"
 var rayJobIntegration = Integration{
 	Kind:        RayJob{},
 	GVK:         rayv1.GroupVersion.WithKind("RayJob"),
+	Resource:    "rayjobs",
 	AddToScheme: rayv1.AddToScheme,
 	// Kueue's RayCluster integration admits a user's RayClusters; the RayCluster a RayJob makes
 	// is admitted as part of the RayJob.

@@ -15,6 +15,7 @@ import (
 var tfJobIntegration = Integration{
 	Kind:        TFJob{},
 	GVK:         kftov1.SchemeGroupVersion.WithKind(kftov1.TFJobKind),
+	Resource:    "tfjobs",
 	AddToScheme: kftov1.AddToScheme,
 	Kueue:       []KueueIntegration{{Framework: "kubeflow.org/tfjob", Kind: kftov1.SchemeGroupVersion.WithKind(kftov1.TFJobKind), Resource: "tfjobs"}},
 	CRDs:        []CRDSource{trainingCRDs("kubeflow.org_tfjobs.yaml")},

@@ -22,6 +22,7 @@ const trainerModule, trainerVersion = "github.com/kubeflow/trainer/v2", "v2.1.0"
 var trainJobIntegration = Integration{
 	Kind:        TrainJob{},
 	GVK:         trainerv1alpha1.GroupVersion.WithKind(trainerv1alpha1.TrainJobKind),
+	Resource:    "trainjobs",
 	AddToScheme: trainerv1alpha1.AddToScheme,
 	Kueue: []KueueIntegration{{Framework: "trainer.kubeflow.org/trainjob",
 		Kind: trainerv1alpha1.GroupVersion.WithKind(trainerv1alpha1.TrainJobKind), Resource: "trainjobs"}},

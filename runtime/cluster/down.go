@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 )
@@ -32,12 +31,9 @@ func Down(ctx context.Context, root, name string, purge bool, out io.Writer) err
 	var errs []error
 	order := slices.Clone(Components())
 	slices.Reverse(order)
+	bins := s.matchers()
 	for _, n := range order {
-		bin := filepath.Join(s.BinDir, n)
-		if s.BinDir == "" {
-			bin = n // half-created state: match on the binary name
-		}
-		stopped, err := s.stop(ctx, n, bin, 15*time.Second)
+		stopped, err := s.stop(ctx, n, bins[n], 15*time.Second)
 		if err != nil {
 			errs = append(errs, err)
 			continue

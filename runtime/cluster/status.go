@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"text/tabwriter"
 )
 
@@ -38,11 +37,7 @@ func Status(ctx context.Context, root, name string) (*State, []ComponentStatus, 
 	if err != nil {
 		return nil, nil, err
 	}
-	bins := map[string]string{}
-	for _, n := range Components() {
-		bins[n] = filepath.Join(s.BinDir, n)
-	}
-	specs, err := s.specs(bins, p)
+	specs, err := s.specs(s.binaries(), p)
 	if err != nil {
 		return nil, nil, err
 	}
