@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -37,7 +38,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kueuelab/kueuelab/model/hw"
-	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent/engine"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -88,6 +88,7 @@ type Agent struct {
 	bad         map[types.UID]struct{}         // pods whose contract was rejected (logged once)
 	reported    map[string]struct{}            // gangs reported blocked in their current episode
 	badNodes    map[string]struct{}            // nodes the engine cannot model (logged once)
+	servicePods []labels.Selector              // Config.ServicePods
 	started     int                            // pods running in the engine
 	blocked     []engine.GangStatus
 	lastTick    time.Time
@@ -125,6 +126,13 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 		checkpoints: map[string]float64{}, bad: map[types.UID]struct{}{}, reported: map[string]struct{}{}, badNodes: map[string]struct{}{},
 		lost: map[string]float64{},
 	}
+	for _, sel := range cfg.ServicePods {
+		ls, err := labels.Parse(sel)
+		if err != nil {
+			return nil, fmt.Errorf("agent config: service pods %q: %w", sel, err)
+		}
+		a.servicePods = append(a.servicePods, ls)
+	}
 	a.w = newWriter(client, cfg.WriteQPS, cfg.WriteBurst, a.log, a.m)
 	stripManaged := informers.WithTransform(func(o any) (any, error) {
 		if m, ok := o.(metav1.Object); ok {
@@ -132,8 +140,11 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 		}
 		return o, nil
 	})
-	podF := informers.NewSharedInformerFactoryWithOptions(client, 0, stripManaged,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.PodSelector }))
+	podOpts := []informers.SharedInformerOption{stripManaged, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.PodSelector })}
+	if cfg.Namespace != "" {
+		podOpts = append(podOpts, informers.WithNamespace(cfg.Namespace))
+	}
+	podF := informers.NewSharedInformerFactoryWithOptions(client, 0, podOpts...)
 	nodeF := informers.NewSharedInformerFactoryWithOptions(client, 0, stripManaged,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.NodeSelector }))
 	a.podInf, a.pods = podF.Core().V1().Pods().Informer(), podF.Core().V1().Pods().Lister()
@@ -414,7 +425,7 @@ func (a *Agent) track(p *corev1.Pod) *podState {
 		a.log.Error("pod ignored", "pod", key, "err", err)
 		return nil
 	}
-	c, err := contract.Parse(p.Annotations)
+	c, err := contractOf(p)
 	if err != nil {
 		return reject(fmt.Errorf("pod %s: %w", key, err))
 	}
@@ -433,7 +444,7 @@ func (a *Agent) track(p *corev1.Pod) *podState {
 	st := &podState{
 		uid: p.UID, id: id, ns: p.Namespace, name: p.Name, gang: spec.GangID, workload: c.WorkloadID, duration: spec.DurationSec,
 		ckptKey: p.Namespace + "/" + c.WorkloadID + "/" + c.Role, ckpt: spec.CheckpointIntervalSec > 0,
-		failAtEnd: failAtEnd, written: -1,
+		failAtEnd: failAtEnd, written: -1, service: a.servesUntilDeleted(p),
 	}
 	switch remaining, ok := a.checkpoints[st.ckptKey]; {
 	case hasProg:
@@ -590,6 +601,11 @@ func (a *Agent) finish(f engine.Finished, now time.Time) {
 	if failed {
 		verdict, result = "fail", "failed"
 	}
+	// A service pod's work is done, but it serves on until its owner deletes it.
+	service := st.service && !failed
+	if service {
+		result = "served"
+	}
 	snap := a.eng.Snapshot(st.id)
 	prog, _ := json.Marshal(Progress{Snapshot: snap, RunSec: runSec, Fraction: 1 - snap.RemainingSec/st.duration})
 	ann := map[string]string{
@@ -601,7 +617,10 @@ func (a *Agent) finish(f engine.Finished, now time.Time) {
 	}
 	p := patch{ns: st.ns, name: st.name, typ: types.MergePatchType, complete: true, result: result}
 	var err error
-	if a.cfg.CompleteVia == CompleteViaStatus {
+	if service {
+		delete(ann, CompleteAnnotation)
+	}
+	if a.cfg.CompleteVia == CompleteViaStatus && !service {
 		p.status, p.typ = true, types.StrategicMergePatchType
 		p.body, err = a.statusPatch(f.Key, ann, failed, now)
 	} else {

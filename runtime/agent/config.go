@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
+
+	"github.com/kueuelab/kueuelab/render"
 )
 
 // Keys the agent reads (besides the render contract) and writes on pods and nodes.
@@ -46,8 +48,16 @@ type Config struct {
 	Speedup float64
 	// TickInterval is the wall time between ticks (default 200ms).
 	TickInterval time.Duration
-	// PodSelector is a label selector for the pods to simulate (default "kueuelab.io/workload-id").
+	// PodSelector is a label selector for the pods to simulate; "" is every pod on a simulated
+	// node: rendered ones by their contract, others (a user's own manifests) by the contract's
+	// defaults for unrendered pods (render/contract.Unrendered).
 	PodSelector string
+	// Namespace, when set, limits the pods simulated to one namespace.
+	Namespace string
+	// ServicePods are label selectors of pods that serve until their owner deletes them (a Ray
+	// cluster's head and workers): when their work is done the agent writes their energy and run
+	// time but does not end them. Default: those of every kind in render's registry.
+	ServicePods []string
 	// NodeSelector is a label selector for the simulated nodes (default "type=kwok").
 	NodeSelector string
 	// CheckpointInterval is the wall time between progress writes (default 10s); a restarted agent
@@ -98,15 +108,20 @@ func (c *Config) setDefaults() error {
 	if c.TickInterval < 0 {
 		errs = append(errs, fmt.Errorf("tick interval: must be > 0, got %s", c.TickInterval))
 	}
-	if c.PodSelector == "" {
-		c.PodSelector = "kueuelab.io/workload-id"
-	}
 	if c.NodeSelector == "" {
 		c.NodeSelector = "type=kwok"
+	}
+	if c.ServicePods == nil {
+		c.ServicePods = render.DefaultRegistry().ServicePods()
 	}
 	for _, s := range []struct{ name, sel string }{{"pod selector", c.PodSelector}, {"node selector", c.NodeSelector}} {
 		if _, err := labels.Parse(s.sel); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", s.name, s.sel, err))
+		}
+	}
+	for _, sel := range c.ServicePods {
+		if _, err := labels.Parse(sel); err != nil || sel == "" {
+			errs = append(errs, fmt.Errorf("service pod selector %q: %v", sel, err))
 		}
 	}
 	if c.CheckpointInterval == 0 {
