@@ -80,11 +80,13 @@ func rayJobPodSets(j *rayv1.RayJob) []PodSet {
 // did, and a KWOK head has no API: the local cluster runs a stand-in for it (runtime/rayjobapi)
 // and sends the operator's plain-HTTP requests, which only go to Ray dashboards, through it.
 var kubeRayOperator = &Operator{
-	Name: "kuberay-operator", Module: kubeRayModule, Version: kubeRayVersion, Package: kubeRayModule,
-	File:    "kuberay-operator-" + kubeRayVersion,
-	Install: "install the KubeRay operator " + kubeRayVersion + ": helm install kuberay-operator kuberay/kuberay-operator --version " + kubeRayVersion[1:],
-	Ports:   []string{"health", "metrics"},
-	StandIn: "ray-job-api",
+	Name: "kuberay-operator", Module: kubeRayModule, Version: kubeRayVersion, Package: ".",
+	// `go install` needs the module's version list, which the proxy refuses (403).
+	SourceCopy: true,
+	File:       "kuberay-operator-" + kubeRayVersion,
+	Install:    "install the KubeRay operator " + kubeRayVersion + ": helm install kuberay-operator kuberay/kuberay-operator --version " + kubeRayVersion[1:],
+	Ports:      []string{"health", "metrics"},
+	StandIn:    "ray-job-api",
 	Run: func(e OperatorEnv) OperatorProcess {
 		q := itoa(e.QPS)
 		return OperatorProcess{
