@@ -38,10 +38,10 @@ background processes that outlive this command, each awaited on its readiness en
 ~/.local/state/kueuelab/<name>). Without --cluster the cluster gets 4 KWOK nodes with 8
 nvidia.com/gpu each.
 
-Every node of the local cluster is a KWOK node, so every pod tolerates KWOK's taint (the API
-server's PodTolerationRestriction default) and the ResourceFlavors tolerate it too: a manifest of
-your own, with a kueue.x-k8s.io/queue-name label, is admitted and runs as it would on a real
-cluster, driven by the agent of a running replay (see kueuelab agent --help for its defaults).`,
+Every node of the local cluster is a KWOK node, so its nodes carry no KWOK taint (there are no
+real pods to keep off them): a manifest of your own, with a kueue.x-k8s.io/queue-name label, is
+admitted and runs as it would on a real cluster, driven by the agent of a running replay (see
+kueuelab agent --help for its defaults).`,
 		Example: "  kueuelab cluster up\n  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -130,8 +130,7 @@ func (s *Spec) resourceFlavor(f *flavor) *kueue.ResourceFlavor {
 		Spec:       kueue.ResourceFlavorSpec{NodeLabels: f.Family.NodeLabels()},
 	}
 	// Tolerations (not nodeTaints): Kueue injects them into admitted pods, so workloads need
-	// not know which pools are tainted, and takes them into account when topology-aware
-	// scheduling fits pods to nodes.
+	// not know which pools are tainted.
 	rf.Spec.Tolerations = f.tolerations()
 	if s.Topology != nil {
 		name := kueue.TopologyReference(s.Topology.Name)
@@ -140,16 +139,8 @@ func (s *Spec) resourceFlavor(f *flavor) *kueue.ResourceFlavor {
 	return rf
 }
 
-// tolerations tolerate every taint of the flavor's pools, KWOK's first: every pool is KWOK nodes,
-// so a workload admitted on the flavor runs on them whoever wrote it (a user's own manifest has
-// no KWOK toleration, and topology-aware admission checks the taints).
+// tolerations tolerate every taint of the flavor's pools.
 func (f *flavor) tolerations() []corev1.Toleration {
-	kwok := corev1.Toleration{Key: kwokTaintKey, Operator: corev1.TolerationOpEqual, Value: kwokValue, Effect: corev1.TaintEffectNoSchedule}
-	return append([]corev1.Toleration{kwok}, f.poolTolerations()...)
-}
-
-// poolTolerations tolerate the taints the spec gives the flavor's pools.
-func (f *flavor) poolTolerations() []corev1.Toleration {
 	var out []corev1.Toleration
 	seen := map[corev1.Toleration]bool{}
 	for _, np := range f.Pools {

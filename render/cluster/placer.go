@@ -119,7 +119,7 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 		pl.GPUResource = fixed.Family.Resource
 		// Kueue injects the flavor's tolerations on admission too; carrying them from the start
 		// keeps pinned pods schedulable whatever checks run before admission.
-		pl.Tolerations = fixed.poolTolerations()
+		pl.Tolerations = fixed.tolerations()
 		return pl, p.fits(w, p.poolsOf(fixed), fixed.Family.Resource, gang)
 	}
 	// Unpinned pods keep the trace's nvidia.com/gpu, so only NVIDIA flavors can admit them.

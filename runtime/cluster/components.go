@@ -43,25 +43,6 @@ func Components() []string {
 	return out
 }
 
-// admissionConfig makes every pod tolerate KWOK's taint (PodTolerationRestriction's cluster-wide
-// default). On the local cluster every node is a KWOK node, so the taint keeps nothing off them
-// that should stay off, and a user's own manifests run unmodified, including pods created before
-// Kueue admits their job and so never given the flavor's tolerations (mpi-operator v0.7.0
-// creates an MPIJob's launcher Job while the MPIJob is suspended). A namespace's own
-// scheduler.alpha.kubernetes.io/defaultTolerations annotation overrides it.
-var admissionConfig = map[string]any{
-	"apiVersion": "apiserver.config.k8s.io/v1",
-	"kind":       "AdmissionConfiguration",
-	"plugins": []any{map[string]any{
-		"name": "PodTolerationRestriction",
-		"configuration": map[string]any{
-			"apiVersion": "podtolerationrestriction.admission.k8s.io/v1alpha1",
-			"kind":       "Configuration",
-			"default":    []any{map[string]any{"key": kwokTaintKey, "operator": "Equal", "value": "fake", "effect": "NoSchedule"}},
-		},
-	}},
-}
-
 // clientQPS is the request rate given to every controller: with client defaults each stage is
 // capped by a component's rate limit rather than by CPU (measured in the local-control-plane notes).
 const clientQPS = 500
@@ -154,11 +135,9 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 				"--service-account-key-file=" + pkiDir + "/sa.pub", "--service-account-signing-key-file=" + pkiDir + "/sa.key",
 				"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 				"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC", "--allow-privileged=true",
-				"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500",
-				"--enable-admission-plugins=PodTolerationRestriction", "--admission-control-config-file=" + s.path("config", "admission.yaml")}},
+				"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500"}},
 			ports:  []int{pt.APIServer},
 			health: httpOK(admin, loopURL("https", pt.APIServer, "/readyz")),
-			files:  map[string]any{"admission.yaml": admissionConfig},
 		},
 		ControllerManager: {
 			process: process{name: ControllerManager, bin: bins[ControllerManager], argv: []string{bins[ControllerManager],

@@ -116,8 +116,12 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	// KWOK: the Stage CRD and stages exist before the controller reads them.
+	// KWOK: the Stage CRD and stages exist before the controller reads them; the marker saying
+	// every node here is a KWOK node exists before any node is applied.
 	if err := u.step("KWOK stages", func() error {
+		if err := ApplyObjects(ctx, cfg, []client.Object{localMarker()}); err != nil {
+			return err
+		}
 		if err := applyCRDs(ctx, c, m.stageCRD); err != nil {
 			return err
 		}
