@@ -318,6 +318,11 @@ func (a *Agent) syncNode(name string, dirtyPods map[string]struct{}) {
 		return // deleted: the engine keeps the node; its pods leave through their own events
 	}
 	st := a.nodeState[name]
+	if st == nil && len(n.Status.Allocatable) == 0 && len(n.Status.Capacity) == 0 {
+		// A KWOK node gets its capacity in a status write after its creation: the engine takes it
+		// once it has one, or it would model a node without CPUs or GPUs.
+		return
+	}
 	if st == nil {
 		spec, err := nodeSpec(n, a.cat)
 		if err == nil {

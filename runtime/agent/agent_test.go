@@ -746,3 +746,29 @@ func TestServicePodServesUntilDeleted(t *testing.T) {
 		t.Errorf("lost energy %v for a service pod deleted after its work", lost)
 	}
 }
+
+// TestNodeCapacityArrivesAfterCreation: a node created without status (KWOK nodes get their
+// capacity in a later status write, as runtime/cluster applies them) is modelled once the
+// capacity is there, so a pod on it runs rather than being refused for lack of GPUs.
+func TestNodeCapacityArrivesAfterCreation(t *testing.T) {
+	client := fake.NewClientset()
+	n := makeNode("n1", 8, nil)
+	status := n.Status
+	n.Status = corev1.NodeStatus{}
+	create(t, client, n)
+	h := start(t, client, Config{CompleteVia: CompleteViaStatus})
+	create(t, client, makePod("p1", "n1", podContract("wl-late", 0), nil))
+	h.advance(2 * tick.Seconds() * speedup)
+	if s := h.a.Stats(); s.Nodes != 0 || s.Started != 0 {
+		t.Fatalf("stats %+v before the node has capacity, want no node and no pod started", s)
+	}
+	n.Status = status
+	if _, err := client.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.started(1)
+	h.advance(duration)
+	if p := h.completed("p1"); p.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("phase %s, want Succeeded", p.Status.Phase)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,10 +60,11 @@ func kindsTrace(t *testing.T, n int) *trace.Trace {
 		if i > 100000 {
 			t.Fatalf("the generator gave only %v in 100000 workloads", got)
 		}
-		w, _ := g.Next()
-		if got[w.WorkloadType] == n || w.TotalGPUs() > 4 {
+		next, _ := g.Next()
+		if got[next.WorkloadType] == n || next.TotalGPUs() > 4 {
 			continue
 		}
+		w := cloneWorkload(next)
 		got[w.WorkloadType]++
 		w.DurationSec = 60 + float64(len(tr.Workloads)*37%241)
 		w.SubmitTimeOffsetSec = 20 * float64(len(tr.Workloads))
@@ -188,4 +190,15 @@ func kindStatus(t *testing.T, o client.Object) render.Status {
 	}
 	t.Fatalf("no integration for %v", gvk)
 	return render.Status{}
+}
+
+// cloneWorkload copies a generated workload: the generator reuses its record for the next one.
+func cloneWorkload(w *trace.Workload) *trace.Workload {
+	c := *w
+	c.Pods = make([]trace.PodGroup, len(w.Pods))
+	for i, g := range w.Pods {
+		g.Requests = maps.Clone(g.Requests)
+		c.Pods[i] = g
+	}
+	return &c
 }

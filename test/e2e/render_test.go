@@ -36,7 +36,9 @@ func TestRenderDryRun(t *testing.T) {
 	jobs := map[string][]*trace.Job{}
 	families := map[trace.Family]int{}
 	for range 300 {
-		w, js := g.Next()
+		next, js := g.Next()
+		// The generator reuses its records for the next workload.
+		w, js := cloneWorkload(next), slices.Clone(js)
 		ws = append(ws, w)
 		for i := range js {
 			jobs[w.WorkloadID] = append(jobs[w.WorkloadID], &js[i])
