@@ -105,6 +105,7 @@ func (Experiment) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Op
 	if ti < 0 {
 		return nil, fmt.Errorf("an Experiment needs trials")
 	}
+	b.dropRole(trace.RoleController)
 	r := &b.roles[ti]
 	tmpl, err := b.podTemplate(r, trialContainer, corev1.RestartPolicyNever)
 	if err != nil {

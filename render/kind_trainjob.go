@@ -142,6 +142,7 @@ func (TrainJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Opti
 	if wk < 0 {
 		return nil, fmt.Errorf("a TrainJob needs workers")
 	}
+	b.dropRole(trace.RoleLauncher)
 	r := &b.roles[wk]
 	// The pod template lives in the runtime; this TrainJob's pods get their part of it through
 	// an override: the contract, placement and tolerations.

@@ -151,6 +151,23 @@ func checkPodSets(t *testing.T, reg *Registry, w *trace.Workload, kind string, p
 	if len(got) != len(want) {
 		return fmt.Errorf("pod sets for roles %v, want %v", keys(got), keys(want))
 	}
+	// A gang is exactly the pods that carry its size: the agent waits for that many.
+	gang, size := 0, 0
+	for _, o := range objs {
+		for _, s := range podSets(t, reg, kind, o) {
+			c, _ := contract.Parse(s.meta)
+			if c.GangSize > 0 {
+				gang += s.count
+				if size != 0 && size != c.GangSize {
+					return fmt.Errorf("gang sizes %d and %d in one workload", size, c.GangSize)
+				}
+				size = c.GangSize
+			}
+		}
+	}
+	if gang != size {
+		return fmt.Errorf("%d pods carry gang size %d", gang, size)
+	}
 	for role, ws := range want {
 		gs, ok := got[role]
 		if !ok {
