@@ -10,7 +10,7 @@ STATICCHECK    := $(TOOLBIN)/staticcheck-$(STATICCHECK_VERSION)
 BIN            := bin/kueuelab
 export GOTOOLCHAIN := local
 
-.PHONY: all build test unit e2e tools lint fmt bench clean
+.PHONY: all build test unit e2e tools lint fmt bench bench-replay clean
 
 all: build
 
@@ -46,7 +46,12 @@ fmt:
 ## bench: the performance benchmarks; each reports its own baseline in the same run.
 bench:
 	GOMAXPROCS=1 $(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x ./model/gen/
-	$(GO) test -run='^$$' -bench=. -benchmem ./model/trace/ ./render/... ./model/hw/ ./runtime/agent/engine/
+	$(GO) test -run='^$$' -bench=. -benchmem ./model/trace/ ./render/... ./model/hw/ ./runtime/agent/engine/ ./runtime/runner/
+
+## bench-replay: replays on the local control plane, event-driven clock vs the held clock it
+## replaced (hack/bench-replay.sh; ~1.5 h, run it on an idle machine).
+bench-replay: build tools
+	hack/bench-replay.sh results/bench-replay
 
 clean:
 	rm -rf bin

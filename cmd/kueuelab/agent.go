@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"time"
+
+	"github.com/kueuelab/kueuelab/render/contract"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -11,11 +14,13 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/hw"
 	"github.com/kueuelab/kueuelab/runtime/agent"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 func newAgentCmd() *cobra.Command {
 	var (
 		kubeconfig, catalog string
+		speedup             float64
 		cfg                 agent.Config
 	)
 	c := &cobra.Command{
@@ -51,22 +56,28 @@ trace seconds pass per wall second. Without --kubeconfig it uses $KUBECONFIG or 
 			if err != nil {
 				return fmt.Errorf("agent: %w", err)
 			}
+			if !(speedup > 0) || math.IsInf(speedup, 0) {
+				return fmt.Errorf("--speedup %g: want a positive number", speedup)
+			}
+			// On its own the agent cannot share a runner's event-driven clock: its trace time is
+			// wall time × speedup from its start.
+			cfg.Trace = simclock.New(simclock.Options{Disabled: true, MaxRate: speedup})
 			a, err := agent.New(cfg, client, cat)
 			if err != nil {
 				return err
 			}
+			cfg.Trace.Start(cmd.Context())
 			fmt.Fprintf(cmd.ErrOrStderr(), "kueuelab agent: speedup %g, pods %q, nodes %q, complete via %s\n",
-				cfg.Speedup, cfg.PodSelector, cfg.NodeSelector, cfg.CompleteVia)
+				speedup, cfg.PodSelector, cfg.NodeSelector, cfg.CompleteVia)
 			return a.Run(cmd.Context())
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default $KUBECONFIG, then in-cluster)")
 	f.StringVar(&catalog, "catalog", "", "hardware catalog YAML replacing the embedded one")
-	f.Float64Var(&cfg.Speedup, "speedup", 1, "trace seconds per wall second")
-	f.DurationVar(&cfg.TickInterval, "tick", 200*time.Millisecond, "wall time between simulation ticks")
+	f.Float64Var(&speedup, "speedup", 1, "trace seconds per wall second")
 	f.StringVar(&cfg.PodSelector, "pod-selector", "", `label selector of the pods to simulate ("": every pod on a simulated node; pods kueuelab did not render run kueuelab.io/duration-sec trace seconds, default 600)`)
-	f.StringVar(&cfg.Namespace, "namespace", "", "simulate only the pods of this namespace (default: all)")
+	f.StringSliceVar(&cfg.Namespaces, "namespace", nil, "simulate only the pods of these namespaces (repeat or comma-separate; default: all)")
 	f.StringVar(&cfg.NodeSelector, "node-selector", "type=kwok", "label selector of the simulated nodes")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9090)")
 	f.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 10*time.Second, "wall time between progress writes (the most a restart loses)")
@@ -74,7 +85,7 @@ trace seconds pass per wall second. Without --kubeconfig it uses $KUBECONFIG or 
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the failure draws")
 	f.Float64Var(&cfg.GangBlockedAfter, "gang-blocked-after", 600, "trace seconds a partial gang waits before it is reported (event GangBlocked)")
 	f.StringVar(&cfg.CompleteVia, "complete-via", agent.CompleteViaStatus, "how pods are completed: status (pods/status write) or stage (KWOK stage)")
-	f.StringVar(&cfg.PowerCapKey, "power-cap-key", agent.PowerCapKey, "node label/annotation holding the GPU power cap")
+	f.StringVar(&cfg.PowerCapKey, "power-cap-key", contract.PowerCap, "node label/annotation holding the GPU power cap")
 	f.Float64Var(&cfg.WriteQPS, "write-qps", 50, "pod writes per second (token bucket)")
 	f.IntVar(&cfg.WriteBurst, "write-burst", 100, "pod write burst")
 	return c

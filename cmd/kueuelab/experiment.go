@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,10 +42,19 @@ func newExperimentCheckCmd() *cobra.Command {
 					return err
 				}
 				var kc []string
-				for k := range v.KueueConfig.Fields(e.Speedup) {
+				scale, err := v.KueueConfig.Scale(e.Speedup)
+				if err != nil {
+					return fmt.Errorf("variant %s: %w", v.Name, err)
+				}
+				for k := range v.KueueConfig.Fields(scale) {
 					kc = append(kc, k)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "variant %s: %d operations, kueue config [%s]: ok\n", v.Name, len(v.Patch), strings.Join(kc, ", "))
+				sort.Strings(kc)
+				timers := ""
+				if len(kc) > 0 {
+					timers = fmt.Sprintf(", Kueue's wall-time settings ÷ %g", scale)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "variant %s: %d operations, kueue config [%s]%s: ok\n", v.Name, len(v.Patch), strings.Join(kc, ", "), timers)
 			}
 			return nil
 		},
@@ -90,8 +100,8 @@ counts as finished (its unfinished workloads are reported). Compare the variants
 				}
 				switch agentMode {
 				case "in-process":
-					o.NewAgent = experiment.InProcessAgent
 				case "cluster":
+					o.AgentInCluster = true
 				default:
 					return fmt.Errorf("--agent %q: want cluster or in-process", agentMode)
 				}
@@ -115,7 +125,7 @@ counts as finished (its unfinished workloads are reported). Compare the variants
 	f.StringVar(&out, "out", "", "output directory (default results/<experiment file name>)")
 	f.IntVar(&repeats, "repeats", 0, "runs per variant (default: the file's repeats)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "run on this cluster instead of a fresh local cluster per run")
-	f.StringVar(&agentMode, "agent", "cluster", "with --kubeconfig: 'cluster' (the chart's agent Deployment) or 'in-process'")
+	f.StringVar(&agentMode, "agent", "in-process", "with --kubeconfig: 'in-process' (this process drives the pods; exact trace clock) or 'cluster' (the chart's agent Deployment; wall-time clock)")
 	f.StringVar(&binDir, "bin-dir", "", "control-plane binaries (env "+tools.BinDirEnv+"; default: the tools cache)")
 	f.StringVar(&name, "name", "experiment", "name of the local cluster the runs use (replaced at each run)")
 	f.IntVar(&portBase, "port-base", 0, fmt.Sprintf("first of the local cluster's 17 loopback ports (default %d)", cluster.DefaultPortBase))

@@ -5,20 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
@@ -27,13 +26,39 @@ import (
 
 type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
-	speedup, qps                                        float64
-	timeout                                             time.Duration
-	keep, compensate                                    bool
+	speedup                                             speedupFlag
+	qps                                                 float64
+	timeout, stall                                      time.Duration
+	keep, keepCluster                                   bool
 	genJobs                                             int
 	genSpan                                             time.Duration
 	seed                                                uint64
 }
+
+// speedupFlag is --speedup: "max" (0) or a positive number of trace seconds per wall second.
+type speedupFlag float64
+
+func (f *speedupFlag) String() string {
+	if *f == 0 {
+		return "max"
+	}
+	return strconv.FormatFloat(float64(*f), 'g', -1, 64)
+}
+
+func (f *speedupFlag) Set(s string) error {
+	if s == "max" {
+		*f = 0
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0) || math.IsInf(v, 0) {
+		return fmt.Errorf("want \"max\" or a positive number, got %q", s)
+	}
+	*f = speedupFlag(v)
+	return nil
+}
+
+func (f *speedupFlag) Type() string { return "max|number" }
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
@@ -54,19 +79,31 @@ workloads. It creates each Experiment's trial Jobs from its trial template (queu
 labels included, named <experiment>-trial-<n>), at most parallelTrialCount at a time up to
 maxTrialCount, and does not create the Experiment object itself.
 
-Trace time: --speedup S runs trace time S times faster than wall time, except while the control
-plane owes a step the runner has seen begin (a created job without a Kueue attempt, reserved quota
-whose pods are not all Running, finished pods whose Workload is not Finished, Kueue's next cycle
-after quota is released). Then trace time runs at real time, so control-plane latency costs what it
-costs on a real cluster rather than S times as much, and results do not depend on S. The run prints
-how long the clock was held. --compensate-lag=false turns this off. With --kubeconfig the agent runs
-in the cluster, cannot share the clock, and trace time is always wall time × S.
+Trace time is event-driven: whenever the control plane owes no step, it jumps straight to the
+next event (the next submission, the next pod completion the agent's physics predicts, the next
+time-series row, the next Kueue timer); while the control plane owes a step the runner has seen
+begin (a created job without its Workload, Kueue not yet caught up with its queues, reserved quota
+whose pods are not all running, finished pods whose Workload is not Finished, ...) it stands still.
+So a workload alone on an idle cluster takes exactly its work's time, and results do not depend on
+how fast the machine is. --speedup max (the default) replays as fast as the control plane settles;
+--speedup S caps trace time at S seconds per wall second between events. The run prints how long
+the clock stood still and whether any step escaped the holds (summary.json: lateSteps).
+With --kubeconfig the agent runs in the cluster, cannot share the clock, and trace time is wall
+time × S (a number is then required).
+
+The local cluster: without --kubeconfig, run starts kueuelab's local cluster if it is not running
+and stops it at the end (--keep-cluster leaves it running); a cluster that was already running is
+left running. Queues, flavors and nodes of another cluster spec on it are replaced.
+
+A run exits non-zero when a workload was rejected by the API server (the first rejection is
+named), when it stopped before every workload finished (--timeout, Ctrl-C, or a stall: nothing
+changed for --stall-timeout), or when results could not be written.
 
 --gen-jobs N generates an N-workload trace with the default profile (saved as trace.jsonl in --out)
 instead of reading --trace; --gen-span spreads its submissions over that much trace time.`,
-		Example: `  kueuelab run --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml --speedup 1000
+		Example: `  kueuelab run --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml
   kueuelab run --trace trace.jsonl --cluster examples/clusters/teams.yaml --out results/base
-  kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --keep`,
+  kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --speedup 100 --keep`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, &f) },
 	}
@@ -75,11 +112,12 @@ instead of reading --trace; --gen-span spreads its submissions over that much tr
 	fl.StringVar(&f.specPath, "cluster", "", "cluster spec (required)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this cluster instead of the local one")
 	fl.StringVar(&f.name, "name", cluster.DefaultName, "local cluster name (without --kubeconfig)")
-	fl.Float64Var(&f.speedup, "speedup", 100, "trace seconds per wall second")
+	fl.Var(&f.speedup, "speedup", `cap on trace seconds per wall second between events, or "max" (default max)`)
 	fl.StringVar(&f.out, "out", "", "results directory (default results/<time>)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this wall time (0: no limit)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the submitted objects on the cluster")
-	fl.BoolVar(&f.compensate, "compensate-lag", true, "run trace time at real time while the control plane owes a step (local cluster only), so results do not depend on --speedup")
+	fl.BoolVar(&f.keepCluster, "keep-cluster", false, "leave a local cluster this run started running at the end")
+	fl.DurationVar(&f.stall, "stall-timeout", 5*time.Minute, "end the run when nothing changed for this wall time while work is pending")
 	fl.StringVar(&f.mapping, "mapping", "", "mapping file choosing the kind per family")
 	fl.Float64Var(&f.qps, "qps", 50, "create calls per second the runner may make")
 	fl.IntVar(&f.genJobs, "gen-jobs", 0, "generate a trace of this many workloads instead of --trace")
@@ -128,42 +166,48 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 
-	var rc *rest.Config
-	local := f.kubeconfig == ""
-	if local {
-		if rc, err = localCluster(ctx, f.name, spec, out); err != nil {
-			return err
-		}
-	} else if rc, err = cluster.RESTConfig(f.kubeconfig); err != nil {
-		return err
-	}
-
-	cfg := runner.Config{
-		REST: rc, Trace: tr, TraceName: f.tracePath, Spec: spec, Mapping: mapping, Speedup: f.speedup,
-		Timeout: f.timeout, OutDir: f.out, Keep: f.keep, QPS: f.qps, Seed: int64(f.seed), Out: out,
-	}
-	if local {
-		cs, err := kubernetes.NewForConfig(rc)
+	var cfg runner.Config
+	if f.kubeconfig == "" {
+		cl, err := localCluster(ctx, f.name, spec, out)
 		if err != nil {
 			return err
 		}
-		cfg.Clock = simclock.New(f.speedup, simclock.Options{Disabled: !f.compensate})
-		a, err := agent.InProcess(cs, cfg.Clock, f.seed)
+		if len(cl.Started) > 0 && !f.keepCluster {
+			defer func() {
+				fmt.Fprintf(out, "stopping the local cluster %s this run started (--keep-cluster leaves it running)\n", f.name)
+				if err := cluster.Down(context.Background(), "", f.name, true, io.Discard); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "cluster down: %v\n", err)
+				}
+			}()
+		} else {
+			fmt.Fprintf(out, "the local cluster %s stays running: stop it with `kueuelab cluster down --name %s`\n", f.name, f.name)
+		}
+		if cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: cl.Config, Local: cl.State, Prune: true,
+			Spec: spec, MaxRate: float64(f.speedup), Seed: f.seed}); err != nil {
+			return err
+		}
+	} else {
+		if f.speedup == 0 {
+			return errors.New("--kubeconfig: the agent runs in that cluster on wall time, so --speedup needs a number (e.g. 100)")
+		}
+		rc, err := cluster.RESTConfig(f.kubeconfig)
 		if err != nil {
 			return err
 		}
-		cfg.Agent = a
+		cfg = runner.Config{REST: rc, Spec: spec, Seed: int64(f.seed),
+			Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(f.speedup)})}
 	}
+	cfg.Trace, cfg.TraceName, cfg.Mapping = tr, f.tracePath, mapping
+	cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Keep, cfg.QPS, cfg.Out = f.timeout, f.stall, f.out, f.keep, f.qps, out
 	if fd, ok := cmd.ErrOrStderr().(interface{ Fd() uintptr }); ok {
 		cfg.Progress, cfg.TTY = cmd.ErrOrStderr(), term.IsTerminal(int(fd.Fd()))
 	} else {
 		cfg.Progress = cmd.ErrOrStderr()
 	}
-	fmt.Fprintf(out, "replaying %d workloads at speedup %g\n", len(tr.Workloads), f.speedup)
+	fmt.Fprintf(out, "replaying %d workloads, speedup %s\n", len(tr.Workloads), f.speedup.String())
 	res, err := runner.Run(ctx, cfg)
 	if res != nil {
-		fmt.Fprintf(out, "submitted %d workloads in %.1fs wall (worst lag %.3fs); setup %.1fs\n",
-			res.Submitted, res.SubmitWallSec, res.MaxLagSec, res.SetupSec)
+		fmt.Fprintf(out, "submitted %d workloads over %.1fs wall; setup %.1fs\n", res.Submitted, res.SubmitWallSec, res.SetupSec)
 	}
 	return err
 }
@@ -192,7 +236,7 @@ func generate(ctx context.Context, path string, n int, seed uint64, span time.Du
 
 // localCluster builds the tools if missing and brings the local cluster up with the spec's
 // objects instead of the default nodes.
-func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.Writer) (*rest.Config, error) {
+func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.Writer) (*cluster.Cluster, error) {
 	set := tools.Pinned()
 	bin, err := tools.BinDir("", set)
 	if err != nil {
@@ -212,9 +256,5 @@ func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.
 	if err != nil {
 		return nil, err
 	}
-	cl, err := cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Out: out})
-	if err != nil {
-		return nil, err
-	}
-	return cl.Config, nil
+	return cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Out: out})
 }

@@ -3,6 +3,8 @@ package cluster
 import (
 	"sort"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -18,18 +20,6 @@ type family struct {
 	// Resource is the device plugin's extended resource; empty for CPU.
 	Resource corev1.ResourceName
 }
-
-// Label keys kueuelab puts on every node it renders.
-const (
-	// LabelGPUFamily holds the catalog family name of a node ("H100-SXM", "CPU").
-	LabelGPUFamily = "kueuelab.io/gpu-family"
-	// LabelPool holds the node pool a node belongs to.
-	LabelPool = "kueuelab.io/pool"
-	// AnnotationCPUModel holds the pool's cpuModel for the power model.
-	AnnotationCPUModel = "kueuelab.io/cpu-model"
-	// LabelTeam marks the Namespaces rendered for teams.
-	LabelTeam = "kueuelab.io/team"
-)
 
 // CPUFamily is the catalog name of GPU-less node pools.
 const CPUFamily = "CPU"
@@ -75,7 +65,7 @@ func (f family) NodeLabels() map[string]string {
 	if f.GPU() {
 		return map[string]string{f.ProductLabel: f.ProductValue}
 	}
-	return map[string]string{LabelGPUFamily: f.Name}
+	return map[string]string{contract.GPUFamily: f.Name}
 }
 
 // familyNames lists the catalog in sorted order for error messages.

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +55,7 @@ func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 	for _, t := range s.Teams {
 		objs = append(objs, &corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: t.Name, Labels: map[string]string{LabelTeam: t.Name}},
+			ObjectMeta: metav1.ObjectMeta{Name: t.Name, Labels: map[string]string{contract.Team: t.Name}},
 		})
 	}
 	var kobjs []client.Object
@@ -274,7 +276,7 @@ func (s *Spec) nodes(np *NodePool) []client.Object {
 	}
 	annotations := map[string]string{kwokAnnotation: kwokValue}
 	if np.CPUModel != "" {
-		annotations[AnnotationCPUModel] = np.CPUModel
+		annotations[contract.CPUModel] = np.CPUModel
 	}
 	width := nodeIndexWidth(np.Count)
 	perRack, perBlock := s.rackSizes(np)
@@ -290,8 +292,8 @@ func (s *Spec) nodes(np *NodePool) []client.Object {
 			hostnameLabel:          name,
 			corev1.LabelOSStable:   "linux",
 			corev1.LabelArchStable: "amd64",
-			LabelPool:              np.Name,
-			LabelGPUFamily:         fam.Name,
+			contract.Pool:          np.Name,
+			contract.GPUFamily:     fam.Name,
 		})
 		if fam.GPU() {
 			labels[fam.ProductLabel] = fam.ProductValue

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -248,7 +250,7 @@ func (s *Spec) validatePools(l *errList) {
 
 // reservedLabels are the node label keys kueuelab sets itself.
 func (s *Spec) reservedLabels(f family) map[string]bool {
-	r := map[string]bool{hostnameLabel: true, "type": true, LabelGPUFamily: true, LabelPool: true}
+	r := map[string]bool{hostnameLabel: true, "type": true, contract.GPUFamily: true, contract.Pool: true}
 	if f.ProductLabel != "" {
 		r[f.ProductLabel] = true
 	}
@@ -487,7 +489,7 @@ func (s *Spec) validatePriorities(l *errList) {
 
 // namespaceLabels are the labels of a team's rendered Namespace.
 func namespaceLabels(team string) map[string]string {
-	return map[string]string{corev1.LabelMetadataName: team, LabelTeam: team}
+	return map[string]string{corev1.LabelMetadataName: team, contract.Team: team}
 }
 
 func dns(l *errList, p fieldPath, v string) bool {

@@ -1,8 +1,10 @@
 // Package agent makes fake pods on KWOK nodes behave like AI jobs: it watches pods and nodes
 // through informers, feeds what the render contract says into the simulation engine, advances it
-// tick by tick in trace time, and writes progress, energy and completion back to the pods.
+// to the trace clock's time, and writes progress, energy and completion back to the pods.
 // One goroutine owns the engine; informer handlers only mark objects dirty, writes go through a
-// rate-limited queue.
+// rate-limited queue. The agent moves the engine only when something changes or when its alarm
+// on the trace clock fires at the next pod completion the engine predicts, so a pod's work ends
+// at exactly the trace time the physics says, however fast the clock runs.
 //
 // Checkpoints of evicted pods are kept per workload and role (namespace/workload/role): the
 // members of a synchronous gang progress in lockstep, so one checkpoint per role is exact for
@@ -17,8 +19,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -38,6 +42,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kueuelab/kueuelab/model/hw"
+	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent/engine"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -75,9 +80,13 @@ type Agent struct {
 	recorder        record.EventRecorder
 	broadcaster     record.EventBroadcaster
 
+	trace *simclock.Clock
+	alarm *simclock.Alarm
+
 	dirtyMu    sync.Mutex
 	dirtyPods  map[string]struct{}
 	dirtyNodes map[string]struct{}
+	deleted    map[string]types.UID // pods deleted since the last sync, by key
 	wake       chan struct{}
 
 	// Owned by the Run goroutine.
@@ -91,15 +100,15 @@ type Agent struct {
 	servicePods []labels.Selector              // Config.ServicePods
 	started     int                            // pods running in the engine
 	blocked     []engine.GangStatus
-	lastTick    time.Time
-	lastTrace   float64
-	lastFlush   time.Time
+	acks        []simclock.Key // hold acknowledgements due once the alarm is re-armed
 	completions int
 	capChanges  int
 	ticks       int
 
-	statsMu sync.Mutex
-	stats   Stats
+	statsMu   sync.Mutex
+	stats     Stats
+	nodeNames []string  // by engine.NodeID
+	nodePower []float64 // by engine.NodeID, as of the last sync
 
 	// lost is the energy, per namespace/workload id, of pods that left the engine without a
 	// completion write; the runner reads it from its own goroutine once the run is over.
@@ -120,8 +129,9 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 	}
 	a := &Agent{
 		cfg: cfg, client: client, cat: catalog, log: slog.Default().With("component", "kueuelab-agent"), m: newMetrics(),
-		eng:       engine.New(catalog),
-		dirtyPods: map[string]struct{}{}, dirtyNodes: map[string]struct{}{}, wake: make(chan struct{}, 1),
+		eng:   engine.New(catalog),
+		trace: cfg.Trace, dirtyPods: map[string]struct{}{}, dirtyNodes: map[string]struct{}{}, deleted: map[string]types.UID{},
+		wake:      make(chan struct{}, 1),
 		nodeState: map[string]*nodeState{}, podState: map[string]*podState{}, gangs: map[string]map[string]struct{}{},
 		checkpoints: map[string]float64{}, bad: map[types.UID]struct{}{}, reported: map[string]struct{}{}, badNodes: map[string]struct{}{},
 		lost: map[string]float64{},
@@ -141,8 +151,8 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 		return o, nil
 	})
 	podOpts := []informers.SharedInformerOption{stripManaged, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.PodSelector })}
-	if cfg.Namespace != "" {
-		podOpts = append(podOpts, informers.WithNamespace(cfg.Namespace))
+	if len(cfg.Namespaces) == 1 {
+		podOpts = append(podOpts, informers.WithNamespace(cfg.Namespaces[0]))
 	}
 	podF := informers.NewSharedInformerFactoryWithOptions(client, 0, podOpts...)
 	nodeF := informers.NewSharedInformerFactoryWithOptions(client, 0, stripManaged,
@@ -158,7 +168,7 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 		return nil, fmt.Errorf("agent: pod index: %w", err)
 	}
 	mark := func(nodes bool) cache.ResourceEventHandlerFuncs {
-		add := func(o any) {
+		add := func(o any, deleted bool) {
 			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o)
 			if err != nil {
 				return
@@ -168,6 +178,14 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 				a.dirtyNodes[key] = struct{}{}
 			} else {
 				a.dirtyPods[key] = struct{}{}
+				if deleted {
+					if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+						o = t.Obj
+					}
+					if p, ok := o.(*corev1.Pod); ok {
+						a.deleted[key] = p.UID
+					}
+				}
 			}
 			a.dirtyMu.Unlock()
 			select {
@@ -175,7 +193,8 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 			default:
 			}
 		}
-		return cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, o any) { add(o) }, DeleteFunc: add}
+		return cache.ResourceEventHandlerFuncs{AddFunc: func(o any) { add(o, false) }, UpdateFunc: func(_, o any) { add(o, false) },
+			DeleteFunc: func(o any) { add(o, true) }}
 	}
 	if _, err := a.podInf.AddEventHandler(mark(false)); err != nil {
 		return nil, fmt.Errorf("agent: pod handler: %w", err)
@@ -210,34 +229,32 @@ func (a *Agent) LostEnergy() map[string]float64 {
 	return maps.Clone(a.lost)
 }
 
-// InProcess is an agent for a runner in the same process: it advances pods by the runner's
-// trace clock, ticks at TickFor the clock's speedup and writes at up to 200 pods/s (a gang of
-// 64 pods finishing together would otherwise wait a second behind the default limit of 50).
-func InProcess(cs kubernetes.Interface, clk *simclock.Clock, seed uint64) (*Agent, error) {
-	return New(Config{Speedup: clk.Speedup(), TickInterval: TickFor(clk.Speedup()), TraceNow: clk.Now, Seed: seed,
-		WriteQPS: 200, WriteBurst: 400}, cs, nil)
+// InProcess is an agent for a runner in the same process: it shares the runner's trace clock,
+// hands pod steps to and from the runner through holds on it (handoff selects the pods the runner
+// follows), and writes at up to 200 pods/s (a gang of 64 pods finishing together would otherwise
+// wait a second behind the default limit of 50).
+func InProcess(cs kubernetes.Interface, clk *simclock.Clock, seed uint64, handoff func(*corev1.Pod) bool, namespaces []string) (*Agent, error) {
+	return New(Config{Trace: clk, Handoff: handoff, Seed: seed, WriteQPS: 200, WriteBurst: 400, Namespaces: namespaces}, cs, nil)
 }
 
-// NodePower is each simulated node's power in watts, by node name, as last published.
-func (a *Agent) NodePower() map[string]float64 {
-	mfs, err := a.m.reg.Gather()
-	if err != nil {
-		return nil
+// Snapshot is what a runner in the same process reads from the agent.
+type Snapshot struct {
+	// NodePowerW is each simulated node's power in watts, by node name, as of the agent's last
+	// sync (power changes only when pods start, stop or finish, or a cap changes).
+	NodePowerW map[string]float64
+	// LostEnergyJ is, per "namespace/workload id", the energy of pods that left before finishing.
+	LostEnergyJ map[string]float64
+}
+
+// Snapshot returns the agent's node power and lost energy; safe from any goroutine.
+func (a *Agent) Snapshot() Snapshot {
+	a.statsMu.Lock()
+	power := make(map[string]float64, len(a.nodeNames))
+	for i, n := range a.nodeNames {
+		power[n] = a.nodePower[i]
 	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "kueuelab_node_power_watts" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "node" {
-					out[l.GetValue()] = m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return out
+	a.statsMu.Unlock()
+	return Snapshot{NodePowerW: power, LostEnergyJ: a.LostEnergy()}
 }
 
 // Run watches, simulates and writes until ctx ends. It returns nil when ctx is cancelled.
@@ -276,13 +293,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		return errors.New("agent: informer caches did not sync")
 	}
-	a.lastTick = a.cfg.Clock.Now()
-	a.lastFlush = a.lastTick
-	if a.cfg.TraceNow != nil {
-		a.lastTrace = a.cfg.TraceNow()
-	}
-	ticker := a.cfg.Clock.NewTicker(a.cfg.TickInterval)
-	defer ticker.Stop()
+	a.alarm = a.trace.NewAlarm("agent", simclock.OrderCompletion)
+	defer a.alarm.Stop()
+	flush := a.cfg.Wall.NewTicker(a.cfg.CheckpointInterval)
+	defer flush.Stop()
 	a.sync()
 	for {
 		select {
@@ -290,25 +304,53 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case <-a.wake:
 			a.sync()
-		case <-ticker.C():
+		case <-a.alarm.C():
 			a.sync()
-			a.tick()
+		case <-flush.C():
+			a.flushProgress()
 		}
 	}
 }
 
-// sync applies every object marked dirty since the last sync to the engine.
+// sync brings the engine to the trace clock's time (completing the pods whose work ended), applies
+// every object marked dirty since the last sync, and arms the alarm at the next completion. The
+// acknowledgements of the runner's holds go out only after the alarm is armed, so the clock
+// cannot pass a completion of a pod just started.
 func (a *Agent) sync() {
+	t0 := time.Now()
+	now := a.trace.Now()
+	for _, f := range a.eng.AdvanceTo(now) {
+		a.finish(f)
+	}
 	a.dirtyMu.Lock()
-	nodes, pods := a.dirtyNodes, a.dirtyPods
-	a.dirtyNodes, a.dirtyPods = map[string]struct{}{}, map[string]struct{}{}
+	nodes, pods, deleted := a.dirtyNodes, a.dirtyPods, a.deleted
+	a.dirtyNodes, a.dirtyPods, a.deleted = map[string]struct{}{}, map[string]struct{}{}, map[string]types.UID{}
 	a.dirtyMu.Unlock()
 	for name := range nodes {
 		a.syncNode(name, pods)
 	}
 	for key := range pods {
-		a.syncPod(key)
+		a.syncPod(key, deleted[key])
 	}
+	// Speeds and power of the new state, which the next completion time depends on.
+	for _, f := range a.eng.Tick(0) {
+		a.finish(f)
+	}
+	next, ok := a.eng.NextFinish()
+	if due, report := a.reportGangs(); report && (!ok || due < next) {
+		next, ok = due, true
+	}
+	a.ticks++
+	if ok {
+		a.alarm.Set(next)
+	} else {
+		a.alarm.Stop()
+	}
+	for _, k := range a.acks {
+		a.trace.Ack(k)
+	}
+	a.acks = a.acks[:0]
+	a.m.tickDuration.Observe(time.Since(t0).Seconds())
 	a.publish()
 }
 
@@ -363,13 +405,20 @@ func (a *Agent) syncNode(name string, dirtyPods map[string]struct{}) {
 	a.log.Info("power cap", "node", name, "value", raw, "watts", applied)
 }
 
-func (a *Agent) syncPod(key string) {
+func (a *Agent) syncPod(key string, deletedUID types.UID) {
+	if len(a.cfg.Namespaces) > 1 && !slices.Contains(a.cfg.Namespaces, namespaceOf(key)) {
+		return // another run's pods (Config.Namespaces)
+	}
 	p, err := a.pods.Pods(namespaceOf(key)).Get(nameOf(key))
 	exists := err == nil
 	st := a.podState[key]
 	if st != nil && (!exists || p.UID != st.uid) {
 		a.forget(key, st)
+		a.ack(simclock.KindGone, st.uid)
 		st = nil
+	}
+	if deletedUID != "" {
+		a.ack(simclock.KindGone, deletedUID)
 	}
 	if !exists {
 		return
@@ -388,18 +437,26 @@ func (a *Agent) syncPod(key string) {
 			a.release(key, st)
 		}
 		return
-	case p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning:
+	case p.DeletionTimestamp != nil:
+		if st != nil {
+			a.stop(st)
+		}
+		a.ack(simclock.KindGone, p.UID)
+		return
+	case p.Status.Phase != corev1.PodRunning:
 		if st != nil {
 			a.stop(st)
 		}
 		return
 	}
+	// Running: whatever happens below, the runner's hold on the pod's start ends with this sync.
+	a.ack(simclock.KindStart, p.UID)
 	ns := a.nodeState[p.Spec.NodeName]
 	if ns == nil {
 		return
 	}
 	if st == nil {
-		if _, done := p.Annotations[CompleteAnnotation]; done {
+		if _, done := p.Annotations[contract.Complete]; done {
 			return // completed by an earlier agent; the stage or status write is on its way
 		}
 		if st = a.track(p); st == nil {
@@ -415,6 +472,11 @@ func (a *Agent) syncPod(key string) {
 	}
 	st.running, st.startedAt = true, a.eng.Now()
 	a.started++
+}
+
+// ack queues the acknowledgement of the runner's hold of kind on pod uid (see sync).
+func (a *Agent) ack(kind simclock.Kind, uid types.UID) {
+	a.acks = append(a.acks, simclock.Key{Kind: kind, ID: string(uid)})
 }
 
 // track adds a Running pod to the engine, resuming from its progress annotation or from its
@@ -449,7 +511,8 @@ func (a *Agent) track(p *corev1.Pod) *podState {
 	st := &podState{
 		uid: p.UID, id: id, ns: p.Namespace, name: p.Name, gang: spec.GangID, workload: c.WorkloadID, duration: spec.DurationSec,
 		ckptKey: p.Namespace + "/" + c.WorkloadID + "/" + c.Role, ckpt: spec.CheckpointIntervalSec > 0,
-		failAtEnd: failAtEnd, written: -1, service: a.servesUntilDeleted(p),
+		failAtEnd: failAtEnd, written: -1, handoff: a.cfg.Handoff != nil && a.cfg.Handoff(p),
+		service: a.servesUntilDeleted(p),
 	}
 	switch remaining, ok := a.checkpoints[st.ckptKey]; {
 	case hasProg:
@@ -556,44 +619,9 @@ func (a *Agent) release(key string, st *podState) {
 	delete(a.gangs, st.gang)
 }
 
-// tick advances the engine by the trace time since the last tick.
-func (a *Agent) tick() {
-	t0 := time.Now()
-	now := a.cfg.Clock.Now()
-	dt := now.Sub(a.lastTick).Seconds() * a.cfg.Speedup
-	if a.cfg.TraceNow != nil {
-		t := a.cfg.TraceNow()
-		dt, a.lastTrace = t-a.lastTrace, t
-	}
-	a.lastTick = now
-	for _, f := range a.eng.Tick(dt) {
-		a.finish(f, now)
-	}
-	a.reportGangs()
-	if now.Sub(a.lastFlush) >= a.cfg.CheckpointInterval {
-		a.lastFlush = now
-		a.flushProgress()
-	}
-	for name, st := range a.nodeState {
-		e := a.eng.NodeEnergy(st.id)
-		a.m.nodePower.WithLabelValues(name).Set(a.eng.NodePower(st.id))
-		if d := e - st.lastEnergy; d > 0 {
-			a.m.nodeEnergy.WithLabelValues(name).Add(d)
-		}
-		st.lastEnergy = e
-	}
-	s := a.eng.Stats()
-	a.m.progressing.Set(float64(s.Progressing))
-	a.m.running.Set(float64(s.Running))
-	a.m.gangBlocked.Set(float64(s.GangBlocked))
-	a.m.traceSec.Set(a.eng.Now())
-	a.ticks++
-	a.m.tickDuration.Observe(time.Since(t0).Seconds())
-	a.publish()
-}
-
-// finish writes a finished pod's energy, run time and verdict in one patch.
-func (a *Agent) finish(f engine.Finished, now time.Time) {
+// finish writes a finished pod's energy, run time and verdict in one patch. For a pod the runner
+// follows, the clock is held from here until the runner sees the pod end (or the write fails).
+func (a *Agent) finish(f engine.Finished) {
 	st := a.podState[f.Key]
 	if st == nil {
 		return
@@ -613,27 +641,35 @@ func (a *Agent) finish(f engine.Finished, now time.Time) {
 	}
 	snap := a.eng.Snapshot(st.id)
 	prog, _ := json.Marshal(Progress{Snapshot: snap, RunSec: runSec, Fraction: 1 - snap.RemainingSec/st.duration})
+	wall := a.cfg.Wall.Now()
 	ann := map[string]string{
-		EnergyAnnotation:      strconv.FormatFloat(f.EnergyJ, 'f', 1, 64),
-		RunTraceSecAnnotation: strconv.FormatFloat(runSec, 'f', 3, 64),
-		FinishedAtAnnotation:  now.UTC().Format(time.RFC3339Nano),
-		ProgressAnnotation:    string(prog),
-		CompleteAnnotation:    verdict,
+		contract.EnergyJoules:     strconv.FormatFloat(f.EnergyJ, 'f', 1, 64),
+		contract.RunTraceSec:      strconv.FormatFloat(runSec, 'f', 3, 64),
+		contract.FinishedTraceSec: strconv.FormatFloat(f.AtSec, 'f', 3, 64),
+		contract.FinishedAt:       wall.UTC().Format(time.RFC3339Nano),
+		contract.Progress:         string(prog),
+		contract.Complete:         verdict,
 	}
 	p := patch{ns: st.ns, name: st.name, typ: types.MergePatchType, complete: true, result: result}
 	var err error
 	if service {
-		delete(ann, CompleteAnnotation)
+		delete(ann, contract.Complete)
 	}
 	if a.cfg.CompleteVia == CompleteViaStatus && !service {
 		p.status, p.typ = true, types.StrategicMergePatchType
-		p.body, err = a.statusPatch(f.Key, ann, failed, now)
+		p.body, err = a.statusPatch(f.Key, ann, failed, wall)
 	} else {
 		p.body, err = json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	}
 	if err != nil {
 		a.log.Error("completion not written", "pod", f.Key, "err", err)
 		return
+	}
+	if st.handoff {
+		k := simclock.Key{Kind: simclock.KindDone, ID: string(st.uid)}
+		a.trace.Hold(k)
+		// A write that fails for good (the pod is gone) ends the hold: the runner sees the deletion.
+		p.failed = func() { a.trace.Release(k) }
 	}
 	a.completions++
 	a.w.complete(f.Key, p)
@@ -676,13 +712,19 @@ func (a *Agent) statusPatch(key string, ann map[string]string, failed bool, now 
 	return json.Marshal(body)
 }
 
-// reportGangs emits one GangBlocked event per blocking episode on each running member.
-func (a *Agent) reportGangs() {
-	a.blocked = a.eng.BlockedGangs(a.blocked[:0], a.cfg.GangBlockedAfter)
+// reportGangs emits one GangBlocked event per blocking episode on each running member, and returns
+// the trace time at which the next blocked gang is due to be reported (ok false: none).
+func (a *Agent) reportGangs() (next float64, ok bool) {
+	a.blocked = a.eng.BlockedGangs(a.blocked[:0], 0)
 	seen := make(map[string]struct{}, len(a.blocked))
+	next = math.Inf(1)
 	for _, g := range a.blocked {
 		seen[g.ID] = struct{}{}
 		if _, done := a.reported[g.ID]; done {
+			continue
+		}
+		if due := g.BlockedSince + a.cfg.GangBlockedAfter; due > a.eng.Now() {
+			next = min(next, due)
 			continue
 		}
 		a.reported[g.ID] = struct{}{}
@@ -704,10 +746,14 @@ func (a *Agent) reportGangs() {
 			delete(a.reported, id)
 		}
 	}
+	return next, !math.IsInf(next, 1)
 }
 
-// flushProgress queues a progress write for every running pod whose work advanced.
+// flushProgress queues a progress write for every running pod whose work advanced, after bringing
+// the engine to the clock's time.
 func (a *Agent) flushProgress() {
+	a.sync()
+	a.publishNodeMetrics()
 	now := a.eng.Now()
 	for key, st := range a.podState {
 		if st.completing || st.terminal {
@@ -723,12 +769,38 @@ func (a *Agent) flushProgress() {
 	}
 }
 
+// publish makes the state after a sync visible to other goroutines: Stats, Snapshot and the
+// Prometheus metrics.
 func (a *Agent) publish() {
 	s := a.eng.Stats()
+	a.m.progressing.Set(float64(s.Progressing))
+	a.m.running.Set(float64(s.Running))
+	a.m.gangBlocked.Set(float64(s.GangBlocked))
+	a.m.traceSec.Set(a.eng.Now())
 	a.statsMu.Lock()
+	defer a.statsMu.Unlock()
 	a.stats = Stats{TraceSec: a.eng.Now(), Ticks: a.ticks, Nodes: len(a.nodeState), Tracked: len(a.podState), Started: a.started,
 		Running: s.Running, Progressing: s.Progressing, GangBlocked: s.GangBlocked, Completions: a.completions, CapChanges: a.capChanges}
-	a.statsMu.Unlock()
+	for name, st := range a.nodeState {
+		for int(st.id) >= len(a.nodeNames) {
+			a.nodeNames, a.nodePower = append(a.nodeNames, ""), append(a.nodePower, 0)
+		}
+		a.nodeNames[st.id] = name
+		a.nodePower[st.id] = a.eng.NodePower(st.id)
+	}
+}
+
+// publishNodeMetrics sets the node power gauges and energy counters of /metrics, on the progress
+// flush: a gauge per node on every sync would cost more than the sync on a large cluster.
+func (a *Agent) publishNodeMetrics() {
+	for name, st := range a.nodeState {
+		e := a.eng.NodeEnergy(st.id)
+		a.m.nodePower.WithLabelValues(name).Set(a.eng.NodePower(st.id))
+		if d := e - st.lastEnergy; d > 0 {
+			a.m.nodeEnergy.WithLabelValues(name).Add(d)
+		}
+		st.lastEnergy = e
+	}
 }
 
 func namespaceOf(key string) string {

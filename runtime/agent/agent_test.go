@@ -24,6 +24,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent/engine"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 const (
@@ -84,19 +85,40 @@ func makePod(name, node string, c *contract.Pod, extra map[string]string) *corev
 	return p
 }
 
-// harness runs one agent on a fake clientset with a fake clock.
+// harness runs one agent on a fake clientset. Trace time is a real event-driven simclock that the
+// test stops where it wants with its own alarm (the gate): the clock moves to the earlier of the
+// gate and the agent's next completion, and stays at a fired gate until the test moves it on. The
+// agent's wall clock (progress writes) is fake and moves only when the test steps it.
 type harness struct {
 	t      *testing.T
 	client kubernetes.Interface
-	clk    *clocktesting.FakeClock
+	wall   *clocktesting.FakeClock
+	clk    *simclock.Clock
+	gate   *simclock.Alarm
 	a      *Agent
+	cfg    Config
 	stop   func()
 }
 
 func start(t *testing.T, client kubernetes.Interface, cfg Config) *harness {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	cfg.Clock, cfg.Speedup, cfg.TickInterval = clk, speedup, tick
+	return startOn(t, client, cfg, nil)
+}
+
+// startOn starts an agent on clk (nil: a new clock stopped at trace time 0).
+func startOn(t *testing.T, client kubernetes.Interface, cfg Config, h0 *harness) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, client: client}
+	if h0 != nil {
+		h.wall, h.clk, h.gate = h0.wall, h0.clk, h0.gate
+	} else {
+		h.wall = clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		h.clk = simclock.New(simclock.Options{Settle: -1})
+		h.gate = h.clk.NewAlarm("test", simclock.OrderSample)
+		h.gate.Set(0)
+	}
+	cfg.Trace, cfg.Wall = h.clk, h.wall
 	if cfg.CompleteVia == "" {
 		cfg.CompleteVia = CompleteViaStage
 	}
@@ -104,7 +126,7 @@ func start(t *testing.T, client kubernetes.Interface, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	h.a, h.cfg = a, a.cfg
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -113,9 +135,13 @@ func start(t *testing.T, client kubernetes.Interface, cfg Config) *harness {
 			t.Errorf("run: %v", err)
 		}
 	}()
-	h := &harness{t: t, client: client, clk: clk, a: a, stop: func() { cancel(); wg.Wait() }}
+	h.stop = func() { cancel(); wg.Wait() }
 	t.Cleanup(h.stop)
-	h.until("agent ticker", func() (bool, string) { return clk.HasWaiters(), "no ticker yet" })
+	if h0 == nil {
+		h.clk.Start(t.Context()) // outlives the agent: a test may start another on the same clock
+		h.waitGate()
+	}
+	h.until("agent flush ticker", func() (bool, string) { return h.wall.HasWaiters(), "no ticker yet" })
 	return h
 }
 
@@ -133,19 +159,31 @@ func (h *harness) until(what string, cond func() (bool, string)) {
 	}
 }
 
-// advance steps the fake clock one tick at a time for traceSec trace seconds, waiting for the
-// agent to take each tick, so every tick is exactly tick × speedup trace seconds.
+func (h *harness) waitGate() {
+	h.t.Helper()
+	select {
+	case <-h.gate.C():
+	case <-time.After(20 * time.Second):
+		h.t.Fatalf("trace clock never reached the test's gate (now %g; %s)", h.clk.Now(), h.clk.Blockers())
+	}
+}
+
+// advance lets trace time run traceSec further and stops it there; the agent acts on everything
+// due on the way (its completions stop the clock too).
 func (h *harness) advance(traceSec float64) {
 	h.t.Helper()
-	n := int(traceSec/(tick.Seconds()*speedup) + 0.5)
-	for range n {
-		before := h.a.Stats().Ticks
-		h.clk.Step(tick)
-		h.until("tick", func() (bool, string) {
-			s := h.a.Stats()
-			return s.Ticks > before, fmt.Sprintf("ticks %d", s.Ticks)
-		})
+	target := h.clk.Now() + traceSec
+	h.gate.Set(target)
+	h.waitGate()
+	if got := h.clk.Now(); got != target {
+		h.t.Fatalf("trace clock at %g, want the gate's %g", got, target)
 	}
+}
+
+// flush steps the agent's wall clock by a checkpoint interval: it writes progress and publishes
+// node metrics, after bringing its pods to the clock's time.
+func (h *harness) flush() {
+	h.wall.Step(h.cfg.CheckpointInterval)
 }
 
 // started waits until the agent runs n pods.
@@ -172,7 +210,7 @@ func (h *harness) completed(name string) *corev1.Pod {
 	var p *corev1.Pod
 	h.until("completion of "+name, func() (bool, string) {
 		p = h.pod(name)
-		_, ok := p.Annotations[CompleteAnnotation]
+		_, ok := p.Annotations[contract.Complete]
 		return ok && h.a.Stats().Backlog == 0, fmt.Sprintf("annotations %v", p.Annotations)
 	})
 	return p
@@ -245,27 +283,32 @@ func TestPodCompletes(t *testing.T) {
 			h := start(t, client, Config{CompleteVia: via})
 			h.started(1)
 			h.advance(duration - 2)
-			if _, done := h.pod("p1").Annotations[CompleteAnnotation]; done {
+			if _, done := h.pod("p1").Annotations[contract.Complete]; done {
 				t.Fatalf("pod completed before its duration")
 			}
 			h.advance(2)
 			p := h.completed("p1")
 			want := predict(t, c, 0, 0)
-			if got := p.Annotations[CompleteAnnotation]; got != "true" {
-				t.Errorf("%s = %q, want true", CompleteAnnotation, got)
+			if got := p.Annotations[contract.Complete]; got != "true" {
+				t.Errorf("%s = %q, want true", contract.Complete, got)
 			}
-			if got := annFloat(t, p, RunTraceSecAnnotation); got != duration {
+			if got := annFloat(t, p, contract.RunTraceSec); got != duration {
 				t.Errorf("run time %g trace s, want exactly %g (alone on an uncapped node)", got, duration)
 			}
-			if got, w := annFloat(t, p, EnergyAnnotation), want.EnergyJ; got < w-0.1 || got > w+0.1 {
+			if got, w := annFloat(t, p, contract.EnergyJoules), want.EnergyJ; got < w-0.1 || got > w+0.1 {
 				t.Errorf("energy %g J, engine predicts %g J", got, w)
 			}
 			h.until("completion metric", func() (bool, string) {
 				got := gather(t, h.a, "kueuelab_completions_total")
 				return got["succeeded"] == 1, fmt.Sprint(got)
 			})
-			if e := gather(t, h.a, "kueuelab_node_energy_joules_total")["n1"]; !(e >= want.EnergyJ) {
-				t.Errorf("node energy %g J < the pod's %g J", e, want.EnergyJ)
+			h.flush()
+			h.until("node energy metric", func() (bool, string) {
+				e := gather(t, h.a, "kueuelab_node_energy_joules_total")["n1"]
+				return e >= want.EnergyJ, fmt.Sprintf("node energy %g J, the pod's %g J", e, want.EnergyJ)
+			})
+			if got := annFloat(t, p, contract.FinishedTraceSec); got != duration {
+				t.Errorf("finished at trace %g, want %g", got, duration)
 			}
 			if via == CompleteViaStatus {
 				if p.Status.Phase != corev1.PodSucceeded {
@@ -282,31 +325,67 @@ func TestPodCompletes(t *testing.T) {
 	}
 }
 
-// TestTraceNowDrivesProgress checks that with a shared trace clock the agent advances pods by
-// that clock, not by wall time × Speedup: the runner slows trace time while the control plane
-// owes a step, and the pods must slow with it.
-func TestTraceNowDrivesProgress(t *testing.T) {
-	var mu sync.Mutex
-	trace := 0.0
-	set := func(v float64) { mu.Lock(); trace = v; mu.Unlock() }
+// TestClockDrivesProgress checks that the agent advances pods by the trace clock alone: while the
+// runner holds the clock (the control plane owes a step), wall time passes and no work is done.
+func TestClockDrivesProgress(t *testing.T) {
 	c := podContract("wl-1", 0)
 	client := fake.NewClientset()
 	create(t, client, makeNode("n1", 8, nil), makePod("p1", "n1", c, nil))
-	h := start(t, client, Config{CompleteVia: CompleteViaStatus, TraceNow: func() float64 { mu.Lock(); defer mu.Unlock(); return trace }})
+	h := start(t, client, Config{CompleteVia: CompleteViaStatus})
 	h.started(1)
-	// Many wall ticks with trace time held still: no progress.
-	h.advance(10 * duration)
-	set(duration - 1)
-	h.advance(tick.Seconds() * speedup)
-	if _, done := h.pod("p1").Annotations[CompleteAnnotation]; done {
+	hold := simclock.Key{Kind: simclock.KindPods, ID: "test"}
+	h.clk.Hold(hold)
+	h.gate.Set(2 * duration) // armed past the pod's end: only the hold keeps the clock still
+	for range 20 {
+		h.flush() // wall time passes: progress writes, syncs
+	}
+	h.until("progress written", func() (bool, string) {
+		pr, ok, err := parseProgress(h.pod("p1"))
+		return ok && err == nil, fmt.Sprintf("%+v %v", pr, err)
+	})
+	if pr, _, _ := parseProgress(h.pod("p1")); pr.RunSec != 0 || h.clk.Now() != 0 {
+		t.Fatalf("held clock: trace %g, pod ran %g s", h.clk.Now(), pr.RunSec)
+	}
+	h.clk.Release(hold)
+	h.gate.Set(duration - 1)
+	h.waitGate()
+	if _, done := h.pod("p1").Annotations[contract.Complete]; done {
 		t.Fatalf("pod completed at trace %g of its %g s", duration-1, duration)
 	}
-	set(duration + 0.5)
-	h.advance(tick.Seconds() * speedup)
+	h.advance(1.5)
 	p := h.completed("p1")
-	if got := annFloat(t, p, RunTraceSecAnnotation); got != duration {
+	if got := annFloat(t, p, contract.RunTraceSec); got != duration {
 		t.Errorf("run time %g trace s, want exactly %g", got, duration)
 	}
+}
+
+// TestHandoff checks the holds the agent shares with a runner: it acknowledges a runner's hold on
+// a pod's start once it runs the pod, and holds the clock from a completion until the runner
+// releases it (the runner sees the pod end).
+func TestHandoff(t *testing.T) {
+	c := podContract("wl-1", 0)
+	client := fake.NewClientset()
+	pod := makePod("p1", "n1", c, nil)
+	create(t, client, makeNode("n1", 8, nil), pod)
+	h := startOnHandoff(t, client)
+	start := simclock.Key{Kind: simclock.KindStart, ID: string(pod.UID)}
+	h.clk.Hold(start) // the runner's hold; the agent may have acknowledged it already
+	h.started(1)
+	h.until("start acknowledged", func() (bool, string) { return !h.clk.Held(start), "start held" })
+	done := simclock.Key{Kind: simclock.KindDone, ID: string(pod.UID)}
+	h.gate.Set(2 * duration)
+	h.until("completion held", func() (bool, string) { return h.clk.Held(done), fmt.Sprintf("trace %g", h.clk.Now()) })
+	if got := h.clk.Now(); got != duration {
+		t.Fatalf("clock at %g while the completion is owed, want %g", got, duration)
+	}
+	h.completed("p1")
+	h.clk.Release(done) // what the runner does when it sees the pod Succeeded
+	h.waitGate()
+}
+
+func startOnHandoff(t *testing.T, client kubernetes.Interface) *harness {
+	t.Helper()
+	return start(t, client, Config{CompleteVia: CompleteViaStatus, Handoff: func(*corev1.Pod) bool { return true }})
 }
 
 func TestGangWaitsForAllMembers(t *testing.T) {
@@ -319,7 +398,7 @@ func TestGangWaitsForAllMembers(t *testing.T) {
 	if s := h.a.Stats(); s.Progressing != 0 || s.GangBlocked != 1 {
 		t.Fatalf("stats %+v: want 0 progressing, 1 gang-blocked pod", s)
 	}
-	if _, done := h.pod("g-0").Annotations[CompleteAnnotation]; done {
+	if _, done := h.pod("g-0").Annotations[contract.Complete]; done {
 		t.Fatal("a gang member completed while its peer was pending")
 	}
 	h.until("GangBlocked event", func() (bool, string) {
@@ -345,11 +424,11 @@ func TestGangWaitsForAllMembers(t *testing.T) {
 	h.advance(duration)
 	for _, name := range []string{"g-0", "g-1"} {
 		p := h.completed(name)
-		if got := p.Annotations[CompleteAnnotation]; got != "true" {
-			t.Errorf("%s: %s = %q", name, CompleteAnnotation, got)
+		if got := p.Annotations[contract.Complete]; got != "true" {
+			t.Errorf("%s: %s = %q", name, contract.Complete, got)
 		}
 	}
-	if got := annFloat(t, h.pod("g-1"), RunTraceSecAnnotation); got != duration {
+	if got := annFloat(t, h.pod("g-1"), contract.RunTraceSec); got != duration {
 		t.Errorf("g-1 ran %g trace s, want %g", got, duration)
 	}
 }
@@ -366,7 +445,7 @@ func TestPowerCapSlowsPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.Labels[PowerCapKey] = "eco"
+	n.Labels[contract.PowerCap] = "eco"
 	if _, err := client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +453,7 @@ func TestPowerCapSlowsPod(t *testing.T) {
 	capAt := h.a.Stats().TraceSec
 	h.advance(duration + 40 - capAt)
 	fast, slow := h.completed("p-fast"), h.completed("p-slow")
-	fr, sr := annFloat(t, fast, RunTraceSecAnnotation), annFloat(t, slow, RunTraceSecAnnotation)
+	fr, sr := annFloat(t, fast, contract.RunTraceSec), annFloat(t, slow, contract.RunTraceSec)
 	if !(sr > fr*1.05) {
 		t.Errorf("capped pod ran %g trace s, uncapped %g: want the capped one measurably (> 5%%) slower", sr, fr)
 	}
@@ -384,7 +463,7 @@ func TestPowerCapSlowsPod(t *testing.T) {
 	if d := sr - want.AtSec; d < -1e-3 || d > 1e-3 { // the annotation has millisecond precision
 		t.Errorf("capped pod ran %g trace s, engine predicts %g", sr, want.AtSec)
 	}
-	if e, w := annFloat(t, slow, EnergyAnnotation), want.EnergyJ; e < w-0.1 || e > w+0.1 {
+	if e, w := annFloat(t, slow, contract.EnergyJoules), want.EnergyJ; e < w-0.1 || e > w+0.1 {
 		t.Errorf("capped pod energy %g J, engine predicts %g J", e, w)
 	}
 }
@@ -393,25 +472,23 @@ func TestRestartResumesFromProgress(t *testing.T) {
 	c := podContract("wl-restart", 0)
 	client := fake.NewClientset()
 	create(t, client, makeNode("n1", 8, nil), makePod("p1", "n1", c, nil))
-	// 1 s of wall time per checkpoint = 10 trace seconds.
 	cfg := Config{CheckpointInterval: time.Second}
 	h := start(t, client, cfg)
 	h.started(1)
 	h.advance(36)
+	h.flush()
 	h.until("progress written", func() (bool, string) {
 		pr, ok, err := parseProgress(h.pod("p1"))
-		return ok && err == nil && pr.RunSec >= 30, fmt.Sprintf("%+v %v", pr, err)
+		return ok && err == nil && pr.RunSec == 36, fmt.Sprintf("%+v %v", pr, err)
 	})
-	h.stop() // killed: no flush on the way out
+	h.advance(10) // run on, but killed before the next progress write: these 10 s are lost
+	h.stop()
 	pr, _, _ := parseProgress(h.pod("p1"))
-	if lost := 36 - pr.RunSec; lost < 0 || lost > 10 {
-		t.Fatalf("progress annotation at %g trace s after 36 s run: lost %g s, more than one interval", pr.RunSec, lost)
-	}
-	h2 := start(t, client, cfg)
+	h2 := startOn(t, client, cfg, h)
 	h2.started(1)
 	h2.advance(duration - pr.RunSec)
 	p := h2.completed("p1")
-	if got := annFloat(t, p, RunTraceSecAnnotation); got != duration {
+	if got := annFloat(t, p, contract.RunTraceSec); got != duration {
 		t.Errorf("run time over both agents %g trace s, want %g", got, duration)
 	}
 }
@@ -424,9 +501,9 @@ func TestFailureInjection(t *testing.T) {
 		verdict string
 		runSec  float64 // 0: any
 	}{
-		{name: "annotation true fails at the end", ann: map[string]string{InjectFailureAnnotation: "true"}, verdict: "fail", runSec: duration},
-		{name: "annotation fraction fails midway", ann: map[string]string{InjectFailureAnnotation: "0.5"}, verdict: "fail", runSec: duration / 2},
-		{name: "annotation false wins over rate", ann: map[string]string{InjectFailureAnnotation: "false"}, rate: 1, verdict: "true", runSec: duration},
+		{name: "annotation true fails at the end", ann: map[string]string{contract.InjectFailure: "true"}, verdict: "fail", runSec: duration},
+		{name: "annotation fraction fails midway", ann: map[string]string{contract.InjectFailure: "0.5"}, verdict: "fail", runSec: duration / 2},
+		{name: "annotation false wins over rate", ann: map[string]string{contract.InjectFailure: "false"}, rate: 1, verdict: "true", runSec: duration},
 		{name: "rate 1 fails", rate: 1, verdict: "fail"},
 		{name: "rate 0 succeeds", verdict: "true", runSec: duration},
 	} {
@@ -437,10 +514,10 @@ func TestFailureInjection(t *testing.T) {
 			h.started(1)
 			h.advance(duration)
 			p := h.completed("p1")
-			if got := p.Annotations[CompleteAnnotation]; got != tc.verdict {
-				t.Errorf("%s = %q, want %q", CompleteAnnotation, got, tc.verdict)
+			if got := p.Annotations[contract.Complete]; got != tc.verdict {
+				t.Errorf("%s = %q, want %q", contract.Complete, got, tc.verdict)
 			}
-			got := annFloat(t, p, RunTraceSecAnnotation)
+			got := annFloat(t, p, contract.RunTraceSec)
 			if tc.runSec > 0 && (got < tc.runSec-1e-6 || got > tc.runSec+1e-6) {
 				t.Errorf("ran %g trace s, want %g", got, tc.runSec)
 			}
@@ -476,7 +553,7 @@ func TestEvictedPodRestarts(t *testing.T) {
 			h.started(1)
 			h.advance(tc.runSec)
 			p := h.completed("p-new")
-			if got := annFloat(t, p, RunTraceSecAnnotation); got != tc.runSec {
+			if got := annFloat(t, p, contract.RunTraceSec); got != tc.runSec {
 				t.Errorf("replacement ran %g trace s, want %g", got, tc.runSec)
 			}
 		})
@@ -489,27 +566,28 @@ func TestProgressAnnotationRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ProgressAnnotation: string(b)}}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{contract.Progress: string(b)}}}
 	got, ok, err := parseProgress(p)
 	if err != nil || !ok || got != pr {
 		t.Fatalf("parseProgress(%s) = %+v, %v, %v", b, got, ok, err)
 	}
-	p.Annotations[ProgressAnnotation] = "{"
-	if _, _, err := parseProgress(p); err == nil || !strings.Contains(err.Error(), ProgressAnnotation) {
-		t.Errorf("bad JSON: error %v, want one naming %s", err, ProgressAnnotation)
+	p.Annotations[contract.Progress] = "{"
+	if _, _, err := parseProgress(p); err == nil || !strings.Contains(err.Error(), contract.Progress) {
+		t.Errorf("bad JSON: error %v, want one naming %s", err, contract.Progress)
 	}
 }
 
 func TestConfigErrors(t *testing.T) {
+	clk := simclock.New(simclock.Options{})
 	for _, tc := range []struct {
 		cfg  Config
 		want string
 	}{
-		{Config{}, "speedup"},
-		{Config{Speedup: 1, FailureRate: 2}, "failure rate"},
-		{Config{Speedup: 1, CompleteVia: "kubelet"}, "complete via"},
-		{Config{Speedup: 1, PodSelector: "a in (b"}, "pod selector"},
-		{Config{Speedup: 1, CheckpointInterval: -time.Second}, "checkpoint interval"},
+		{Config{}, "trace clock"},
+		{Config{Trace: clk, FailureRate: 2}, "failure rate"},
+		{Config{Trace: clk, CompleteVia: "kubelet"}, "complete via"},
+		{Config{Trace: clk, PodSelector: "a in (b"}, "pod selector"},
+		{Config{Trace: clk, CheckpointInterval: -time.Second}, "checkpoint interval"},
 	} {
 		_, err := New(tc.cfg, fake.NewClientset(), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -528,7 +606,7 @@ func TestNodeSpec(t *testing.T) {
 		err    bool
 	}{
 		{"product label", makeNode("a", 8, nil), "H100-SXM", 8, false},
-		{"family label wins", makeNode("b", 4, map[string]string{GPUFamilyLabel: "L40S"}), "L40S", 4, false},
+		{"family label wins", makeNode("b", 4, map[string]string{contract.GPUFamily: "L40S"}), "L40S", 4, false},
 		{"cpu node", makeNode("c", 0, nil), "", 0, false},
 		{"unknown family", makeNode("d", 2, map[string]string{"nvidia.com/gpu.product": "NVIDIA-GTX-1080"}), "", 2, true},
 	} {
@@ -694,13 +772,13 @@ func TestUnrenderedPodRunsByDefaults(t *testing.T) {
 			h := start(t, client, Config{CompleteVia: CompleteViaStatus})
 			h.started(1)
 			h.advance(tc.want - 10)
-			if _, done := h.pod("user-pod").Annotations[CompleteAnnotation]; done {
+			if _, done := h.pod("user-pod").Annotations[contract.Complete]; done {
 				t.Fatalf("pod completed before its %g trace seconds", tc.want)
 			}
 			h.advance(10)
 			got := h.completed("user-pod")
-			if got.Status.Phase != corev1.PodSucceeded || annFloat(t, got, RunTraceSecAnnotation) != tc.want {
-				t.Errorf("phase %s after %s trace s, want Succeeded after %g", got.Status.Phase, got.Annotations[RunTraceSecAnnotation], tc.want)
+			if got.Status.Phase != corev1.PodSucceeded || annFloat(t, got, contract.RunTraceSec) != tc.want {
+				t.Errorf("phase %s after %s trace s, want Succeeded after %g", got.Status.Phase, got.Annotations[contract.RunTraceSec], tc.want)
 			}
 		})
 	}
@@ -731,12 +809,12 @@ func TestServicePodServesUntilDeleted(t *testing.T) {
 	h.advance(duration)
 	h.until("energy written", func() (bool, string) {
 		got := h.pod("ray-worker")
-		_, ok := got.Annotations[EnergyAnnotation]
+		_, ok := got.Annotations[contract.EnergyJoules]
 		return ok && h.a.Stats().Backlog == 0, fmt.Sprint(got.Annotations)
 	})
 	got := h.pod("ray-worker")
-	if _, done := got.Annotations[CompleteAnnotation]; done || got.Status.Phase != corev1.PodRunning {
-		t.Errorf("service pod ended: phase %s, %s=%q", got.Status.Phase, CompleteAnnotation, got.Annotations[CompleteAnnotation])
+	if _, done := got.Annotations[contract.Complete]; done || got.Status.Phase != corev1.PodRunning {
+		t.Errorf("service pod ended: phase %s, %s=%q", got.Status.Phase, contract.Complete, got.Annotations[contract.Complete])
 	}
 	if err := client.CoreV1().Pods(ns).Delete(context.Background(), "ray-worker", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -6,54 +6,39 @@ import (
 	"math"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 
 	"github.com/kueuelab/kueuelab/render"
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
-// Keys the agent reads (besides the render contract) and writes on pods and nodes.
-const (
-	// CompleteAnnotation carries the agent's verdict to the KWOK completion stages: "true" or "fail".
-	CompleteAnnotation = "kueuelab.io/complete"
-	// ProgressAnnotation holds a Progress as JSON, rewritten every checkpoint interval.
-	ProgressAnnotation = "kueuelab.io/progress"
-	// EnergyAnnotation is the pod's energy in joules of trace time, written at completion.
-	EnergyAnnotation = "kueuelab.io/energy-joules"
-	// RunTraceSecAnnotation is how long the pod ran, in trace seconds, written at completion.
-	RunTraceSecAnnotation = "kueuelab.io/run-trace-sec"
-	// FinishedAtAnnotation is the wall-clock time (RFC 3339, ns) of the completion write.
-	FinishedAtAnnotation = "kueuelab.io/finished-at"
-	// InjectFailureAnnotation makes a pod fail: "true" when its work is done, or a fraction in
-	// (0, 1) to fail once that share of the work is done.
-	InjectFailureAnnotation = "kueuelab.io/inject-failure"
-	// PowerCapKey is the default node label or annotation (annotation wins) holding a GPU power
-	// cap: a catalog profile ("eco", "performance"), a percentage of max ("70%") or watts ("450W").
-	PowerCapKey = "kueuelab.io/power-cap"
-	// GPUFamilyLabel names the node's catalog GPU family; without it the vendor product label is mapped.
-	GPUFamilyLabel = "kueuelab.io/gpu-family"
-	// CPUModelAnnotation names the node's catalog CPU model.
-	CPUModelAnnotation = "kueuelab.io/cpu-model"
-)
-
-// Completion modes: the KWOK stage reacting to CompleteAnnotation, or a direct pods/status write.
+// Completion modes: the KWOK stage reacting to contract.Complete, or a direct pods/status write.
 const (
 	CompleteViaStage  = "stage"
 	CompleteViaStatus = "status"
 )
 
-// Config configures an Agent; the zero value of every field but Speedup means its default.
+// Config configures an Agent; the zero value of every field but Trace means its default.
 type Config struct {
-	// Speedup is trace seconds per wall second (required, > 0).
-	Speedup float64
-	// TickInterval is the wall time between ticks (default 200ms).
-	TickInterval time.Duration
+	// Trace is the trace clock, the agent's only source of trace time: it advances its pods to
+	// the clock's time and arms its next pod completion on it (required). An agent in the same
+	// process as the runner shares the runner's event-driven clock; an agent on its own (the Helm
+	// chart's Deployment) runs a clock without holds at a fixed speedup (simclock.Options.Disabled).
+	Trace *simclock.Clock
+	// Handoff, when set, reports whether a runner sharing the clock follows the pod's steps: the
+	// agent then holds the clock from its completion write until the runner sees the pod end.
+	// The agent acknowledges the runner's start and deletion holds (simclock.Ack) for every pod.
+	Handoff func(*corev1.Pod) bool
 	// PodSelector is a label selector for the pods to simulate; "" is every pod on a simulated
 	// node: rendered ones by their contract, others (a user's own manifests) by the contract's
 	// defaults for unrendered pods (render/contract.Unrendered).
 	PodSelector string
-	// Namespace, when set, limits the pods simulated to one namespace.
-	Namespace string
+	// Namespaces, when set, limits the pods simulated to these namespaces (a runner's team
+	// namespaces, so that runs sharing a cluster never drive each other's pods).
+	Namespaces []string
 	// ServicePods are label selectors of pods that serve until their owner deletes them (a Ray
 	// cluster's head and workers): when their work is done the agent writes their energy and run
 	// time but does not end them. Default: those of every kind in render's registry.
@@ -72,7 +57,7 @@ type Config struct {
 	GangBlockedAfter float64
 	// CompleteVia is CompleteViaStatus (default, measured faster) or CompleteViaStage.
 	CompleteVia string
-	// PowerCapKey is the node label/annotation holding the GPU power cap (default PowerCapKey).
+	// PowerCapKey is the node label/annotation holding the GPU power cap (default contract.PowerCap).
 	PowerCapKey string
 	// WriteQPS and WriteBurst bound the agent's pod writes (default 50 and 100).
 	WriteQPS   float64
@@ -81,32 +66,14 @@ type Config struct {
 	WriteWorkers int
 	// MetricsAddr, when set, serves /metrics there (e.g. 127.0.0.1:9090).
 	MetricsAddr string
-	// Clock drives ticks and timestamps (default the real clock); tests inject a fake one.
-	Clock clock.WithTicker
-	// TraceNow, when set, is the trace clock the agent advances its pods by, shared with an
-	// in-process runner whose clock slows to real time while the control plane owes a
-	// transition (runtime/simclock); when nil trace time is wall time × Speedup.
-	TraceNow func() float64
-}
-
-// TickFor is a tick interval for speedup: at most 5 trace seconds a tick, so a pod's completion
-// is written within 5 trace seconds of its end whatever the speedup, between 10 ms and 200 ms
-// of wall time.
-func TickFor(speedup float64) time.Duration {
-	d := time.Duration(5 / speedup * float64(time.Second))
-	return min(200*time.Millisecond, max(10*time.Millisecond, d))
+	// Wall is the wall clock of progress writes and timestamps (default the real clock).
+	Wall clock.WithTicker
 }
 
 func (c *Config) setDefaults() error {
 	var errs []error
-	if !(c.Speedup > 0) || math.IsInf(c.Speedup, 0) {
-		errs = append(errs, fmt.Errorf("speedup: must be a positive number, got %g", c.Speedup))
-	}
-	if c.TickInterval == 0 {
-		c.TickInterval = 200 * time.Millisecond
-	}
-	if c.TickInterval < 0 {
-		errs = append(errs, fmt.Errorf("tick interval: must be > 0, got %s", c.TickInterval))
+	if c.Trace == nil {
+		errs = append(errs, errors.New("trace clock: required"))
 	}
 	if c.NodeSelector == "" {
 		c.NodeSelector = "type=kwok"
@@ -147,7 +114,7 @@ func (c *Config) setDefaults() error {
 		errs = append(errs, fmt.Errorf("complete via: want %q or %q, got %q", CompleteViaStage, CompleteViaStatus, c.CompleteVia))
 	}
 	if c.PowerCapKey == "" {
-		c.PowerCapKey = PowerCapKey
+		c.PowerCapKey = contract.PowerCap
 	}
 	if c.WriteQPS == 0 {
 		c.WriteQPS = 50
@@ -164,8 +131,8 @@ func (c *Config) setDefaults() error {
 	if c.WriteWorkers < 0 {
 		errs = append(errs, fmt.Errorf("write workers: must be > 0, got %d", c.WriteWorkers))
 	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
+	if c.Wall == nil {
+		c.Wall = clock.RealClock{}
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kueuelab/kueuelab/model/hw"
@@ -48,7 +50,7 @@ func gpuCount(rl corev1.ResourceList) int64 {
 
 // nodeSpec reads a node's simulated hardware from its labels, annotations and allocatable.
 func nodeSpec(n *corev1.Node, cat *hw.Catalog) (engine.NodeSpec, error) {
-	s := engine.NodeSpec{Name: n.Name, CPUModel: n.Annotations[CPUModelAnnotation]}
+	s := engine.NodeSpec{Name: n.Name, CPUModel: n.Annotations[contract.CPUModel]}
 	alloc := n.Status.Allocatable
 	if len(alloc) == 0 {
 		alloc = n.Status.Capacity
@@ -60,7 +62,7 @@ func nodeSpec(n *corev1.Node, cat *hw.Catalog) (engine.NodeSpec, error) {
 	if s.GPUs == 0 {
 		return s, nil
 	}
-	fam := n.Labels[GPUFamilyLabel]
+	fam := n.Labels[contract.GPUFamily]
 	if fam == "" {
 		for _, key := range []string{"nvidia.com/gpu.product", "amd.com/gpu.product-name"} {
 			if f, ok := productFamilies[n.Labels[key]]; ok {
@@ -71,7 +73,7 @@ func nodeSpec(n *corev1.Node, cat *hw.Catalog) (engine.NodeSpec, error) {
 	}
 	if _, ok := cat.GPU(fam); !ok {
 		return s, fmt.Errorf("node %s: %d GPUs of unknown family (label %s=%q, product %q)", n.Name, s.GPUs,
-			GPUFamilyLabel, n.Labels[GPUFamilyLabel], n.Labels["nvidia.com/gpu.product"]+n.Labels["amd.com/gpu.product-name"])
+			contract.GPUFamily, n.Labels[contract.GPUFamily], n.Labels["nvidia.com/gpu.product"]+n.Labels["amd.com/gpu.product-name"])
 	}
 	s.GPUFamily = fam
 	return s, nil

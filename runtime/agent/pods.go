@@ -19,7 +19,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/agent/engine"
 )
 
-// Progress is the JSON of ProgressAnnotation: the engine's snapshot, the trace seconds the pod has
+// Progress is the JSON of contract.Progress: the engine's snapshot, the trace seconds the pod has
 // been running, and the share of its work done, for people reading the annotation.
 type Progress struct {
 	engine.Snapshot
@@ -38,6 +38,7 @@ type podState struct {
 	ckpt      bool   // the workload declares a checkpoint interval
 	duration  float64
 	failAtEnd bool
+	handoff   bool // a runner in this process follows the pod (Config.Handoff)
 	// service: the pod serves until its owner deletes it (Config.ServicePods); its completion
 	// write leaves it running.
 	service bool
@@ -45,7 +46,7 @@ type podState struct {
 	running, completing, terminal bool
 	runBase                       float64 // run seconds before the current run (earlier agents, earlier runs)
 	startedAt                     float64 // engine time the current run started
-	written                       float64 // remainingSec last written to ProgressAnnotation (-1: never)
+	written                       float64 // remainingSec last written to contract.Progress (-1: never)
 }
 
 // runSec is how long the pod has been running, in trace seconds, at engine time now.
@@ -114,7 +115,7 @@ func podSpec(p *corev1.Pod, c *contract.Pod, failureRate float64, seed uint64) (
 		s.Sensitivity = defaultSensitivity(c.Family)
 	}
 	failAtEnd := false
-	if v, ok := p.Annotations[InjectFailureAnnotation]; ok {
+	if v, ok := p.Annotations[contract.InjectFailure]; ok {
 		v = strings.TrimSpace(v)
 		switch v {
 		case "true":
@@ -123,7 +124,7 @@ func podSpec(p *corev1.Pod, c *contract.Pod, failureRate float64, seed uint64) (
 		default:
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || !(f > 0 && f <= 1) {
-				return s, false, fmt.Errorf("pod %s: annotation %s: %q is neither true, false nor a fraction in (0, 1]", key, InjectFailureAnnotation, v)
+				return s, false, fmt.Errorf("pod %s: annotation %s: %q is neither true, false nor a fraction in (0, 1]", key, contract.InjectFailure, v)
 			}
 			if f == 1 {
 				failAtEnd = true
@@ -143,15 +144,15 @@ func podSpec(p *corev1.Pod, c *contract.Pod, failureRate float64, seed uint64) (
 	return s, failAtEnd, nil
 }
 
-// parseProgress reads ProgressAnnotation; ok is false when the pod has none.
+// parseProgress reads contract.Progress; ok is false when the pod has none.
 func parseProgress(p *corev1.Pod) (Progress, bool, error) {
-	v, ok := p.Annotations[ProgressAnnotation]
+	v, ok := p.Annotations[contract.Progress]
 	if !ok {
 		return Progress{}, false, nil
 	}
 	var pr Progress
 	if err := json.Unmarshal([]byte(v), &pr); err != nil {
-		return Progress{}, false, fmt.Errorf("pod %s/%s: annotation %s: %w", p.Namespace, p.Name, ProgressAnnotation, err)
+		return Progress{}, false, fmt.Errorf("pod %s/%s: annotation %s: %w", p.Namespace, p.Name, contract.Progress, err)
 	}
 	return pr, true, nil
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,18 +27,21 @@ type patch struct {
 	status   bool // through the pods/status subresource
 	complete bool
 	result   string
-	// progress, when set, is marshalled into a ProgressAnnotation merge patch by the writer, off
+	// failed, when set, is called once if the write fails for good (the pod is gone, or the
+	// retries ran out).
+	failed func()
+	// progress, when set, is marshalled into a contract.Progress merge patch by the writer, off
 	// the tick goroutine.
 	progress *Progress
 }
 
-// progressPatch is the merge patch that sets ProgressAnnotation.
+// progressPatch is the merge patch that sets contract.Progress.
 func progressPatch(pr *Progress) ([]byte, error) {
 	v, err := json.Marshal(pr)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ProgressAnnotation: string(v)}}})
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{contract.Progress: string(v)}}})
 }
 
 // writer batches pod writes through two deduplicating work queues (completions never wait
@@ -150,6 +155,9 @@ func (w *writer) write(ctx context.Context, q workqueue.TypedRateLimitingInterfa
 		}
 	case apierrors.IsNotFound(err):
 		q.Forget(key)
+		if p.failed != nil && !again {
+			p.failed()
+		}
 	default:
 		w.m.writeErrors.Inc()
 		if ctx.Err() == nil {
@@ -160,5 +168,8 @@ func (w *writer) write(ctx context.Context, q workqueue.TypedRateLimitingInterfa
 			return
 		}
 		q.Forget(key)
+		if p.failed != nil {
+			p.failed()
+		}
 	}
 }

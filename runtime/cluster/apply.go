@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,10 +47,6 @@ func newClient(cfg *rest.Config, scheme *runtime.Scheme) (client.Client, error) 
 	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
-// appliedHash annotates what kueuelab last applied, so a repeated `up` skips unchanged CRDs
-// (server-side apply of the large job CRDs costs the API server seconds each).
-const appliedHash = "kueuelab.io/applied-hash"
-
 // applyCRDs applies CRDs a few at a time, skipping those whose applied content is unchanged.
 func applyCRDs(ctx context.Context, c client.Client, crds []*unstructured.Unstructured) error {
 	g, gctx := errgroup.WithContext(ctx)
@@ -64,14 +62,14 @@ func applyCRDs(ctx context.Context, c client.Client, crds []*unstructured.Unstru
 			h := hex.EncodeToString(sum[:8])
 			cur := &metav1.PartialObjectMetadata{}
 			cur.SetGroupVersionKind(crd.GroupVersionKind())
-			if err := c.Get(gctx, client.ObjectKey{Name: crd.GetName()}, cur); err == nil && cur.GetAnnotations()[appliedHash] == h {
+			if err := c.Get(gctx, client.ObjectKey{Name: crd.GetName()}, cur); err == nil && cur.GetAnnotations()[contract.AppliedHash] == h {
 				return nil
 			}
 			ann := crd.GetAnnotations()
 			if ann == nil {
 				ann = map[string]string{}
 			}
-			ann[appliedHash] = h
+			ann[contract.AppliedHash] = h
 			crd.SetAnnotations(ann)
 			return applyUnstructured(gctx, c, []*unstructured.Unstructured{crd})
 		})

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,7 +124,7 @@ func Install(ctx context.Context, kubeconfig string, objs []client.Object, out i
 	if err := applyUnstructured(ctx, c, stages); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "  applied %d completion stages (annotation %s=true|fail)\n", len(stages), CompleteAnnotation)
+	fmt.Fprintf(out, "  applied %d completion stages (annotation %s=true|fail)\n", len(stages), contract.Complete)
 	if len(objs) > 0 {
 		if err := ApplyObjects(ctx, cfg, objs); err != nil {
 			return errors.Join(errors.New("apply cluster objects"), err)

@@ -27,9 +27,6 @@ import (
 //go:embed stages-complete.yaml
 var completionStages []byte
 
-// CompleteAnnotation is the pod annotation the completion stages react to.
-const CompleteAnnotation = "kueuelab.io/complete"
-
 // kwokNodeAnnotation marks the nodes the KWOK controller manages; kwokTaintKey is KWOK's taint
 // (NoSchedule, value fake) that keeps real pods off fake nodes.
 const (

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -82,9 +84,9 @@ func TestCompletionStagesUseKueuelabAnnotation(t *testing.T) {
 		t.Fatalf("got %d stages, want %d", len(objs), len(want))
 	}
 	for _, o := range objs {
-		got, _, _ := unstructured.NestedString(o.Object, "spec", "selector", "matchAnnotations", CompleteAnnotation)
+		got, _, _ := unstructured.NestedString(o.Object, "spec", "selector", "matchAnnotations", contract.Complete)
 		if got != want[o.GetName()] {
-			t.Errorf("stage %s matches %s=%q, want %q", o.GetName(), CompleteAnnotation, got, want[o.GetName()])
+			t.Errorf("stage %s matches %s=%q, want %q", o.GetName(), contract.Complete, got, want[o.GetName()])
 		}
 	}
 }

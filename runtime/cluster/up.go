@@ -42,6 +42,8 @@ type Options struct {
 type Cluster struct {
 	State  *State
 	Config *rest.Config
+	// Started lists the components this Up started (empty: everything was running already).
+	Started []string
 }
 
 // Up brings the cluster up, starting only the components that are not already running and
@@ -93,6 +95,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	u := &upper{s: s, specs: specs, out: out, timeout: o.Timeout}
+	cl := &Cluster{State: s}
 	fmt.Fprintf(out, "cluster %s (state %s)\n", s.Name, s.Dir)
 	for _, name := range []string{Etcd, APIServer, ControllerManager, Scheduler} {
 		if err := u.ensure(ctx, name); err != nil {
@@ -181,14 +184,16 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if objs == nil {
 		objs = DefaultNodes(4, 8)
 	}
-	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return ApplyObjects(ctx, cfg, objs) }); err != nil {
+	// Objects of another spec on a cluster that was up already are replaced (ReplaceObjects).
+	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return ReplaceObjects(ctx, cfg, objs, true, out) }); err != nil {
 		return nil, err
 	}
 	if err := u.step("KWOK nodes Ready", func() error { _, err := waitNodesReady(ctx, c, o.Timeout); return err }); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "cluster %s up in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
-	return &Cluster{State: s, Config: cfg}, nil
+	cl.Config, cl.Started = cfg, u.started
+	return cl, nil
 }
 
 // prepare loads or creates the state dir and settles ports and bin dir.
@@ -243,6 +248,7 @@ type upper struct {
 	specs   map[string]spec
 	out     io.Writer
 	timeout time.Duration
+	started []string
 }
 
 func (u *upper) ensure(ctx context.Context, name string) error {
@@ -261,6 +267,7 @@ func (u *upper) ensure(ctx context.Context, name string) error {
 			return err
 		}
 		verb = "started"
+		u.started = append(u.started, name)
 	}
 	if err := u.s.awaitHealthy(ctx, sp.process, pid, u.timeout, sp.health); err != nil {
 		return err

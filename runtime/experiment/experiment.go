@@ -7,6 +7,7 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -37,8 +38,9 @@ type Experiment struct {
 	Generator *Generator `yaml:"generator,omitempty"`
 	// Cluster is the base cluster spec (relative to the experiment file).
 	Cluster string `yaml:"cluster"`
-	// Speedup is trace seconds per wall second (default 1000).
-	Speedup float64 `yaml:"speedup,omitempty"`
+	// Speedup caps trace seconds per wall second between events: a number, or "max" (the
+	// default: the trace clock jumps from event to event).
+	Speedup Speedup `yaml:"speedup,omitempty"`
 	// Timeout bounds each run's wall time, as a Go duration ("20m"; default: none).
 	Timeout string `yaml:"timeout,omitempty"`
 	// Repeats is the number of runs per variant (default 1); --repeats overrides it.
@@ -51,6 +53,31 @@ type Experiment struct {
 
 	file    string
 	timeout time.Duration
+}
+
+// Speedup is an experiment's speedup: 0 is "max".
+type Speedup float64
+
+// UnmarshalYAML reads "max" or a positive number.
+func (s *Speedup) UnmarshalYAML(n *yaml.Node) error {
+	if n.Value == "max" {
+		*s = 0
+		return nil
+	}
+	v, err := strconv.ParseFloat(n.Value, 64)
+	if err != nil || !(v > 0) || math.IsInf(v, 0) {
+		return fmt.Errorf("line %d: speedup: want \"max\" or a positive number, got %q", n.Line, n.Value)
+	}
+	*s = Speedup(v)
+	return nil
+}
+
+// String is "max" or the number.
+func (s Speedup) String() string {
+	if s == 0 {
+		return "max"
+	}
+	return strconv.FormatFloat(float64(s), 'g', -1, 64)
 }
 
 // Metadata names the experiment.
@@ -200,11 +227,8 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 	if e.Cluster == "" {
 		el.add(root.Line, "cluster", "required: the base cluster spec (a path relative to the experiment file)")
 	}
-	if e.Speedup == 0 {
-		e.Speedup = 1000
-	}
-	if !(e.Speedup > 0) {
-		el.add(line("speedup"), "speedup", "must be > 0, got %g", e.Speedup)
+	if e.Speedup < 0 {
+		el.add(line("speedup"), "speedup", `want "max" or a positive number, got %g`, float64(e.Speedup))
 	}
 	if e.Timeout != "" {
 		d, err := time.ParseDuration(e.Timeout)
@@ -239,7 +263,11 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 			}
 		}
 		if v.KueueConfig != nil {
-			if err := v.KueueConfig.check(); err != nil {
+			err := v.KueueConfig.check()
+			if err == nil {
+				_, err = v.KueueConfig.Scale(e.Speedup)
+			}
+			if err != nil {
 				el.add(yamldoc.Line(root, yamldoc.Path{"variants", i, "kueueConfig"}), p+".kueueConfig", "%v", err)
 			}
 		}

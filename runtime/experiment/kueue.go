@@ -3,15 +3,28 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"sort"
+	"strings"
 	"time"
+
+	"github.com/kueuelab/kueuelab/runtime/runner"
 )
 
 // KueueConfig are the Kueue Configuration settings a variant changes. They apply when Kueue
 // starts, so a variant that sets them needs a fresh local cluster (not --kubeconfig).
+//
+// Every duration is in trace time. Kueue runs on wall time, so it gets each one divided by the
+// run's timer scale (Scale); the runner then stops the trace clock at the trace time each timer is
+// due and holds it until Kueue has acted (runtime/runner's timers), so the timers fire at their
+// trace times whatever the clock does in between. Kueue reads these timers against API timestamps
+// of one-second resolution, so a wall duration below one second cannot be exact: such a setting
+// is refused, naming the field and the largest speedup that keeps it exact.
 type KueueConfig struct {
-	FairSharing      *KueueFairSharing `yaml:"fairSharing,omitempty"`
-	WaitForPodsReady *WaitForPodsReady `yaml:"waitForPodsReady,omitempty"`
+	FairSharing          *KueueFairSharing     `yaml:"fairSharing,omitempty"`
+	WaitForPodsReady     *WaitForPodsReady     `yaml:"waitForPodsReady,omitempty"`
+	AdmissionFairSharing *AdmissionFairSharing `yaml:"admissionFairSharing,omitempty"`
 }
 
 // KueueFairSharing turns Kueue's fair sharing on. PreemptionStrategies default to
@@ -21,14 +34,34 @@ type KueueFairSharing struct {
 	PreemptionStrategies []string `yaml:"preemptionStrategies,omitempty"`
 }
 
-// WaitForPodsReady turns Kueue's all-or-nothing admission on. Timeout and RecoveryTimeout are in
-// trace time ("10m"): Kueue gets them divided by the speedup, so the variant means the same at
-// any speedup.
+// WaitForPodsReady turns Kueue's all-or-nothing admission on. Durations are trace time ("10m").
 type WaitForPodsReady struct {
 	Enable          bool   `yaml:"enable"`
 	Timeout         string `yaml:"timeout,omitempty"`
 	BlockAdmission  *bool  `yaml:"blockAdmission,omitempty"`
 	RecoveryTimeout string `yaml:"recoveryTimeout,omitempty"`
+	// RequeuingStrategy is the backoff of a workload evicted for not getting ready in time.
+	RequeuingStrategy *RequeuingStrategy `yaml:"requeuingStrategy,omitempty"`
+}
+
+// RequeuingStrategy is waitForPodsReady.requeuingStrategy with its backoff in trace time: Kueue
+// waits backoffBase × 2^(n−1) (at most backoffMax) before requeuing a workload evicted n times.
+type RequeuingStrategy struct {
+	Timestamp         string `yaml:"timestamp,omitempty"`
+	BackoffLimitCount *int32 `yaml:"backoffLimitCount,omitempty"`
+	// BackoffBase defaults to Kueue's 60s, BackoffMax to its 3600s.
+	BackoffBase string `yaml:"backoffBase,omitempty"`
+	BackoffMax  string `yaml:"backoffMax,omitempty"`
+}
+
+// AdmissionFairSharing configures Kueue's admission fair sharing (the ClusterQueues that use it
+// set admissionScope). Its usage decays on wall time: the half-life and sampling interval are
+// scaled like every other duration, which keeps the decay exact only while the trace clock runs at
+// the timer scale; the clock jumps, so the decay between events is the documented approximation.
+type AdmissionFairSharing struct {
+	UsageHalfLifeTime     string             `yaml:"usageHalfLifeTime"`
+	UsageSamplingInterval string             `yaml:"usageSamplingInterval,omitempty"`
+	ResourceWeights       map[string]float64 `yaml:"resourceWeights,omitempty"`
 }
 
 // validStrategies are the strategy lists Kueue 0.15 accepts (pkg/config/validation.go).
@@ -38,7 +71,33 @@ var validStrategies = [][]string{
 	{"LessThanOrEqualToFinalShare", "LessThanInitialShare"},
 }
 
+// Kueue's defaults for the requeuing backoff (pkg/controller/core: 60 s, 3600 s).
+const (
+	defaultBackoffBase = time.Minute
+	defaultBackoffMax  = time.Hour
+	// DefaultTimerScale is the timer scale at speedup max when the settings allow it.
+	DefaultTimerScale = 1000
+)
+
+// timerField is one wall-time setting of the configuration.
+type timerField struct {
+	path  string        // its path in Kueue's Configuration
+	trace time.Duration // its value in trace time
+	whole bool          // Kueue takes whole seconds (an int32 *Seconds field)
+}
+
+func parsePositive(field, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s: want a positive trace-time duration such as 10m, got %q", field, v)
+	}
+	return d, nil
+}
+
 func (k *KueueConfig) check() error {
+	if k == nil {
+		return nil
+	}
 	var errs []error
 	if fs := k.FairSharing; fs != nil && len(fs.PreemptionStrategies) > 0 {
 		ok := slices.ContainsFunc(validStrategies, func(v []string) bool { return slices.Equal(v, fs.PreemptionStrategies) })
@@ -46,30 +105,136 @@ func (k *KueueConfig) check() error {
 			errs = append(errs, fmt.Errorf("fairSharing.preemptionStrategies: %v is not one of %v", fs.PreemptionStrategies, validStrategies))
 		}
 	}
-	if w := k.WaitForPodsReady; w != nil && w.Enable {
-		if d, err := time.ParseDuration(w.Timeout); err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("waitForPodsReady.timeout: want a positive trace-time duration such as 10m, got %q", w.Timeout))
+	_, err := k.timerFields()
+	return errors.Join(append(errs, err)...)
+}
+
+// timerFields lists the wall-time settings k sets, checked.
+func (k *KueueConfig) timerFields() ([]timerField, error) {
+	if k == nil {
+		return nil, nil
+	}
+	var out []timerField
+	var errs []error
+	add := func(path, v string, def time.Duration, whole bool) time.Duration {
+		d := def
+		if v != "" {
+			var err error
+			if d, err = parsePositive(path, v); err != nil {
+				errs = append(errs, err)
+				return 0
+			}
 		}
-		if w.RecoveryTimeout != "" {
-			if d, err := time.ParseDuration(w.RecoveryTimeout); err != nil || d <= 0 {
-				errs = append(errs, fmt.Errorf("waitForPodsReady.recoveryTimeout: want a positive duration, got %q", w.RecoveryTimeout))
+		if d > 0 {
+			out = append(out, timerField{path: path, trace: d, whole: whole})
+		}
+		return d
+	}
+	if w := k.WaitForPodsReady; w != nil && w.Enable {
+		if w.Timeout == "" {
+			_, err := parsePositive("waitForPodsReady.timeout", w.Timeout)
+			errs = append(errs, err)
+		}
+		add("waitForPodsReady.timeout", w.Timeout, 0, false)
+		add("waitForPodsReady.recoveryTimeout", w.RecoveryTimeout, 0, false)
+		// Kueue's default backoff is wall time too: it is always set, scaled.
+		rs := w.RequeuingStrategy
+		if rs == nil {
+			rs = &RequeuingStrategy{}
+		}
+		{
+			base := add("waitForPodsReady.requeuingStrategy.backoffBaseSeconds", rs.BackoffBase, defaultBackoffBase, true)
+			maxB := add("waitForPodsReady.requeuingStrategy.backoffMaxSeconds", rs.BackoffMax, defaultBackoffMax, true)
+			if base > 0 && maxB > 0 && maxB < base {
+				errs = append(errs, fmt.Errorf("waitForPodsReady.requeuingStrategy: backoffMax %s < backoffBase %s", maxB, base))
+			}
+			if rs.Timestamp != "" && rs.Timestamp != "Eviction" && rs.Timestamp != "Creation" {
+				errs = append(errs, fmt.Errorf("waitForPodsReady.requeuingStrategy.timestamp: want Eviction or Creation, got %q", rs.Timestamp))
 			}
 		}
 	}
-	return errors.Join(errs...)
+	if a := k.AdmissionFairSharing; a != nil {
+		if a.UsageHalfLifeTime == "" {
+			errs = append(errs, errors.New("admissionFairSharing.usageHalfLifeTime: required"))
+		}
+		add("admissionFairSharing.usageHalfLifeTime", a.UsageHalfLifeTime, 0, false)
+		add("admissionFairSharing.usageSamplingInterval", a.UsageSamplingInterval, 5*time.Minute, false)
+	}
+	return out, errors.Join(errs...)
 }
 
 // Empty reports whether k changes nothing in Kueue's configuration.
 func (k *KueueConfig) Empty() bool {
-	return k == nil || ((k.FairSharing == nil || !k.FairSharing.Enable) && (k.WaitForPodsReady == nil || !k.WaitForPodsReady.Enable))
+	return k == nil || ((k.FairSharing == nil || !k.FairSharing.Enable) && (k.WaitForPodsReady == nil || !k.WaitForPodsReady.Enable) &&
+		k.AdmissionFairSharing == nil)
+}
+
+// maxExact is the largest scale at which a setting is exact: at least a whole second of wall time,
+// and for a whole-seconds field, a whole number of them.
+func (f timerField) maxExact(limit float64) float64 {
+	sec := f.trace.Seconds()
+	if !f.whole {
+		return math.Min(limit, sec)
+	}
+	// Exact scales are sec/n for whole n ≥ 1; the largest not above limit:
+	return sec / math.Max(1, math.Ceil(sec/limit-1e-9))
+}
+
+func isWhole(v float64) bool { return math.Abs(v-math.Round(v)) < 1e-9 }
+
+// Scale is the factor by which the run divides the Kueue settings: the speedup when it is a number
+// (refused when a setting cannot be exact at it), else the largest scale up to DefaultTimerScale
+// at which every setting is exact.
+func (k *KueueConfig) Scale(speedup Speedup) (float64, error) {
+	fields, err := k.timerFields()
+	if err != nil || len(fields) == 0 {
+		return math.Max(1, float64(speedup)), err
+	}
+	if speedup == 0 {
+		scale := float64(DefaultTimerScale)
+		for changed := true; changed; {
+			changed = false
+			for _, f := range fields {
+				if m := f.maxExact(scale); m < scale {
+					scale, changed = m, true
+				}
+			}
+		}
+		return scale, nil
+	}
+	var errs []string
+	for _, f := range fields {
+		wall := f.trace.Seconds() / float64(speedup)
+		if wall < 1 || (f.whole && !isWhole(wall)) {
+			unit := "at least 1 s"
+			if f.whole {
+				unit = "a whole number of seconds"
+			}
+			errs = append(errs, fmt.Sprintf("%s %s at speedup %g is %.3g s of wall time; Kueue needs %s: the largest speedup that keeps it exact is %g",
+				f.path, f.trace, float64(speedup), wall, unit, f.maxExact(float64(speedup))))
+		}
+	}
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return 0, errors.New(strings.Join(errs, "; "))
+	}
+	return float64(speedup), nil
 }
 
 // Fields returns the top-level fields of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)
-// that k sets, for cluster.Options.KueueConfig. In v1beta2 a section's presence enables it.
-func (k *KueueConfig) Fields(speedup float64) map[string]any {
+// that k sets, with every duration divided by scale, for cluster.Options.KueueConfig. In v1beta2
+// a section's presence enables it.
+func (k *KueueConfig) Fields(scale float64) map[string]any {
 	out := map[string]any{}
 	if k == nil {
 		return out
+	}
+	wallOf := func(v string, def time.Duration) time.Duration {
+		d := def
+		if v != "" {
+			d, _ = time.ParseDuration(v) // checked by check
+		}
+		return time.Duration(float64(d) / scale).Round(time.Millisecond)
 	}
 	if fs := k.FairSharing; fs != nil && fs.Enable {
 		s := fs.PreemptionStrategies
@@ -79,25 +244,63 @@ func (k *KueueConfig) Fields(speedup float64) map[string]any {
 		out["fairSharing"] = map[string]any{"preemptionStrategies": slices.Clone(s)}
 	}
 	if w := k.WaitForPodsReady; w != nil && w.Enable {
-		m := map[string]any{"timeout": wall(w.Timeout, speedup)}
+		m := map[string]any{"timeout": wallOf(w.Timeout, 0).String()}
 		if w.BlockAdmission != nil {
 			m["blockAdmission"] = *w.BlockAdmission
 		}
 		if w.RecoveryTimeout != "" {
-			m["recoveryTimeout"] = wall(w.RecoveryTimeout, speedup)
+			m["recoveryTimeout"] = wallOf(w.RecoveryTimeout, 0).String()
+		}
+		rs := w.RequeuingStrategy
+		if rs == nil {
+			rs = &RequeuingStrategy{}
+		}
+		{
+			r := map[string]any{
+				"backoffBaseSeconds": int32(math.Round(wallOf(rs.BackoffBase, defaultBackoffBase).Seconds())),
+				"backoffMaxSeconds":  int32(math.Round(wallOf(rs.BackoffMax, defaultBackoffMax).Seconds())),
+			}
+			if rs.Timestamp != "" {
+				r["timestamp"] = rs.Timestamp
+			}
+			if rs.BackoffLimitCount != nil {
+				r["backoffLimitCount"] = *rs.BackoffLimitCount
+			}
+			m["requeuingStrategy"] = r
 		}
 		out["waitForPodsReady"] = m
+	}
+	if a := k.AdmissionFairSharing; a != nil {
+		m := map[string]any{"usageHalfLifeTime": wallOf(a.UsageHalfLifeTime, 0).String(),
+			"usageSamplingInterval": wallOf(a.UsageSamplingInterval, 5*time.Minute).String()}
+		if len(a.ResourceWeights) > 0 {
+			m["resourceWeights"] = a.ResourceWeights
+		}
+		out["admissionFairSharing"] = m
 	}
 	return out
 }
 
-// wall converts a checked trace-time duration to wall time at speedup, at least 1 s (Kueue's
-// timers are not finer).
-func wall(traceDur string, speedup float64) string {
-	d, _ := time.ParseDuration(traceDur) // checked by check
-	w := time.Duration(float64(d) / speedup).Round(time.Second)
-	if w < time.Second {
-		w = time.Second
+// Timers are the settings the runner tracks on the trace clock, at scale.
+func (k *KueueConfig) Timers(scale float64) runner.KueueTimers {
+	t := runner.KueueTimers{Scale: scale}
+	if k == nil || k.WaitForPodsReady == nil || !k.WaitForPodsReady.Enable {
+		return t
 	}
-	return w.String()
+	w := k.WaitForPodsReady
+	sec := func(v string, def time.Duration) float64 {
+		d := def
+		if v != "" {
+			d, _ = time.ParseDuration(v)
+		}
+		return d.Seconds()
+	}
+	t.PodsReadyTimeout = sec(w.Timeout, 0)
+	t.RecoveryTimeout = sec(w.RecoveryTimeout, 0)
+	rs := w.RequeuingStrategy
+	if rs == nil {
+		rs = &RequeuingStrategy{}
+	}
+	t.BackoffBase, t.BackoffMax = sec(rs.BackoffBase, defaultBackoffBase), sec(rs.BackoffMax, defaultBackoffMax)
+	return t
 }

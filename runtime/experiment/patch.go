@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,9 +23,6 @@ import (
 
 // Unlimited clears a borrowing or lending limit.
 const Unlimited = "unlimited"
-
-// PowerCapLabel is the node label the agent reads a GPU power cap from.
-const PowerCapLabel = "kueuelab.io/power-cap"
 
 // Op is one typed patch operation: exactly one field is set. A queue is named by its ClusterQueue
 // or by a team whose LocalQueue points at it; "*" means every ClusterQueue.
@@ -469,7 +468,7 @@ func (p *patcher) setPowerCap(c *SetPowerCap) error {
 	}
 	for _, np := range pools {
 		if c.Value == "" {
-			delete(np.Labels, PowerCapLabel)
+			delete(np.Labels, contract.PowerCap)
 			continue
 		}
 		g, ok := p.cat.GPU(np.GPUFamily)
@@ -487,7 +486,7 @@ func (p *patcher) setPowerCap(c *SetPowerCap) error {
 		if np.Labels == nil {
 			np.Labels = map[string]string{}
 		}
-		np.Labels[PowerCapLabel] = v
+		np.Labels[contract.PowerCap] = v
 	}
 	return nil
 }

@@ -14,14 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/runtime/agent"
 	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
@@ -75,11 +73,15 @@ type Options struct {
 	Repeats int
 	// REST, when set, runs every variant on that cluster, reset between runs, instead of on a
 	// fresh local cluster each.
-	REST  *rest.Config
-	Local LocalCluster
-	// NewAgent builds the agent run in-process for one run. Nil with REST: the cluster's agent
-	// Deployment is used (the runner checks it); nil without REST: InProcessAgent.
-	NewAgent func(rc *rest.Config, clk *simclock.Clock, seed int64) (runner.Agent, error)
+	REST *rest.Config
+	// State, with REST, is that cluster's state when it is kueuelab's local cluster (its component
+	// metrics then settle the trace clock exactly).
+	State *rtcluster.State
+	// AgentInCluster, with REST, uses the cluster's agent Deployment (charts/kueuelab-agent)
+	// instead of the in-process agent: the trace clock then runs on wall time at the experiment's
+	// speedup, which must be a number.
+	AgentInCluster bool
+	Local          LocalCluster
 	// Out receives the progress lines; Log the detail (cluster up/down, run summaries).
 	Out io.Writer
 	Log io.Writer
@@ -88,15 +90,6 @@ type Options struct {
 	exec func(ctx context.Context, r *job) (*runner.Result, error)
 	// resetObjs are what a reset deletes (REST only).
 	resetObjs []client.Object
-}
-
-// InProcessAgent is the kueuelab agent with default settings, for Options.NewAgent.
-func InProcessAgent(rc *rest.Config, clk *simclock.Clock, seed int64) (runner.Agent, error) {
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("agent client: %w", err)
-	}
-	return agent.InProcess(cs, clk, uint64(seed))
 }
 
 // Outcome is what Run did.
@@ -286,8 +279,11 @@ func writeJSON(path string, v any) error {
 func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 	e := j.exp
 	log := &prefixWriter{w: o.Log, prefix: j.label() + ": "}
-	rc := o.REST
-	newAgent := o.NewAgent
+	scale, err := j.variant.KueueConfig.Scale(e.Speedup)
+	if err != nil {
+		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
+	}
+	rc, state := o.REST, o.State
 	if rc == nil {
 		l := o.Local
 		if l.Name == "" {
@@ -301,7 +297,7 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 			return nil, err
 		}
 		cl, err := rtcluster.Up(ctx, rtcluster.Options{Root: l.Root, Name: l.Name, BinDir: l.BinDir, PortBase: l.PortBase, Go: l.Go,
-			Objects: objs, KueueConfig: j.variant.KueueConfig.Fields(e.Speedup), Out: log})
+			Objects: objs, KueueConfig: j.variant.KueueConfig.Fields(scale), Out: log})
 		defer func() {
 			if err := rtcluster.Down(context.Background(), l.Root, l.Name, true, log); err != nil {
 				fmt.Fprintf(o.Out, "%s: cluster down: %v\n", j.label(), err)
@@ -310,24 +306,26 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster up: %w", err)
 		}
-		rc = cl.Config
-		if newAgent == nil {
-			newAgent = InProcessAgent
-		}
+		rc, state = cl.Config, cl.State
 	} else if err := reset(ctx, rc, o.resetObjs, log); err != nil {
 		return nil, err
 	}
-	cfg := runner.Config{REST: rc, Trace: j.trace, TraceName: j.traceRef, Spec: j.spec, Speedup: e.Speedup,
-		Timeout: e.timeout, OutDir: j.dir, Seed: j.seed, Progress: &prefixWriter{w: o.Out, prefix: j.label() + ": "}, Out: log}
-	if newAgent != nil {
-		// The agent shares the runner's trace clock, so the runner may hold it (simclock).
-		cfg.Clock = simclock.New(e.Speedup, simclock.Options{})
-		a, err := newAgent(rc, cfg.Clock, j.seed)
+	var cfg runner.Config
+	if o.REST != nil && o.AgentInCluster {
+		if e.Speedup == 0 {
+			return nil, errors.New("the cluster's agent runs on wall time: the experiment needs a numeric speedup")
+		}
+		cfg = runner.Config{REST: rc, Spec: j.spec, Seed: j.seed,
+			Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(e.Speedup)})}
+	} else {
+		cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: rc, Local: state, Spec: j.spec, MaxRate: float64(e.Speedup),
+			Seed: uint64(j.seed), Timers: j.variant.KueueConfig.Timers(scale)})
 		if err != nil {
 			return nil, err
 		}
-		cfg.Agent = a
 	}
+	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.OutDir = j.trace, j.traceRef, e.timeout, j.dir
+	cfg.Progress, cfg.Out = &prefixWriter{w: o.Out, prefix: j.label() + ": "}, log
 	return runner.Run(ctx, cfg)
 }
 

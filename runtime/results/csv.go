@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/kueuelab/kueuelab/model/trace"
 )
@@ -171,10 +172,8 @@ func parseRow(row []string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	switch r.State {
-	case StateSucceeded, StateFailed, StateUnfinished:
-	default:
-		return Record{}, fmt.Errorf("column state: %q is not %s, %s or %s", r.State, StateSucceeded, StateFailed, StateUnfinished)
+	if r.State != StateUnfinished && !slices.Contains(States, r.State) {
+		return Record{}, fmt.Errorf("column state: %q is not one of %s", r.State, strings.Join(States, ", "))
 	}
 	if r.Flavors, err = parseFlavors(col("flavors")); err != nil {
 		return Record{}, fmt.Errorf("column flavors: %w", err)

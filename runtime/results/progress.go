@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -50,8 +51,8 @@ func NewProgress(w io.Writer, total int, tty bool, interval time.Duration) *Prog
 // Update shows s (rate-limited).
 func (p *Progress) Update(s Status) {
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("submitted %d admitted %d finished %d  trace %s", s.Submitted, s.Admitted, s.Finished, clock(s.TraceSec)))
-		_ = p.bar.Set(s.Finished) // drawing errors only affect the display
+		p.bar.Describe(s.states() + "  trace " + clock(s.TraceSec))
+		_ = p.bar.Set(s.Finished()) // drawing errors only affect the display
 		return
 	}
 	now := time.Now()
@@ -74,11 +75,25 @@ func (p *Progress) Done(s Status) {
 }
 
 func (p *Progress) line(s Status) {
-	l := fmt.Sprintf("trace %s  submitted %d/%d  admitted %d  finished %d", clock(s.TraceSec), s.Submitted, s.Total, s.Admitted, s.Finished)
+	l := fmt.Sprintf("trace %s  %s  (of %d)", clock(s.TraceSec), s.states(), s.Total)
 	if l != p.lastLine {
 		fmt.Fprintln(p.w, l)
 		p.lastLine = l
 	}
+}
+
+// states lists the non-zero state counts in the order of a workload's life; they sum to Total.
+func (c Counts) states() string {
+	var b strings.Builder
+	for _, st := range States {
+		if n := c.States[st]; n > 0 {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%s %d", strings.ToLower(st), n)
+		}
+	}
+	return b.String()
 }
 
 // clock prints trace seconds as [Dd]HH:MM:SS.

@@ -14,12 +14,30 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-// Workload states. Every workload of a trace ends a run in exactly one of them.
+// Workload states. Every workload of a trace is in exactly one of them at any time, and ends a
+// run in one: the progress line, the final message and workloads.csv count the same states.
 const (
-	StateSucceeded  = "Succeeded"
-	StateFailed     = "Failed"
+	StateUnsubmitted = "unsubmitted" // not created (yet)
+	StateRejected    = "rejected"    // the API server refused its objects for good (Error says why)
+	StatePending     = "pending"     // submitted, waiting for quota
+	StateAdmitted    = "admitted"    // quota reserved, no pod running yet
+	StateRunning     = "running"     // a pod running
+	StateEvicted     = "evicted"     // evicted, waiting to be admitted again
+	StateSucceeded   = "Succeeded"
+	StateFailed      = "Failed"
+	// StateUnfinished is what results directories written before the states above say of every
+	// workload that did not end; it still reads.
 	StateUnfinished = "unfinished"
 )
+
+// States lists the states in the order of a workload's life.
+var States = []string{StateUnsubmitted, StateRejected, StatePending, StateAdmitted, StateRunning, StateEvicted,
+	StateSucceeded, StateFailed}
+
+// terminalState reports whether a workload in state s is done for the run.
+func terminalState(s string) bool {
+	return s == StateSucceeded || s == StateFailed || s == StateRejected
+}
 
 // EventType names what an Event reports.
 type EventType string
@@ -113,13 +131,13 @@ func NewRecord(w *trace.Workload, localQueue, queue string) *Record {
 		ID: w.WorkloadID, Namespace: w.Namespace, Family: w.WorkloadType, Intent: w.Intent(),
 		LocalQueue: localQueue, Queue: queue, Pods: w.PodCount(), GPUs: w.TotalGPUs(),
 		IdealSec: w.DurationSec, GPUUtil: w.SharedIntensityProfile.GPUUtilization,
-		SubmitOffsetSec: w.SubmitTimeOffsetSec, State: StateUnfinished,
+		SubmitOffsetSec: w.SubmitTimeOffsetSec, State: StateUnsubmitted,
 	}
 }
 
 // Terminal reports whether the workload reached Succeeded or Failed, or can never get there
-// because it was not submitted.
-func (r *Record) Terminal() bool { return r.State != StateUnfinished || r.Error != "" }
+// because it was rejected (or could not even be rendered or placed: Error says why).
+func (r *Record) Terminal() bool { return terminalState(r.State) || r.Error != "" }
 
 // TimeToAdmission is Admitted − Submitted; ok is false when either is missing.
 func (r *Record) TimeToAdmission() (float64, bool) { return span(r.Submitted, r.Admitted) }
@@ -151,27 +169,42 @@ func (r *Record) apply(e *Event) {
 			*p = &t
 		}
 	}
+	// move changes the state of a workload that is not done yet.
+	move := func(to string) {
+		if !terminalState(r.State) {
+			r.State = to
+		}
+	}
 	switch e.Type {
 	case EvSubmitted:
 		first(&r.Submitted)
+		if r.State == StateUnsubmitted {
+			r.State = StatePending
+		}
 	case EvSubmitFailed:
 		r.Error = e.Message
+		move(StateRejected)
 	case EvWorkloadCreated:
 		first(&r.WorkloadCreated)
 	case EvQuotaReserved:
 		first(&r.QuotaReserved)
 		r.mergeFlavors(e.Flavors)
+		move(StateAdmitted)
 	case EvAdmitted:
 		first(&r.Admitted)
 		r.mergeFlavors(e.Flavors)
 	case EvEvicted:
 		r.Evictions = append(r.Evictions, Incident{T: e.T, Reason: e.Reason})
+		move(StateEvicted)
 	case EvPreempted:
 		r.Preemptions = append(r.Preemptions, Incident{T: e.T, Reason: e.Reason})
 	case EvRequeued:
 		r.Requeues++
 	case EvPodRunning:
 		first(&r.FirstPodRunning)
+		if r.State == StateAdmitted || r.State == StatePending {
+			r.State = StateRunning
+		}
 	case EvAllPodsRunning:
 		first(&r.AllPodsRunning)
 	case EvPodFinished:
@@ -266,21 +299,26 @@ type Recorder struct {
 	pending int
 	// unknown counts events for workloads the recorder does not know (kept in the log).
 	unknown int
-	// counts of workloads past each milestone, for progress display.
-	submitted, admitted, finished int
+	// states counts the workloads in each state; submitted and admitted those past each milestone.
+	states              map[string]int
+	submitted, admitted int
+	events              int
 }
 
-// NewRecorder starts a record for every workload; log may be nil (records only).
+// NewRecorder starts a record for every workload; log may be nil (records only). A record with
+// an Error (not renderable or placeable on the cluster) starts rejected.
 func NewRecorder(records []*Record, log *EventLog) (*Recorder, error) {
-	rc := &Recorder{log: log, order: records, byID: make(map[string]*Record, len(records))}
+	rc := &Recorder{log: log, order: records, byID: make(map[string]*Record, len(records)), states: map[string]int{}}
 	for _, r := range records {
 		if _, dup := rc.byID[r.ID]; dup {
 			return nil, fmt.Errorf("workload %s appears twice", r.ID)
 		}
 		rc.byID[r.ID] = r
-		if r.Terminal() {
-			rc.finished++ // a workload that cannot be submitted is done before the run starts
-		} else {
+		if r.Error != "" && !terminalState(r.State) {
+			r.State = StateRejected
+		}
+		rc.states[r.State]++
+		if !r.Terminal() {
 			rc.pending++
 		}
 	}
@@ -296,14 +334,19 @@ func (rc *Recorder) Record(e Event) (bool, error) {
 	if rc.log != nil {
 		err = rc.log.Write(&e)
 	}
+	rc.events++
 	r, ok := rc.byID[e.Workload]
 	if !ok {
 		rc.unknown++
 		return false, err
 	}
-	was := r.Terminal()
+	was, state := r.Terminal(), r.State
 	hadSub, hadAdm := r.Submitted != nil, r.Admitted != nil
 	r.apply(&e)
+	if r.State != state {
+		rc.states[state]--
+		rc.states[r.State]++
+	}
 	if !hadSub && r.Submitted != nil {
 		rc.submitted++
 	}
@@ -313,21 +356,33 @@ func (rc *Recorder) Record(e Event) (bool, error) {
 	done := !was && r.Terminal()
 	if done {
 		rc.pending--
-		rc.finished++
 	}
 	return done, err
 }
 
-// Counts is how far the run got.
+// Counts is how far the run got: the workloads in each state (they sum to Total), and those that
+// passed the submission and admission milestones.
 type Counts struct {
-	Total, Submitted, Admitted, Finished int
+	Total, Submitted, Admitted int
+	States                     map[string]int
 }
 
-// Counts returns the current milestone counts.
+// Finished is the number of workloads done for the run: succeeded, failed or rejected.
+func (c Counts) Finished() int {
+	return c.States[StateSucceeded] + c.States[StateFailed] + c.States[StateRejected]
+}
+
+// Counts returns the current counts.
 func (rc *Recorder) Counts() Counts {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return Counts{Total: len(rc.order), Submitted: rc.submitted, Admitted: rc.admitted, Finished: rc.finished}
+	st := make(map[string]int, len(rc.states))
+	for k, v := range rc.states {
+		if v != 0 {
+			st[k] = v
+		}
+	}
+	return Counts{Total: len(rc.order), Submitted: rc.submitted, Admitted: rc.admitted, States: st}
 }
 
 // Pending returns the number of workloads that are not terminal yet.
@@ -335,6 +390,13 @@ func (rc *Recorder) Pending() int {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return rc.pending
+}
+
+// Events returns the number of events recorded so far: it grows whenever anything happens.
+func (rc *Recorder) Events() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.events
 }
 
 // Records returns copies of the records in trace order.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"flag"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -119,8 +120,9 @@ var meta = Meta{Trace: "t.jsonl", Cluster: "small.yaml", Speedup: 100, WallSec: 
 
 func TestGoldenFiles(t *testing.T) {
 	rc := synthetic(t, nil)
-	if c := rc.Counts(); c != (Counts{Total: 7, Submitted: 6, Admitted: 5, Finished: 6}) {
-		t.Errorf("counts %+v", c)
+	wantStates := map[string]int{StateSucceeded: 4, StateFailed: 1, StateRejected: 1, StatePending: 1}
+	if c := rc.Counts(); c.Total != 7 || c.Submitted != 6 || c.Admitted != 5 || c.Finished() != 6 || !maps.Equal(c.States, wantStates) {
+		t.Errorf("counts %+v, want 7 in all, 6 submitted, 5 admitted, states %v", c, wantStates)
 	}
 	if p := rc.Pending(); p != 1 {
 		t.Errorf("pending %d, want 1 (f)", p)
@@ -146,7 +148,7 @@ func TestGoldenFiles(t *testing.T) {
 func TestSummaryNumbers(t *testing.T) {
 	s := Summarize(synthetic(t, nil).Records(), meta)
 	all := s.Groups[0]
-	if all.Scope != "all" || all.Workloads != 7 || all.Succeeded != 4 || all.Failed != 1 || all.Unfinished != 2 {
+	if all.Scope != "all" || all.Workloads != 7 || all.Succeeded != 4 || all.Failed != 1 || all.Rejected != 1 || all.Unfinished != 1 {
 		t.Fatalf("all group %+v", all)
 	}
 	// Admitted: a 0.7, b 30, c 1, d 0.5, e 1 → sorted 0.5 0.7 1 1 30; empirical p50 is the 3rd.
@@ -311,9 +313,9 @@ func TestReadErrorsNameLine(t *testing.T) {
 func TestProgressPlainLines(t *testing.T) {
 	var b bytes.Buffer
 	p := NewProgress(&b, 10, false, time.Nanosecond)
-	p.Update(Status{Counts: Counts{Total: 10, Submitted: 3, Admitted: 2, Finished: 1}, TraceSec: 90061})
-	p.Done(Status{Counts: Counts{Total: 10, Submitted: 10, Admitted: 10, Finished: 10}, TraceSec: 90100})
-	want := "trace 1d01:01:01  submitted 3/10  admitted 2  finished 1\ntrace 1d01:01:40  submitted 10/10  admitted 10  finished 10\n"
+	p.Update(Status{Counts: Counts{Total: 10, States: map[string]int{StateUnsubmitted: 7, StateRunning: 2, StateSucceeded: 1}}, TraceSec: 90061})
+	p.Done(Status{Counts: Counts{Total: 10, States: map[string]int{StateSucceeded: 9, StateRejected: 1}}, TraceSec: 90100})
+	want := "trace 1d01:01:01  unsubmitted 7 running 2 succeeded 1  (of 10)\ntrace 1d01:01:40  rejected 1 succeeded 9  (of 10)\n"
 	if b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}

@@ -25,14 +25,38 @@ type Meta struct {
 	GPUCapacity int64 `json:"gpuCapacity"`
 	// Incomplete says why the run stopped before every workload was terminal ("" when it did not).
 	Incomplete string `json:"incomplete,omitempty"`
-	// HeldWallSec is the wall time the trace clock ran at real time because the control plane
-	// owed a step (runtime/simclock); Holds counts the holds and HoldsExpired those that
-	// reached their limit. All zero when the clock had no holds.
+	// Engine is the engine that produced the results: "cluster" (the real control plane) or "sim".
+	Engine string `json:"engine,omitempty"`
+	// MaxRate is the cap on trace seconds per wall second between events (0: none, the clock
+	// jumps from event to event).
+	MaxRate float64 `json:"maxRate,omitempty"`
+	// HeldWallSec is the wall time the trace clock stood still because the control plane owed a
+	// step (runtime/simclock); Holds counts the holds and HoldsExpired those that reached their
+	// limit (each one a step the clock gave up waiting for). All zero when the clock had no holds.
 	HeldWallSec  float64 `json:"heldWallSec"`
 	Holds        int     `json:"holds"`
 	HoldsExpired int     `json:"holdsExpired"`
-	// HeldByKindSec is the wall time at least one hold of each kind was active (kinds overlap).
+	// HeldByKindSec is the wall time at least one hold of each kind was active (kinds overlap);
+	// ExpiredByKind counts the expired holds by kind.
 	HeldByKindSec map[string]float64 `json:"heldByKindSec,omitempty"`
+	ExpiredByKind map[string]int     `json:"expiredByKind,omitempty"`
+	// Jumps counts the clock's moves from one event to the next, JumpedSec the trace time they
+	// covered.
+	Jumps     int     `json:"jumps,omitempty"`
+	JumpedSec float64 `json:"jumpedSec,omitempty"`
+	// LateSteps counts steps observed after the trace time at which they happened (a pod's end
+	// after the agent ended it, a Workload's finish after its last pod ended): the clock moved
+	// while a step was owed. LateMaxSec is the worst delay: the residual the holds did not cover.
+	// Zero in an exact run.
+	LateSteps  int     `json:"lateSteps"`
+	LateMaxSec float64 `json:"lateMaxSec"`
+	// SubmitRetries counts create calls retried after a transient failure; Rejected the
+	// workloads the API server refused for good, FirstRejection the first one and why.
+	SubmitRetries  int    `json:"submitRetries,omitempty"`
+	Rejected       int    `json:"rejected,omitempty"`
+	FirstRejection string `json:"firstRejection,omitempty"`
+	// States counts the workloads by their state at the end of the run.
+	States map[string]int `json:"states,omitempty"`
 }
 
 // Quantiles are the p50, p95 and p99 of N values; nil when N is 0.
@@ -46,12 +70,15 @@ type Quantiles struct {
 // Group is the statistics of the workloads of one scope: all of them, one ClusterQueue, or one
 // family. Time-to-admission counts admitted workloads, JCT and slowdown finished ones.
 type Group struct {
-	Scope      string `json:"scope"` // all, queue or family
-	Name       string `json:"name"`
-	Workloads  int    `json:"workloads"`
-	Succeeded  int    `json:"succeeded"`
-	Failed     int    `json:"failed"`
-	Unfinished int    `json:"unfinished"`
+	Scope     string `json:"scope"` // all, queue or family
+	Name      string `json:"name"`
+	Workloads int    `json:"workloads"`
+	Succeeded int    `json:"succeeded"`
+	Failed    int    `json:"failed"`
+	// Rejected were refused by the API server (or could not be placed on the cluster).
+	Rejected int `json:"rejected,omitempty"`
+	// Unfinished were still unsubmitted, pending, admitted, running or evicted when the run ended.
+	Unfinished int `json:"unfinished"`
 	// TimeToAdmissionSec, JCTSec and Slowdown are quantiles in trace seconds (slowdown: a ratio).
 	TimeToAdmissionSec Quantiles `json:"timeToAdmissionSec"`
 	JCTSec             Quantiles `json:"jctSec"`
@@ -116,6 +143,8 @@ func group(scope, name string, recs []Record, runSpan float64, capacity int64) G
 			g.Succeeded++
 		case StateFailed:
 			g.Failed++
+		case StateRejected:
+			g.Rejected++
 		default:
 			g.Unfinished++
 		}
@@ -191,17 +220,21 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 
 // WriteTable prints the summary table: one row per group, times in trace seconds.
 func (s *Summary) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "makespan %s trace (%s wall at speedup %g), %d GPUs\n",
-		dur(s.MakespanSec), dur(s.WallSec), s.Speedup, s.GPUCapacity)
+	speed := "max"
+	if s.Speedup > 0 {
+		speed = strconv.FormatFloat(s.Speedup, 'g', -1, 64)
+	}
+	fmt.Fprintf(w, "makespan %s trace (%s wall at speedup %s), %d GPUs\n",
+		dur(s.MakespanSec), dur(s.WallSec), speed, s.GPUCapacity)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "group\tn\tok\tfail\tunfin\tTTA p50\tp95\tp99\tJCT p50\tp95\tp99\tslowdown p50\tp95\tp99\tGPU alloc\teff\tkWh\tpreempt\tevict\t")
+	fmt.Fprintln(tw, "group\tn\tok\tfail\trej\tunfin\tTTA p50\tp95\tp99\tJCT p50\tp95\tp99\tslowdown p50\tp95\tp99\tGPU alloc\teff\tkWh\tpreempt\tevict\t")
 	for _, g := range s.Groups {
 		name := g.Scope
 		if g.Name != "" {
 			name += " " + g.Name
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n",
-			name, g.Workloads, g.Succeeded, g.Failed, g.Unfinished,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n",
+			name, g.Workloads, g.Succeeded, g.Failed, g.Rejected, g.Unfinished,
 			qdur(g.TimeToAdmissionSec.P50), qdur(g.TimeToAdmissionSec.P95), qdur(g.TimeToAdmissionSec.P99),
 			qdur(g.JCTSec.P50), qdur(g.JCTSec.P95), qdur(g.JCTSec.P99),
 			qratio(g.Slowdown.P50), qratio(g.Slowdown.P95), qratio(g.Slowdown.P99),

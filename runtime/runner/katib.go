@@ -16,10 +16,8 @@ import (
 
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
-
-// TrialLabel is the label the runner puts on each trial Job it creates: the trial's index.
-const TrialLabel = contract.Prefix + "trial"
 
 // Katib on KWOK: there is no suggestion service, so the runner plays Katib's part. For every
 // Experiment it creates the trial batch/v1 Jobs from spec.trialTemplate.trialSpec (keeping the
@@ -44,6 +42,8 @@ type trialSet struct {
 // trials tracks every experiment of a run. The watcher reports finished trials; the submitter
 // creates the next ones (through more), so every create goes through one rate limiter.
 type trials struct {
+	// clk, when set, is held from a trial's end until the next trials are created (trialsHold).
+	clk   *simclock.Clock
 	mu    sync.Mutex
 	sets  map[string]*trialSet // by workload id
 	byJob map[string]trialRef  // "namespace/job name" → trial
@@ -134,6 +134,16 @@ func (t *trials) next(id string) ([]*batchv1.Job, error) {
 	return out, nil
 }
 
+// created ends the hold on experiment id's next trials, unless more are pending: the submitter
+// calls it once the trials it took are created (their own submit holds now cover them).
+func (t *trials) created(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.pending[id] && t.clk != nil {
+		t.clk.Release(trialsHold(id))
+	}
+}
+
 // lookup returns the workload id of a trial Job.
 func (t *trials) lookup(ns, job string) (trialRef, bool) {
 	t.mu.Lock()
@@ -143,7 +153,8 @@ func (t *trials) lookup(ns, job string) (trialRef, bool) {
 }
 
 // finish records a finished trial. It returns the experiment's outcome when this was its last
-// trial ("" otherwise) and asks the submitter for the next trials.
+// trial ("" otherwise) and asks the submitter for the next trials, holding the clock until they are
+// created (created releases the hold).
 func (t *trials) finish(r trialRef, failed bool) string {
 	t.mu.Lock()
 	s := t.sets[r.id]
@@ -165,6 +176,9 @@ func (t *trials) finish(r trialRef, failed bool) string {
 	}
 	if s.created < s.max {
 		t.pending[r.id] = true
+		if t.clk != nil {
+			t.clk.HoldFor(trialsHold(r.id), submitHoldLimit)
+		}
 		select {
 		case t.wake <- struct{}{}:
 		default: // the submitter has a wake-up queued already
@@ -183,7 +197,7 @@ func (s *trialSet) trial(n int) (*batchv1.Job, error) {
 	if j.Labels == nil {
 		j.Labels = map[string]string{}
 	}
-	j.Labels[TrialLabel] = strconv.Itoa(n)
+	j.Labels[contract.Trial] = strconv.Itoa(n)
 	j.Labels[contract.WorkloadLabel] = s.name
 	rng := rand.New(rand.NewPCG(s.seed, uint64(n)))
 	values := map[string]string{}

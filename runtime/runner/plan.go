@@ -82,7 +82,7 @@ func newPlan(cfg *Config) (*plan, error) {
 		mapping = render.DefaultMapping()
 	}
 	reg := render.DefaultRegistry()
-	r, err := render.NewRenderer(reg, mapping, render.Options{Target: render.TargetKWOK, Speedup: cfg.Speedup})
+	r, err := render.NewRenderer(reg, mapping, render.Options{Target: render.TargetKWOK})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 // Package runner replays a trace on a cluster: it applies the cluster side of a spec, submits each
-// workload's rendered objects at its submit time ÷ speedup, plays Katib's part for HPO
-// experiments, watches Kueue Workloads and pods, and records every workload's life in results.
+// workload's rendered objects at its submit time on the trace clock, plays Katib's part for HPO
+// experiments, watches Kueue Workloads and pods, holds the trace clock while the control plane owes
+// a step, and records every workload's life in results.
 package runner
 
 import (
@@ -20,12 +21,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
@@ -34,9 +37,11 @@ import (
 // AgentLabel selects the agent Deployment the Helm chart installs.
 const AgentLabel = "app.kubernetes.io/name=kueuelab-agent"
 
-// Agent is the simulation agent run in-process next to the runner (runtime/agent.Agent).
+// Agent is the simulation agent run in-process next to the runner (runtime/agent.Agent): the
+// runner starts it, and reads its node power and lost energy through Snapshot.
 type Agent interface {
 	Run(ctx context.Context) error
+	Snapshot() agent.Snapshot
 }
 
 // Config is one run.
@@ -48,14 +53,22 @@ type Config struct {
 	Spec      *rcluster.Spec
 	// Mapping picks the kind per family (nil: render.DefaultMapping).
 	Mapping render.Mapping
-	// Speedup is trace seconds per wall second (> 0).
-	Speedup float64
+	// Clock is the trace clock (required): event-driven and shared with an in-process Agent, or
+	// on wall time (simclock.Options.Disabled) when the agent runs in the cluster. NewLocal builds
+	// clock, agent and settlers together.
+	Clock *simclock.Clock
 	// Timeout bounds the run's wall time after setup (0: none).
 	Timeout time.Duration
+	// StallTimeout ends a run in which no workload changed state and the trace clock did not move
+	// for this much wall time while work was pending (default 5 minutes; negative: never).
+	StallTimeout time.Duration
 	// OutDir receives the results files (created if missing).
 	OutDir string
 	// Keep leaves the submitted objects on the cluster at the end.
 	Keep bool
+	// Prune deletes the cluster-side objects of other specs before applying this one (Kueue
+	// queues, flavors and kueuelab's KWOK nodes): set for kueuelab's own local cluster only.
+	Prune bool
 	// QPS and Burst bound the runner's create calls (defaults 50 and 100).
 	QPS   float64
 	Burst int
@@ -64,37 +77,43 @@ type Config struct {
 	// Agent, when set, runs in-process for the duration of the run; when nil the cluster must run
 	// the agent Deployment of charts/kueuelab-agent (checked).
 	Agent Agent
-	// Clock is the trace clock, shared with an in-process Agent so that both see the same trace
-	// time; the runner places holds on it while the control plane owes a transition. Nil: a
-	// clock without holds at Speedup (the only choice with an agent in another process).
-	Clock *simclock.Clock
-	// NodePower reports the agent's node power in watts by node name (nil: the Agent's
-	// NodePower method if it has one, else no power series).
-	NodePower func() map[string]float64
-	// SampleStep is the time series step in trace seconds (default: 60, raised so that a sample
-	// is at most every 100 ms of wall time).
+	// KueueMetrics and SchedulerMetrics read Kueue's and kube-scheduler's metrics, which the
+	// runner compares with the API to know when they have caught up (nil: a shorter wait that
+	// covers most steps, see settleWithout).
+	KueueMetrics, SchedulerMetrics MetricsSource
+	// KueueTimers are the local Kueue's wall-time settings, so their timers fire at their trace
+	// times on the event-driven clock.
+	KueueTimers KueueTimers
+	// Health reports the control-plane components that are down or not ready (nil: not known);
+	// while any is, the trace clock is held.
+	Health func() []string
+	// SampleStep is the time series step in trace seconds (default 60).
 	SampleStep float64
 	// Progress receives the progress display (nil: none); TTY selects the bar.
 	Progress io.Writer
 	TTY      bool
 	// Out receives setup messages and the summary table (nil: discarded).
 	Out io.Writer
+
+	closers []func() error // run at the end of Run
 }
 
 // Result is what a run measured besides the results files.
 type Result struct {
 	Summary results.Summary
-	// Submitted is the number of workloads created; SubmitWallSec the wall time from the first to
-	// the last submission; MaxLagSec the worst delay of a submission behind its due time.
+	// Submitted is the number of workloads whose creates went out; SubmitWallSec the wall time
+	// from the first to the last submission.
 	Submitted     int
 	SubmitWallSec float64
-	MaxLagSec     float64
 	// SetupSec is the wall time of applying the cluster side and syncing watches.
 	SetupSec float64
 }
 
 // ErrIncomplete is wrapped by Run's error when the run stopped before every workload was terminal.
 var ErrIncomplete = errors.New("run incomplete")
+
+// ErrRejected is wrapped by Run's error when the API server refused a workload's objects.
+var ErrRejected = errors.New("submission rejected")
 
 func (c *Config) check() error {
 	var errs []error
@@ -107,8 +126,12 @@ func (c *Config) check() error {
 	if c.Spec == nil {
 		errs = append(errs, errors.New("no cluster spec"))
 	}
-	if !(c.Speedup > 0) || math.IsInf(c.Speedup, 0) {
-		errs = append(errs, fmt.Errorf("speedup %g: must be a positive number", c.Speedup))
+	if c.Clock == nil {
+		errs = append(errs, errors.New("no trace clock"))
+	} else if c.Clock.HoldsEnabled() && c.Agent == nil {
+		errs = append(errs, errors.New("clock: an event-driven clock needs the agent in this process; an agent in another process would not see it (use simclock.Options{Disabled: true})"))
+	} else if !c.Clock.HoldsEnabled() && math.IsInf(c.Clock.MaxRate(), 1) {
+		errs = append(errs, errors.New("clock: a clock without holds runs on wall time and needs a finite speedup"))
 	}
 	if c.OutDir == "" {
 		errs = append(errs, errors.New("no output directory"))
@@ -125,17 +148,17 @@ func (c *Config) check() error {
 	if c.Mapping == nil {
 		c.Mapping = render.DefaultMapping()
 	}
-	if c.Clock != nil && c.Clock.HoldsEnabled() && c.Agent == nil {
-		errs = append(errs, errors.New("clock: holds slow trace time for the in-process agent only; an agent in another process would not see them (use simclock.Options{Disabled: true})"))
-	}
-	if c.Clock != nil && c.Clock.Speedup() != c.Speedup {
-		errs = append(errs, fmt.Errorf("clock: speedup %g differs from the run's %g", c.Clock.Speedup(), c.Speedup))
-	}
 	if c.SampleStep == 0 {
-		c.SampleStep = math.Max(60, c.Speedup/10)
+		c.SampleStep = 60
+		if c.Clock != nil && !c.Clock.HoldsEnabled() {
+			c.SampleStep = math.Max(60, c.Clock.MaxRate()/10) // at most every 100 ms of wall time
+		}
 	}
 	if c.SampleStep < 0 {
 		errs = append(errs, fmt.Errorf("sample step %g: must be > 0", c.SampleStep))
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = 5 * time.Minute
 	}
 	if c.Out == nil {
 		c.Out = io.Discard
@@ -144,8 +167,8 @@ func (c *Config) check() error {
 }
 
 // Run replays cfg.Trace. It returns the summary; the error wraps ErrIncomplete when the run
-// ended (timeout, ctx cancelled) before every workload was terminal. Results files are written
-// in every case where the run started.
+// ended (timeout, stall, ctx cancelled) before every workload was terminal, and ErrRejected when
+// a workload was refused. Results files are written in every case where the run started.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
@@ -153,6 +176,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	defer func() {
+		for _, f := range cfg.closers {
+			_ = f() // a diagnostic log: its loss must not fail the run
+		}
+	}()
 	setupStart := time.Now()
 	plan, err := newPlan(&cfg)
 	if err != nil {
@@ -168,18 +196,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run: client: %w", err)
 	}
+	clk := cfg.Clock
 
 	if n := len(plan.unrunnable); n > 0 {
-		fmt.Fprintf(cfg.Out, "%d workloads cannot run on this cluster and stay unfinished, e.g. %s\n", n, plan.unrunnable[0])
+		fmt.Fprintf(cfg.Out, "%d workloads cannot run on this cluster and are recorded as rejected, e.g. %s\n", n, plan.unrunnable[0])
 	}
 	fmt.Fprintf(cfg.Out, "applying cluster spec %s: %d objects\n", specName(cfg.Spec), len(plan.clusterObjs))
-	if err := cluster.ApplyObjects(ctx, rc, plan.clusterObjs); err != nil {
+	if err := cluster.ReplaceObjects(ctx, rc, plan.clusterObjs, cfg.Prune, cfg.Out); err != nil {
 		return nil, fmt.Errorf("run: apply cluster spec: %w", err)
 	}
 	if err := waitClusterQueuesActive(ctx, c, plan.queues, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
 	agentCtx, stopAgent := context.WithCancel(context.Background())
 	var agentWG sync.WaitGroup
 	agentErr := make(chan error, 1)
@@ -212,65 +243,106 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.Join(err, evlog.Close())
 	}
 
-	if np, ok := cfg.Agent.(interface{ NodePower() map[string]float64 }); ok && cfg.NodePower == nil {
-		cfg.NodePower = np.NodePower
-	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = simclock.New(cfg.Speedup, simclock.Options{Disabled: true})
-	}
 	sub := newSubmitter(c, plan, rec, clk, cfg.QPS, cfg.Burst, cfg.Seed)
 	w := newWatcher(plan, rec, clk, sub.trials)
-	runCtx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	if cfg.Timeout > 0 {
-		var cancelT context.CancelFunc
-		runCtx, cancelT = context.WithTimeout(runCtx, cfg.Timeout)
-		defer cancelT()
+	var settlers []*settler
+	if clk.HoldsEnabled() {
+		w.timers = newTimers(cfg.KueueTimers, clk)
+		if cfg.KueueMetrics != nil {
+			w.queues = newQueueView(w.lqToCQ)
+		}
 	}
 	informers, err := w.start(runCtx, rc, scheme)
 	if err != nil {
 		return nil, errors.Join(err, evlog.Close(), series.Close())
 	}
+	if clk.HoldsEnabled() {
+		kcheck, scheck := settleWithout(w), settleWithout(w)
+		if w.queues != nil {
+			if err := w.seedQueues(runCtx); err != nil {
+				return nil, errors.Join(err, evlog.Close(), series.Close())
+			}
+			kcheck = kueueCheck(cfg.KueueMetrics, w.queues)
+		}
+		if cfg.SchedulerMetrics != nil {
+			cs, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return nil, errors.Join(err, evlog.Close(), series.Close())
+			}
+			pv, err := startPodView(runCtx, cs)
+			if err != nil {
+				return nil, errors.Join(err, evlog.Close(), series.Close())
+			}
+			scheck = schedulerCheck(cfg.SchedulerMetrics, pv)
+		}
+		w.kueue = newSettler("kueue", clk, simclock.KindKueue, settleInterval, kcheck)
+		w.sched = newSettler("kube-scheduler", clk, simclock.KindSchedule, settleInterval, scheck)
+		settlers = []*settler{w.kueue, w.sched}
+	}
 	res := &Result{SetupSec: time.Since(setupStart).Seconds()}
-	clk.Start()
 
 	var bg sync.WaitGroup
+	for _, s := range settlers {
+		bg.Add(1)
+		go func() { defer bg.Done(); s.run(runCtx) }()
+	}
+	if cfg.Health != nil && clk.HoldsEnabled() {
+		bg.Add(1)
+		go func() { defer bg.Done(); watchHealth(runCtx, clk, cfg.Health) }()
+	}
+	clk.Start(runCtx)
+	if cfg.Timeout > 0 {
+		var cancelT context.CancelFunc
+		runCtx, cancelT = context.WithTimeout(runCtx, cfg.Timeout)
+		defer cancelT()
+	}
 	bg.Add(2)
 	go func() { defer bg.Done(); sub.run(runCtx) }()
-	smp := &sampler{plan: plan, cache: informers, clk: clk, nodePower: cfg.NodePower, out: series, step: cfg.SampleStep}
+	smp := &sampler{plan: plan, cache: informers, clk: clk, out: series, step: cfg.SampleStep}
+	if cfg.Agent != nil {
+		smp.nodePower = func() map[string]float64 { return cfg.Agent.Snapshot().NodePowerW }
+	}
 	go func() { defer bg.Done(); smp.run(runCtx) }()
 
 	var prog *results.Progress
 	if cfg.Progress != nil {
 		prog = results.NewProgress(cfg.Progress, len(plan.records), cfg.TTY, 10*time.Second)
 	}
-	incomplete := waitDone(runCtx, ctx, rec, prog, clk, agentErr, cfg.Timeout)
+	incomplete := waitDone(runCtx, ctx, &cfg, rec, prog, clk, agentErr)
+	clk.Stop()
 	cancelRun()
 	bg.Wait()
 	if prog != nil {
 		prog.Done(results.Status{Counts: rec.Counts(), TraceSec: clk.Now()})
 	}
-	res.Submitted, res.SubmitWallSec, res.MaxLagSec = sub.stats()
-	if n := len(plan.unrunnable); n > 0 && incomplete == "" {
-		incomplete = fmt.Sprintf("%d workloads cannot run on this cluster (e.g. %s)", n, plan.unrunnable[0])
-	}
+	ss := sub.stats()
+	res.Submitted, res.SubmitWallSec = ss.Submitted, ss.WallSec
 
-	recordLostEnergy(cfg.Agent, plan, rec, clk.Now())
-	recs := rec.Records()
-	cs := clk.Stats()
-	meta := results.Meta{Trace: cfg.TraceName, Cluster: specName(cfg.Spec), Speedup: cfg.Speedup, WallSec: clk.Wall().Seconds(),
-		TraceSec: clk.Now(), GPUCapacity: plan.gpuCapacity, Incomplete: incomplete,
-		HeldWallSec: cs.Held.Seconds(), Holds: cs.Placed, HoldsExpired: cs.ExpiredTotal()}
-	if len(cs.ByKind) > 0 {
-		meta.HeldByKindSec = make(map[string]float64, len(cs.ByKind))
-		for k, d := range cs.ByKind {
-			meta.HeldByKindSec[k] = d.Seconds()
-		}
+	if cfg.Agent != nil {
+		recordLostEnergy(cfg.Agent.Snapshot().LostEnergyJ, plan, rec, clk.Now())
 	}
+	recs := rec.Records()
+	meta := clockMeta(clk)
+	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, specName(cfg.Spec), "cluster"
+	meta.GPUCapacity, meta.Incomplete = plan.gpuCapacity, incomplete
+	meta.LateSteps, meta.LateMaxSec = w.lateness()
+	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject
+	if meta.FirstRejection == "" && len(plan.unrunnable) > 0 {
+		meta.FirstRejection = plan.unrunnable[0]
+	}
+	meta.States = rec.Counts().States
+	cs := clk.Stats()
 	if cs.Placed > 0 {
-		fmt.Fprintf(cfg.Out, "trace clock held at real time for %.1fs of %.1fs wall: %d holds while the control plane owed a step (%s), %d reached their limit %v\n",
-			cs.Held.Seconds(), meta.WallSec, cs.Placed, byKind(cs.ByKind), cs.ExpiredTotal(), cs.Expired)
+		fmt.Fprintf(cfg.Out, "trace clock: %d jumps over %.0f trace s; held %.1fs of %.1fs wall by %d holds while the control plane owed a step (%s); %d reached their limit %v\n",
+			cs.Jumps, cs.Jumped, cs.Held.Seconds(), meta.WallSec, cs.Placed, byKind(cs.ByKind), cs.ExpiredTotal(), cs.Expired)
+	}
+	if meta.LateSteps > 0 {
+		fmt.Fprintf(cfg.Out, "residual: %d steps observed after their trace time (worst %.3f trace s)\n", meta.LateSteps, meta.LateMaxSec)
+	}
+	for _, s := range settlers {
+		if st := s.stats(); st.Errors > 0 {
+			fmt.Fprintf(cfg.Out, "%s settling: %d of %d reads failed (last: %s)\n", s.name, st.Errors, st.Polls, st.LastErr)
+		}
 	}
 	res.Summary = results.Summarize(recs, meta)
 	werr := writeResults(cfg.OutDir, recs, &res.Summary)
@@ -290,17 +362,60 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if werr != nil {
 		return res, werr
 	}
+	var errs []error
 	if incomplete != "" {
-		return res, fmt.Errorf("%w: %s", ErrIncomplete, incomplete)
+		errs = append(errs, fmt.Errorf("%w: %s", ErrIncomplete, incomplete))
 	}
-	return res, nil
+	if meta.Rejected > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d workloads refused, the first: %s", ErrRejected, meta.Rejected, meta.FirstRejection))
+	}
+	return res, errors.Join(errs...)
+}
+
+// settleInterval is how often a settler reads a component's metrics while it holds the clock.
+const settleInterval = 2 * time.Millisecond
+
+// settleWithout is the check used when a component's metrics cannot be read (a cluster that is not
+// kueuelab's own): the component counts as caught up once the watcher has seen no change for a
+// quiet period. Steps slower than that period are then recorded late (measured: LateSteps).
+func settleWithout(w *watcher) func(ctx context.Context) (bool, string, error) {
+	const quiet = 50 * time.Millisecond
+	return func(context.Context) (bool, string, error) {
+		since := time.Since(w.lastChange())
+		return since >= quiet, fmt.Sprintf("last change %s ago", since.Round(time.Millisecond)), nil
+	}
+}
+
+// clockMeta is the summary's account of the trace clock.
+func clockMeta(clk *simclock.Clock) results.Meta {
+	cs := clk.Stats()
+	m := results.Meta{WallSec: clk.Wall().Seconds(), TraceSec: clk.Now(),
+		HeldWallSec: cs.Held.Seconds(), Holds: cs.Placed, HoldsExpired: cs.ExpiredTotal(), Jumps: cs.Jumps, JumpedSec: cs.Jumped}
+	if !math.IsInf(clk.MaxRate(), 1) {
+		m.MaxRate, m.Speedup = clk.MaxRate(), clk.MaxRate()
+	}
+	if len(cs.ByKind) > 0 {
+		m.HeldByKindSec = make(map[string]float64, len(cs.ByKind))
+		for k, d := range cs.ByKind {
+			m.HeldByKindSec[string(k)] = d.Seconds()
+		}
+	}
+	if len(cs.Expired) > 0 {
+		m.ExpiredByKind = make(map[string]int, len(cs.Expired))
+		for k, n := range cs.Expired {
+			m.ExpiredByKind[string(k)] = n
+		}
+	}
+	return m
 }
 
 // waitDone shows progress until every workload is terminal or the run must stop, and returns
 // why the run is incomplete ("" when it is not).
-func waitDone(runCtx, parent context.Context, rec *results.Recorder, prog *results.Progress, clk *simclock.Clock, agentErr <-chan error, timeout time.Duration) string {
+func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder, prog *results.Progress, clk *simclock.Clock,
+	agentErr <-chan error) string {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	lastEvents, lastTrace, lastChange := -1, -1.0, time.Now()
 	for {
 		if rec.Pending() == 0 {
 			return ""
@@ -310,22 +425,85 @@ func waitDone(runCtx, parent context.Context, rec *results.Recorder, prog *resul
 			return describe(rec, "the agent stopped: "+err.Error())
 		case <-runCtx.Done():
 			why := "interrupted"
-			if parent.Err() == nil && timeout > 0 {
-				why = fmt.Sprintf("timeout %s reached", timeout)
+			if parent.Err() == nil && cfg.Timeout > 0 {
+				why = fmt.Sprintf("timeout %s reached", cfg.Timeout)
 			}
 			return describe(rec, why)
 		case <-t.C:
+			now := clk.Now()
 			if prog != nil {
-				prog.Update(results.Status{Counts: rec.Counts(), TraceSec: clk.Now()})
+				prog.Update(results.Status{Counts: rec.Counts(), TraceSec: now})
+			}
+			if ev := rec.Events(); ev != lastEvents || now != lastTrace {
+				lastEvents, lastTrace, lastChange = ev, now, time.Now()
+			} else if cfg.StallTimeout > 0 && time.Since(lastChange) >= cfg.StallTimeout {
+				return describe(rec, stalled(cfg, rec, clk, time.Since(lastChange)))
 			}
 		}
 	}
 }
 
+// stalled diagnoses a run in which nothing happened for too long: which workloads are stuck in
+// which state, what holds the clock, which components are unhealthy.
+func stalled(cfg *Config, rec *results.Recorder, clk *simclock.Clock, quiet time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stalled: no workload changed state and the trace clock stood at %.0f s for %s", clk.Now(), quiet.Round(time.Second))
+	stuck := map[string][]string{}
+	for _, r := range rec.Records() {
+		if !r.Terminal() {
+			stuck[r.State] = append(stuck[r.State], r.ID)
+		}
+	}
+	for _, st := range results.States {
+		if ids := stuck[st]; len(ids) > 0 {
+			more := ""
+			if len(ids) > 5 {
+				ids, more = ids[:5], fmt.Sprintf(" and %d more", len(stuck[st])-5)
+			}
+			fmt.Fprintf(&b, "; %s: %s%s", st, strings.Join(ids, ", "), more)
+		}
+	}
+	if act := clk.Active(); len(act) > 0 {
+		fmt.Fprintf(&b, "; clock held by %v", act)
+	}
+	if cfg.Health != nil {
+		if down := cfg.Health(); len(down) > 0 {
+			fmt.Fprintf(&b, "; unhealthy: %s", strings.Join(down, ", "))
+		}
+	}
+	return b.String()
+}
+
 func describe(rec *results.Recorder, why string) string {
 	c := rec.Counts()
-	return fmt.Sprintf("%s: %d of %d workloads unfinished (%d never submitted, %d submitted but never admitted)",
-		why, c.Total-c.Finished, c.Total, c.Total-c.Submitted, c.Submitted-c.Admitted)
+	var parts []string
+	for _, st := range results.States {
+		if n := c.States[st]; n > 0 && st != results.StateSucceeded && st != results.StateFailed {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	return fmt.Sprintf("%s: %d of %d workloads did not finish (%s)", why, c.Total-c.Finished(), c.Total, strings.Join(parts, ", "))
+}
+
+// watchHealth holds the clock while any control-plane component is down or not ready: during an
+// outage the control plane owes every step.
+func watchHealth(ctx context.Context, clk *simclock.Clock, health func() []string) {
+	key := simclock.Key{Kind: simclock.KindOutage, ID: "control-plane"}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if down := health(); len(down) > 0 {
+			clk.HoldFor(key, time.Hour)
+		} else {
+			clk.Release(key)
+		}
+		select {
+		case <-ctx.Done():
+			clk.Release(key)
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func writeResults(dir string, recs []results.Record, s *results.Summary) error {
@@ -380,19 +558,14 @@ func checkAgentDeployment(ctx context.Context, c client.Client) error {
 func kindOf(o runtime.Object) string { return o.GetObjectKind().GroupVersionKind().Kind }
 
 // recordLostEnergy adds to each workload the energy of its pods deleted before they finished
-// (evicted, preempted), which no pod's energy annotation reports, when the agent runs in-process
-// and kept it. The agent keys it by pod namespace and the contract's workload id, which render
-// sets to the trace's id verbatim on every pod template (trial Jobs copy it from the template).
-func recordLostEnergy(a Agent, p *plan, rec *results.Recorder, now float64) {
-	la, ok := a.(interface{ LostEnergy() map[string]float64 })
-	if !ok {
-		return
-	}
+// (evicted, preempted), which no pod's energy annotation reports. The agent keys it by pod
+// namespace and the contract's workload id, which render sets to the trace's id verbatim on every
+// pod template (trial Jobs copy it from the template).
+func recordLostEnergy(lost map[string]float64, p *plan, rec *results.Recorder, now float64) {
 	ids := make(map[string]string, len(p.items))
 	for _, it := range p.items {
 		ids[it.ns+"/"+it.id] = it.id
 	}
-	lost := la.LostEnergy()
 	for _, k := range slices.Sorted(maps.Keys(lost)) { // sorted: events.jsonl is reproducible
 		if id, ok := ids[k]; ok && lost[k] > 0 {
 			// A log write error is kept by the log and surfaces at its Close, as for the watcher's events.
@@ -402,8 +575,8 @@ func recordLostEnergy(a Agent, p *plan, rec *results.Recorder, now float64) {
 }
 
 // byKind formats the held time per hold kind, longest first.
-func byKind(m map[string]time.Duration) string {
-	kinds := slices.SortedFunc(maps.Keys(m), func(a, b string) int { return cmp.Compare(m[b], m[a]) })
+func byKind(m map[simclock.Kind]time.Duration) string {
+	kinds := slices.SortedFunc(maps.Keys(m), func(a, b simclock.Kind) int { return cmp.Compare(m[b], m[a]) })
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
 		parts[i] = fmt.Sprintf("%s %.1fs", k, m[k].Seconds())

@@ -71,7 +71,7 @@ func testPlan(t *testing.T, n int, specFile string) (*plan, *Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &Config{REST: nil, Trace: genTrace(t, n, 7), Spec: spec, Speedup: 1000, OutDir: t.TempDir()}
+	cfg := &Config{REST: nil, Trace: genTrace(t, n, 7), Spec: spec, Clock: simclock.New(simclock.Options{}), OutDir: t.TempDir()}
 	if err := cfg.check(); err == nil || !strings.Contains(err.Error(), "no rest config") {
 		t.Fatalf("check without a rest config: %v", err)
 	}
@@ -179,7 +179,7 @@ func TestTrialsPlayKatib(t *testing.T) {
 	if j.Name != it.exp.Name+"-trial-1" || j.Namespace != it.exp.Namespace {
 		t.Errorf("trial %s/%s", j.Namespace, j.Name)
 	}
-	if j.Labels["kueue.x-k8s.io/queue-name"] == "" || j.Labels[contract.WorkloadLabel] != it.exp.Name || j.Labels[TrialLabel] != "1" {
+	if j.Labels["kueue.x-k8s.io/queue-name"] == "" || j.Labels[contract.WorkloadLabel] != it.exp.Name || j.Labels[contract.Trial] != "1" {
 		t.Errorf("trial labels %v", j.Labels)
 	}
 	if j.Spec.Template.Labels[contract.WorkloadLabel] != it.exp.Name {
@@ -246,9 +246,14 @@ func watchFixture(t *testing.T) (*watcher, *results.Recorder, *plan) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := simclock.New(1000, simclock.Options{})
-	clk.Start()
-	return newWatcher(p, rec, clk, newTrials()), rec, p
+	clk := simclock.New(simclock.Options{}) // not started: the tests look at its holds only
+	w := newWatcher(p, rec, clk, newTrials())
+	never := func(context.Context) (bool, string, error) { return false, "", nil }
+	// Settlers that never run: a poke leaves their hold in place for the test to see.
+	w.kueue = newSettler("kueue", clk, simclock.KindKueue, time.Millisecond, never)
+	w.sched = newSettler("kube-scheduler", clk, simclock.KindSchedule, time.Millisecond, never)
+	w.queues = newQueueView(w.lqToCQ)
+	return w, rec, p
 }
 
 func kueueWorkload(owner client.Object, kind string, count int32, conds ...metav1.Condition) *kueue.Workload {
@@ -284,29 +289,29 @@ func TestWatcherRecordsLifecycle(t *testing.T) {
 	it := batchJobs(t, p, 1)[0]
 	top := it.objects[0]
 	wl := kueueWorkload(top, "Job", 1)
-	w.onWorkload(wl)
+	w.onWorkload(wl, false)
 	wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 1), cond("Admitted", "Admitted", 1)}
 	wl.Status.Admission = &kueue.Admission{ClusterQueue: "main", PodSetAssignments: []kueue.PodSetAssignment{{Name: "main",
 		Flavors: map[corev1.ResourceName]kueue.ResourceFlavorReference{"cpu": "h100-sxm", "nvidia.com/gpu": "h100-sxm"}}}}
-	w.onWorkload(wl)
-	w.onWorkload(wl) // a resync reports nothing new
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-x", Namespace: top.GetNamespace(),
+	w.onWorkload(wl, false)
+	w.onWorkload(wl, false) // a resync reports nothing new
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-x", Namespace: top.GetNamespace(), UID: "pod-x",
 		Labels: map[string]string{contract.WorkloadLabel: top.GetName()}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			"nvidia.com/gpu": resource.MustParse("2")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	w.onPod(pod, false)
 	wl.Status.Conditions = append(wl.Status.Conditions, cond("Evicted", "Preempted", 2), cond("Preempted", "InClusterQueue", 2))
-	w.onWorkload(wl)
+	w.onWorkload(wl, false)
 	wl.Status.Conditions = append(wl.Status.Conditions, cond("Requeued", "Preempted", 3))
-	w.onWorkload(wl)
+	w.onWorkload(wl, false)
 	done := pod.DeepCopy()
 	done.Status.Phase = corev1.PodSucceeded
-	done.Annotations = map[string]string{EnergyAnnotation: "1234.5"}
+	done.Annotations = map[string]string{contract.EnergyJoules: "1234.5", contract.FinishedTraceSec: "100"}
 	w.onPod(done, false)
 	w.onPod(done, true)
 	wl.Status.Conditions = append(wl.Status.Conditions, cond("Finished", "Succeeded", 4))
-	w.onWorkload(wl)
+	w.onWorkload(wl, false)
 
 	var r results.Record
 	for _, x := range rec.Records() {
@@ -323,13 +328,15 @@ func TestWatcherRecordsLifecycle(t *testing.T) {
 	if len(r.Evictions) != 1 || r.Evictions[0].Reason != "Preempted" || len(r.Preemptions) != 1 || r.Preemptions[0].Reason != "InClusterQueue" || r.Requeues != 1 {
 		t.Errorf("evictions %v preemptions %v requeues %d", r.Evictions, r.Preemptions, r.Requeues)
 	}
-	if r.EnergyJ != 1234.5 || !(r.GPUSeconds > 0) {
-		t.Errorf("energy %g gpu-seconds %g", r.EnergyJ, r.GPUSeconds)
+	// The pod ran from trace 0 (the clock did not move) to the agent's end at 100, on 2 GPUs.
+	if r.EnergyJ != 1234.5 || r.GPUSeconds != 200 {
+		t.Errorf("energy %g gpu-seconds %g, want 1234.5 and 200", r.EnergyJ, r.GPUSeconds)
 	}
 }
 
 // TestWatcherHoldsTheClock walks one two-pod workload through its life and checks, after each
-// step, which holds the trace clock carries.
+// step, which holds the trace clock carries: every step the control plane owes is covered, and
+// nothing is held while only simulated time can move things on.
 func TestWatcherHoldsTheClock(t *testing.T) {
 	w, _, p := watchFixture(t)
 	jobs := batchJobs(t, p, 2)
@@ -337,44 +344,58 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 	top := it.objects[0]
 	owner := ownerKey("Job", top.GetNamespace(), top.GetName())
 	wl := kueueWorkload(top, "Job", 2)
+	wl.Spec.QueueName = kueue.LocalQueueName(it.queue)
+	u := &unit{key: it.id}
 	pod := func(n int, phase corev1.PodPhase, conds ...corev1.PodCondition) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", top.GetName(), n), Namespace: top.GetNamespace(),
-			Labels: map[string]string{contract.WorkloadLabel: top.GetName()}},
+			UID: types.UID(fmt.Sprintf("pod-%d", n)), Labels: map[string]string{contract.WorkloadLabel: top.GetName()}},
 			Status: corev1.PodStatus{Phase: phase, Conditions: conds}}
 	}
 	unschedulable := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}
 	pending := metav1.Condition{Type: "QuotaReserved", Status: metav1.ConditionFalse, Reason: "Pending", LastTransitionTime: metav1.Unix(1, 0)}
+	kueueKey := simclock.Key{Kind: simclock.KindKueue, ID: "kueue"}
+	release := func(k simclock.Key) func() { return func() { w.clk.Release(k) } } // what a settler or the agent does
 	steps := []struct {
 		name string
 		do   func()
-		want map[string]bool
+		want map[simclock.Key]bool
 	}{
-		{"submitted", func() { w.clk.Hold(submitHold(owner)) },
-			map[string]bool{submitHold(owner): true, runHold(it.id): false, cycleHold: false}},
-		{"Workload created, not yet tried", func() { w.onWorkload(wl) },
-			map[string]bool{submitHold(owner): true}},
-		{"Kueue tried and it does not fit", func() { wl.Status.Conditions = []metav1.Condition{pending}; w.onWorkload(wl) },
-			map[string]bool{submitHold(owner): false, runHold(it.id): false}},
-		{"quota reserved: pods owed", func() {
+		{"submitted", func() { w.clk.Hold(submitHold(owner)) }, map[simclock.Key]bool{submitHold(owner): true, kueueKey: false}},
+		{"Workload created: Kueue owes a decision", func() { w.onWorkload(wl, false) },
+			map[simclock.Key]bool{submitHold(owner): false, kueueKey: true}},
+		{"Kueue caught up", release(kueueKey), map[simclock.Key]bool{kueueKey: false}},
+		{"Kueue tried and it does not fit", func() { wl.Status.Conditions = []metav1.Condition{pending}; w.onWorkload(wl, false) },
+			map[simclock.Key]bool{kueueKey: false, holdPods(u): false}},
+		{"quota reserved: pods owed; nothing else pending, so Kueue owes nothing", func() {
 			wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 2)}
-			w.onWorkload(wl)
-		}, map[string]bool{runHold(it.id): true}},
-		{"one pod running", func() { w.onPod(pod(0, corev1.PodRunning), false) }, map[string]bool{runHold(it.id): true}},
-		{"the other pod has no node: simulated wait", func() { w.onPod(pod(1, corev1.PodPending, unschedulable), false) },
-			map[string]bool{runHold(it.id): false}},
-		{"both running", func() { w.onPod(pod(1, corev1.PodRunning), false) }, map[string]bool{runHold(it.id): false}},
-		{"pods done: Finished owed", func() {
-			w.onPod(pod(0, corev1.PodSucceeded), false)
-			w.onPod(pod(1, corev1.PodSucceeded), false)
-		}, map[string]bool{runHold(it.id): true, cycleHold: false}},
-		{"finished: quota released, Kueue's cycle owed", func() {
+			wl.Status.Admission = &kueue.Admission{ClusterQueue: "main"}
+			w.onWorkload(wl, false)
+		}, map[simclock.Key]bool{holdPods(u): true, kueueKey: false}},
+		{"one pod created: its start owed", func() { w.onPod(pod(0, corev1.PodPending), false) },
+			map[simclock.Key]bool{holdPods(u): true, holdStart("pod-0"): true}},
+		{"both pods created", func() { w.onPod(pod(1, corev1.PodPending), false) },
+			map[simclock.Key]bool{holdPods(u): false, holdStart("pod-1"): true}},
+		{"the agent started pod 0", func() { w.onPod(pod(0, corev1.PodRunning), false); w.clk.Ack(holdStart("pod-0")) },
+			map[simclock.Key]bool{holdStart("pod-0"): false}},
+		{"pod 1 has no node: simulated wait", func() { w.onPod(pod(1, corev1.PodPending, unschedulable), false) },
+			map[simclock.Key]bool{holdStart("pod-1"): false}},
+		{"pod 1 runs", func() { w.onPod(pod(1, corev1.PodRunning), false) }, map[simclock.Key]bool{holdStart("pod-1"): false}},
+		{"the agent completed both: their ends owed", func() { w.clk.Hold(holdDone("pod-0")); w.clk.Hold(holdDone("pod-1")) },
+			map[simclock.Key]bool{holdDone("pod-0"): true, holdDone("pod-1"): true}},
+		{"pod 0 ended, pod 1 still running", func() { w.onPod(pod(0, corev1.PodSucceeded), false) },
+			map[simclock.Key]bool{holdDone("pod-0"): false, holdFinish(u): false}},
+		{"pod 1 ended: the Workload's finish owed", func() { w.onPod(pod(1, corev1.PodSucceeded), false) },
+			map[simclock.Key]bool{holdDone("pod-1"): false, holdFinish(u): true}},
+		{"another workload waits for quota", func() {
+			other := kueueWorkload(jobs[1].objects[0], "Job", 1)
+			other.Spec.QueueName = kueue.LocalQueueName(jobs[1].queue)
+			w.onWorkload(other, false)
+			w.clk.Release(kueueKey) // Kueue tried it: it does not fit
+		}, map[simclock.Key]bool{kueueKey: false}},
+		{"finished: quota released while one waits, Kueue owes a decision", func() {
 			wl.Status.Conditions = append(wl.Status.Conditions, cond("Finished", "Succeeded", 3))
-			w.onWorkload(wl)
-		}, map[string]bool{runHold(it.id): false, cycleHold: true}},
-		{"another workload reserves quota", func() {
-			other := kueueWorkload(jobs[1].objects[0], "Job", 1, cond("QuotaReserved", "QuotaReserved", 4))
-			w.onWorkload(other)
-		}, map[string]bool{cycleHold: false}},
+			w.onWorkload(wl, false)
+		}, map[simclock.Key]bool{holdFinish(u): false, kueueKey: true}},
 	}
 	for _, st := range steps {
 		st.do()
@@ -386,11 +407,54 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 	}
 }
 
+// TestWatcherHoldsEviction: an evicted workload holds the clock until its quota is released; its
+// running pods' deletion is held until the agent has stopped them; freed resources let
+// kube-scheduler owe a decision for a pod it had rejected.
+func TestWatcherHoldsEviction(t *testing.T) {
+	w, _, p := watchFixture(t)
+	jobs := batchJobs(t, p, 2)
+	top, other := jobs[0].objects[0], jobs[1].objects[0]
+	wl := kueueWorkload(top, "Job", 1, cond("QuotaReserved", "QuotaReserved", 1))
+	w.onWorkload(wl, false)
+	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-0", Namespace: top.GetNamespace(), UID: "run-0",
+		Labels: map[string]string{contract.WorkloadLabel: top.GetName()}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	w.onPod(running, false)
+	w.clk.Ack(holdStart("run-0"))
+	waiting := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: other.GetName() + "-0", Namespace: other.GetNamespace(), UID: "wait-0",
+		Labels: map[string]string{contract.WorkloadLabel: other.GetName()}}, Status: corev1.PodStatus{Phase: corev1.PodPending,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+	w.onPod(waiting, false)
+	u := w.units[jobs[0].id]
+	wl.Status.Conditions = append(wl.Status.Conditions, cond("Evicted", "Preempted", 2))
+	w.onWorkload(wl, false)
+	if !w.clk.Held(holdEvict(u)) {
+		t.Fatal("evicted workload with quota: no evict hold")
+	}
+	gone := running.DeepCopy()
+	now := metav1.Now()
+	gone.DeletionTimestamp = &now
+	w.onPod(gone, false)
+	if !w.clk.Held(holdGone("run-0")) || !w.clk.Held(simclock.Key{Kind: simclock.KindSchedule, ID: "kube-scheduler"}) {
+		t.Errorf("deleted running pod: gone %v, schedule %v; want both held", w.clk.Held(holdGone("run-0")),
+			w.clk.Held(simclock.Key{Kind: simclock.KindSchedule, ID: "kube-scheduler"}))
+	}
+	if w.clk.Held(holdFinish(u)) {
+		t.Error("an evicted workload's last pod left: no Finished is owed")
+	}
+	w.clk.Ack(holdGone("run-0"))
+	wl.Status.Conditions = []metav1.Condition{{Type: "QuotaReserved", Status: metav1.ConditionFalse, Reason: "Pending",
+		LastTransitionTime: metav1.Unix(3, 0)}, cond("Evicted", "Preempted", 2)}
+	w.onWorkload(wl, false)
+	if w.clk.Held(holdEvict(u)) {
+		t.Error("quota released: the evict hold must end")
+	}
+}
+
 func TestWatcherIgnoresForeignWorkloads(t *testing.T) {
 	w, rec, _ := watchFixture(t)
 	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Namespace: "team-a"}}
-	w.onWorkload(kueueWorkload(foreign, "Job", 1, cond("Finished", "Succeeded", 1)))
-	if c := rec.Counts(); c.Finished != 0 {
+	w.onWorkload(kueueWorkload(foreign, "Job", 1, cond("Finished", "Succeeded", 1)), false)
+	if c := rec.Counts(); c.Finished() != 0 {
 		t.Errorf("a foreign Workload finished one of ours: %+v", c)
 	}
 }
@@ -412,7 +476,7 @@ func TestSamplerAggregates(t *testing.T) {
 		Spec: kueue.WorkloadSpec{QueueName: "team-a-lq", PodSets: []kueue.PodSet{gpuPS(1, "8")}}}
 	finished := *admitted.DeepCopy()
 	finished.Status.Conditions = append(finished.Status.Conditions, cond("Finished", "Succeeded", 2))
-	node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "h100-000", Labels: map[string]string{rcluster.LabelGPUFamily: "H100-SXM"}}}
+	node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "h100-000", Labels: map[string]string{contract.GPUFamily: "H100-SXM"}}}
 	var id string
 	for k, v := range p.byLabel {
 		if strings.HasPrefix(k, "team-a/") && v != "" {
@@ -452,31 +516,45 @@ func TestSubmitterPaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := p.items[len(p.items)-1].offset
-	clk := simclock.New(math.Max(1, last/0.5), simclock.Options{Disabled: true}) // the whole trace in half a second of wall time; no Kueue to end holds
-	fc := &recordingClient{Client: fake.NewClientBuilder().WithScheme(scheme).Build(), clk: clk}
+	// An event-driven clock with no Kueue to end the submit holds: a fake one ends each hold as
+	// soon as its create returns, so the clock jumps from submission to submission.
+	clk := simclock.New(simclock.Options{})
+	fc := &recordingClient{Client: fake.NewClientBuilder().WithScheme(scheme).Build(), clk: clk, kueue: true}
 	sub := newSubmitter(fc, p, rec, clk, 1000, 100, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	clk.Start()
+	clk.Start(ctx)
 	done := make(chan struct{})
 	go func() { sub.run(ctx); close(done) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for rec.Counts().Submitted < len(p.items) {
 		if time.Now().After(deadline) {
-			t.Fatalf("submitted %d of %d", rec.Counts().Submitted, len(p.items))
+			t.Fatalf("submitted %d of %d (clock at %g: %s)", rec.Counts().Submitted, len(p.items), clk.Now(), clk.Blockers())
 		}
 		time.Sleep(5 * time.Millisecond) // polling the recorder
 	}
 	cancel()
 	<-done
-	for _, c := range fc.calls {
-		if c.at < c.offset {
-			t.Errorf("%s created at trace %.1f s, before it was due at %.1f s", c.name, c.at, c.offset)
+	due := map[string]float64{} // object name → its workload's submit time; trials by experiment name
+	for _, it := range p.items {
+		for _, o := range it.objects {
+			due[o.GetName()] = it.offset
+		}
+		if it.exp != nil {
+			due[it.exp.Name] = it.offset
 		}
 	}
-	if n, _, _ := sub.stats(); n != len(p.items) {
-		t.Errorf("stats count %d", n)
+	for _, c := range fc.calls {
+		c.offset = due[c.name]
+		if exp, _, ok := strings.Cut(c.name, "-trial-"); ok {
+			c.offset = due[exp]
+		}
+		if c.at != c.offset {
+			t.Errorf("%s created at trace %.3f s, due at %.3f s: the clock must stand at the submission", c.name, c.at, c.offset)
+		}
+	}
+	if st := sub.stats(); st.Submitted != len(p.items) || st.Rejected != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }
 
@@ -486,37 +564,26 @@ type createCall struct {
 	offset float64
 }
 
-// recordingClient notes when each object was created.
+// recordingClient notes when each object was created; with kueue it also plays Kueue creating
+// the Workload (the submit hold ends).
 type recordingClient struct {
 	client.Client
 	clk   *simclock.Clock
+	kueue bool
 	mu    sync.Mutex
 	calls []createCall
 }
 
 func (r *recordingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
 	r.mu.Lock()
-	r.calls = append(r.calls, createCall{name: o.GetName(), at: r.clk.Now(), offset: offsetOf(o)})
+	r.calls = append(r.calls, createCall{name: o.GetName(), at: r.clk.Now()})
 	r.mu.Unlock()
-	return r.Client.Create(ctx, o, opts...)
-}
-
-func offsetOf(o client.Object) float64 {
-	var v float64
-	for _, tmpl := range podTemplates(o) {
-		if s, ok := tmpl.Annotations[contract.SubmitOffsetSec]; ok {
-			fmt.Sscan(s, &v)
-			return v
-		}
+	key := submitHold(ownerKey(kindOf(o), o.GetNamespace(), o.GetName())) // before Create clears the TypeMeta
+	err := r.Client.Create(ctx, o, opts...)
+	if r.kueue {
+		r.clk.Release(key)
 	}
-	return 0
-}
-
-func podTemplates(o client.Object) []corev1.PodTemplateSpec {
-	if j, ok := o.(*batchv1.Job); ok {
-		return []corev1.PodTemplateSpec{j.Spec.Template}
-	}
-	return nil
+	return err
 }
 
 // TestPlanKeepsUnrunnableWorkloads: workloads larger than the cluster stay in the results as
@@ -544,7 +611,7 @@ defaultTeam: team
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &Config{Trace: genTrace(t, 100, 3), Spec: s, Speedup: 1000}
+	cfg := &Config{Trace: genTrace(t, 100, 3), Spec: s, Clock: simclock.New(simclock.Options{})}
 	p, err := newPlan(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -556,16 +623,14 @@ defaultTeam: team
 		if r.Error != "" && r.GPUs <= 2 {
 			t.Errorf("%s (%d GPUs) unrunnable: %s", r.ID, r.GPUs, r.Error)
 		}
-		if r.Error != "" && r.State != results.StateUnfinished {
-			t.Errorf("%s: state %s", r.ID, r.State)
-		}
 	}
 	rec, err := results.NewRecorder(p.records, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := rec.Counts(); c.Finished != len(p.unrunnable) || rec.Pending() != len(p.items) {
-		t.Errorf("counts %+v pending %d", c, rec.Pending())
+	c := rec.Counts()
+	if c.States[results.StateRejected] != len(p.unrunnable) || c.States[results.StateUnsubmitted] != len(p.items) || rec.Pending() != len(p.items) {
+		t.Errorf("counts %+v pending %d: want the unrunnable rejected and the rest unsubmitted", c, rec.Pending())
 	}
 }
 
@@ -581,7 +646,7 @@ func TestPlanAppliesWhatMappedKindsNeed(t *testing.T) {
 	for _, kind := range reg.FamilyKinds()[trace.DistributedTraining] {
 		m := render.DefaultMapping()
 		m[trace.DistributedTraining] = kind
-		p, err := newPlan(&Config{Trace: genTrace(t, 20, 7), Spec: spec, Speedup: 1000, Mapping: m})
+		p, err := newPlan(&Config{Trace: genTrace(t, 20, 7), Spec: spec, Mapping: m})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,14 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // sampler writes a time series row per ClusterQueue and flavor every step trace seconds, read
-// from the watcher's informer cache.
+// from the watcher's informer cache while the trace clock stands at the row's time (an alarm).
 type sampler struct {
 	plan      *plan
 	cache     client.Reader
@@ -24,18 +23,23 @@ type sampler struct {
 	nodePower func() map[string]float64
 	out       *results.SeriesWriter
 	step      float64
+	errors    int
 }
 
 func (s *sampler) run(ctx context.Context) {
+	alarm := s.clk.NewAlarm("sample", simclock.OrderSample)
+	defer alarm.Stop()
 	for k := 1; ; k++ {
 		t := float64(k) * s.step
-		if s.clk.Wait(ctx, t) != nil {
+		alarm.Set(t)
+		select {
+		case <-ctx.Done():
 			return
+		case <-alarm.C():
 		}
-		// Behind the clock (a read of a large cluster takes longer than a step of wall time), skip
-		// the steps missed: a row is the cluster as read, and catching up row by row would never
-		// end while the clock runs on.
-		if now := s.clk.Now(); now >= t+s.step {
+		// A clock on wall time (no holds) runs on while a large cluster is read: skip the rows
+		// missed rather than catching up row by row for ever.
+		if now := s.clk.Now(); !s.clk.HoldsEnabled() && now >= t+s.step {
 			k = int(now / s.step)
 			t = float64(k) * s.step
 		}
@@ -44,8 +48,8 @@ func (s *sampler) run(ctx context.Context) {
 			err = s.out.Write(samples)
 		}
 		if err != nil && ctx.Err() == nil {
-			// The series is best effort: a failed read or write loses one step, never the run.
-			continue
+			// The series is best effort: a failed read or write loses one row, never the run.
+			s.errors++
 		}
 	}
 }
@@ -128,7 +132,7 @@ func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, 
 	nodeFlavor := map[string]string{}
 	for i := range nodes {
 		n := &nodes[i]
-		f := flavorOfFamily(n.Labels[rcluster.LabelGPUFamily])
+		f := flavorOfFamily(n.Labels[contract.GPUFamily])
 		nodeFlavor[n.Name] = f
 		if x := fl[f]; x != nil {
 			if w, ok := power[n.Name]; ok {

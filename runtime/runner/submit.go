@@ -4,22 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
-// submitter is the pacing loop: one goroutine sleeps until the next workload is due and hands it
-// to a few workers that create its objects through a client-side rate limiter. Create calls go
-// through admission webhooks and take tens to hundreds of milliseconds on a loaded control
-// plane, so one synchronous goroutine would fall minutes behind a bursty trace at high speedup;
-// the workers keep submissions on time while the limiter bounds the rate. Nothing is handed out
-// before its due time.
+// submitter is the pacing loop: an alarm on the trace clock wakes it at the next submission, it
+// holds the clock on every object it is about to create (so trace time stands at the submission
+// until Kueue has the Workload), and hands the creates to a few workers that go through a
+// client-side rate limiter. Create calls go through admission webhooks and take tens to hundreds
+// of milliseconds on a loaded control plane; the workers keep several in flight.
+//
+// A create that fails for a transient reason (an unreachable webhook or API server, a timeout,
+// throttling) is retried with backoff while its hold keeps the clock still; only a permanent
+// rejection is final: the workload is recorded as rejected with the API's message.
 type submitter struct {
 	c       client.Client
 	plan    *plan
@@ -29,17 +35,32 @@ type submitter struct {
 	trials  *trials
 	seed    int64
 	workers int
+	// retryMax bounds one create's backoff between retries.
+	retryMax time.Duration
 
 	mu          sync.Mutex
 	objs        []client.Object // every object created, for cleanup
 	n           int
+	retries     int
+	rejected    int
+	firstReject string
 	first, last time.Time
-	maxLag      time.Duration
 }
 
+// submitHoldLimit bounds a submit hold: a create retried through an outage of its webhook or API
+// server holds the clock that long at most (the outage hold covers a longer one).
+const submitHoldLimit = 2 * time.Minute
+
+func submitHold(owner string) simclock.Key { return simclock.Key{Kind: simclock.KindSubmit, ID: owner} }
+func trialsHold(id string) simclock.Key    { return simclock.Key{Kind: simclock.KindTrials, ID: id} }
+
 func newSubmitter(c client.Client, p *plan, rec *results.Recorder, clk *simclock.Clock, qps float64, burst int, seed int64) *submitter {
-	return &submitter{c: c, plan: p, rec: rec, clk: clk, lim: rate.NewLimiter(rate.Limit(qps), burst), trials: newTrials(), seed: seed,
-		workers: max(1, min(16, int(qps/5)))}
+	tr := newTrials()
+	if clk.HoldsEnabled() {
+		tr.clk = clk
+	}
+	return &submitter{c: c, plan: p, rec: rec, clk: clk, lim: rate.NewLimiter(rate.Limit(qps), burst), trials: tr, seed: seed,
+		workers: max(1, min(16, int(qps/5))), retryMax: 5 * time.Second}
 }
 
 func (s *submitter) run(ctx context.Context) {
@@ -66,36 +87,33 @@ func (s *submitter) run(ctx context.Context) {
 			return false
 		}
 	}
+	alarm := s.clk.NewAlarm("submit", simclock.OrderSubmission)
+	defer alarm.Stop()
 	items := s.plan.items
 	next := 0
 	for {
-		var due chan struct{}
-		waitCtx, stopWait := context.WithCancel(ctx)
 		if next < len(items) {
-			due = make(chan struct{})
-			go func(t float64) {
-				if s.clk.Wait(waitCtx, t) == nil {
-					close(due)
-				}
-			}(items[next].offset)
+			alarm.Set(items[next].offset)
+		} else {
+			alarm.Stop()
 		}
 		select {
 		case <-ctx.Done():
-			stopWait()
 			return
 		case <-s.trials.wake:
-			stopWait()
 			for _, id := range s.trials.takePending() {
 				if !hand(func() { s.createTrials(ctx, id) }) {
 					return
 				}
 			}
-		case <-due:
-			stopWait()
-			now, handed := s.clk.Now(), time.Now()
+		case <-alarm.C():
+			now := s.clk.Now()
 			for next < len(items) && items[next].offset <= now {
 				it := items[next]
-				if !hand(func() { s.submit(ctx, it, handed) }) {
+				// Held before the alarm is re-armed: the clock stays at this submission until Kueue
+				// has each Workload (or, for an experiment, until its first trials are created).
+				s.holdItem(it)
+				if !hand(func() { s.submit(ctx, it, now) }) {
 					return
 				}
 				next++
@@ -104,25 +122,40 @@ func (s *submitter) run(ctx context.Context) {
 	}
 }
 
-// submit creates a workload's objects; handed is the wall time it came due. A Kueue Workload
-// is owed for each object a Kueue integration manages (the plan's owners), so each such create
-// places a hold on the trace clock that the watcher releases once Kueue has tried to admit it.
-func (s *submitter) submit(ctx context.Context, it *item, handed time.Time) {
-	// Submitted is when the first create call went out: Kueue may admit an experiment's first
-	// trial before the last trial's create returns.
-	at := s.clk.Now()
+// holdItem places the holds that cover an item's creates.
+func (s *submitter) holdItem(it *item) {
+	if it.exp != nil {
+		s.clk.HoldFor(trialsHold(it.id), submitHoldLimit)
+		return
+	}
+	for _, o := range it.objects {
+		key := ownerKey(kindOf(o), o.GetNamespace(), o.GetName())
+		if _, ok := s.plan.owners[key]; ok {
+			s.clk.HoldFor(submitHold(key), submitHoldLimit)
+		}
+	}
+}
+
+// submit creates a workload's objects at trace time at (the item's due time: the clock stood
+// still since).
+func (s *submitter) submit(ctx context.Context, it *item, at float64) {
 	var err error
 	if it.exp != nil {
 		if _, err = s.trials.add(it.id, it.exp, s.seed); err == nil {
 			err = s.createTrialsErr(ctx, it.id)
 		}
+		s.trials.created(it.id)
 	} else {
-		for _, o := range it.objects {
+		for i, o := range it.objects {
 			key := ownerKey(kindOf(o), o.GetNamespace(), o.GetName())
 			if _, ok := s.plan.owners[key]; !ok {
 				key = ""
 			}
 			if err = s.create(ctx, o, key); err != nil {
+				// The objects after the failed one are never created: their holds end here.
+				for _, rest := range it.objects[i+1:] {
+					s.clk.Release(submitHold(ownerKey(kindOf(rest), rest.GetNamespace(), rest.GetName())))
+				}
 				break
 			}
 		}
@@ -137,13 +170,23 @@ func (s *submitter) submit(ctx context.Context, it *item, handed time.Time) {
 	}
 	s.n++
 	s.last = now
-	s.maxLag = max(s.maxLag, now.Sub(handed))
+	if err != nil {
+		s.reject(it.id, err)
+	}
 	s.mu.Unlock()
 	if err != nil {
 		s.record(results.Event{T: at, Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
 		return
 	}
 	s.record(results.Event{T: at, Workload: it.id, Type: results.EvSubmitted, Object: it.ns + "/" + topName(it)})
+}
+
+// reject counts a permanent rejection; s.mu is held.
+func (s *submitter) reject(id string, err error) {
+	s.rejected++
+	if s.firstReject == "" {
+		s.firstReject = id + ": " + err.Error()
+	}
 }
 
 func topName(it *item) string {
@@ -154,9 +197,14 @@ func topName(it *item) string {
 }
 
 func (s *submitter) createTrials(ctx context.Context, id string) {
-	if err := s.createTrialsErr(ctx, id); err != nil && ctx.Err() == nil {
-		// A trial that cannot be created can never finish: the experiment stays unfinished and
-		// the reason is in the event log.
+	err := s.createTrialsErr(ctx, id)
+	s.trials.created(id)
+	if err != nil && ctx.Err() == nil {
+		// A trial that cannot be created can never finish: the experiment is rejected and the
+		// reason is in the event log.
+		s.mu.Lock()
+		s.reject(id, err)
+		s.mu.Unlock()
 		s.record(results.Event{T: s.clk.Now(), Workload: id, Type: results.EvSubmitFailed, Message: err.Error()})
 	}
 }
@@ -164,7 +212,9 @@ func (s *submitter) createTrials(ctx context.Context, id string) {
 func (s *submitter) createTrialsErr(ctx context.Context, id string) error {
 	jobs, err := s.trials.next(id)
 	for _, j := range jobs {
-		if cerr := s.create(ctx, j, ownerKey("Job", j.Namespace, j.Name)); cerr != nil {
+		key := ownerKey("Job", j.Namespace, j.Name)
+		s.clk.HoldFor(submitHold(key), submitHoldLimit)
+		if cerr := s.create(ctx, j, key); cerr != nil {
 			return errors.Join(err, cerr)
 		}
 		s.record(results.Event{T: s.clk.Now(), Workload: id, Type: results.EvTrialCreated, Object: j.Namespace + "/" + j.Name})
@@ -172,25 +222,73 @@ func (s *submitter) createTrialsErr(ctx context.Context, id string) error {
 	return err
 }
 
-// create creates o; a non-empty owner is the key under which the watcher finds o's Kueue
-// Workload, and the trace clock is held from the create call until Kueue has tried to admit it.
+// create creates o, retrying transient failures with backoff until it succeeds, is rejected or
+// ctx ends. A non-empty owner is the key of o's submit hold (placed by the caller), which a failure
+// releases: the watcher releases it on success, when Kueue's Workload appears.
 func (s *submitter) create(ctx context.Context, o client.Object, owner string) error {
-	if err := s.lim.Wait(ctx); err != nil {
-		return err
-	}
-	if owner != "" {
-		s.clk.Hold(submitHold(owner))
-	}
-	if err := s.c.Create(ctx, o); err != nil {
-		if owner != "" {
-			s.clk.Release(submitHold(owner))
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if err := s.lim.Wait(ctx); err != nil {
+			s.releaseOwner(owner)
+			return err
 		}
-		return fmt.Errorf("create %s %s/%s: %w", kindOf(o), o.GetNamespace(), o.GetName(), err)
+		obj := o.DeepCopyObject().(client.Object)
+		err := s.c.Create(ctx, obj)
+		if err == nil || (attempt > 0 && apierrors.IsAlreadyExists(err)) {
+			// After a transient failure the earlier attempt may have gone through.
+			s.mu.Lock()
+			s.objs = append(s.objs, o)
+			s.mu.Unlock()
+			return nil
+		}
+		if ctx.Err() != nil || !Transient(err) {
+			s.releaseOwner(owner)
+			return fmt.Errorf("create %s %s/%s: %w", kindOf(o), o.GetNamespace(), o.GetName(), err)
+		}
+		s.mu.Lock()
+		s.retries++
+		s.mu.Unlock()
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			s.releaseOwner(owner)
+			return fmt.Errorf("create %s %s/%s: %w (interrupted while retrying)", kindOf(o), o.GetNamespace(), o.GetName(), err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, s.retryMax)
 	}
-	s.mu.Lock()
-	s.objs = append(s.objs, o)
-	s.mu.Unlock()
-	return nil
+}
+
+func (s *submitter) releaseOwner(owner string) {
+	if owner != "" {
+		s.clk.Release(submitHold(owner))
+	}
+}
+
+// Transient reports whether a failed API call may succeed if retried: the API server or a webhook
+// was unreachable, overloaded or timed out. Validation errors, webhook denials and conflicts with
+// existing objects are permanent.
+func Transient(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err), apierrors.IsUnexpectedServerError(err):
+		// A webhook the API server could not call is an InternalError: "failed calling webhook".
+		return true
+	case apierrors.IsConflict(err):
+		return true
+	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return false // any other status the API server sent is its answer
+	}
+	// An error without an API status never reached the API server's logic (dial, TLS, HTTP/2).
+	return true
 }
 
 func (s *submitter) record(e results.Event) {
@@ -198,12 +296,17 @@ func (s *submitter) record(e results.Event) {
 	_, _ = s.rec.Record(e)
 }
 
-// stats returns the workloads submitted, the wall seconds from the first to the last submission
-// and the worst lag behind schedule.
-func (s *submitter) stats() (int, float64, float64) {
+// submitStats is what the submitter did.
+type submitStats struct {
+	Submitted, Retries, Rejected int
+	FirstReject                  string
+	WallSec                      float64
+}
+
+func (s *submitter) stats() submitStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.n, s.last.Sub(s.first).Seconds(), s.maxLag.Seconds()
+	return submitStats{Submitted: s.n, Retries: s.retries, Rejected: s.rejected, FirstReject: s.firstReject, WallSec: s.last.Sub(s.first).Seconds()}
 }
 
 func (s *submitter) created() []client.Object {

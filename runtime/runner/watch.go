@@ -24,69 +24,95 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
-// EnergyAnnotation is the pod annotation in which the agent writes a pod's energy (joules of
-// trace time) at completion (runtime/agent.EnergyAnnotation).
-const EnergyAnnotation = contract.Prefix + "energy-joules"
-
-// watcher turns informer events on Kueue Workloads and pods into results events. A Kueue
-// Workload maps to its trace workload through its owner reference: the owner is an object the
-// runner created (or a trial Job of an experiment); a pod maps through its
-// kueuelab.io/workload-id label. Times are the trace time at which the runner observed the change
-// (Kubernetes timestamps have one-second resolution, which is minutes of trace time at high
-// speedup).
+// watcher turns informer events on Kueue Workloads and pods into results events, and keeps the
+// trace clock's holds on every step of a workload's life that the control plane owes:
+//
+//	step                                         hold          ends when
+//	job created → Kueue Workload                 submit        the Workload is seen (submitter places it)
+//	Workload → Kueue's decision                  kueue         Kueue's queues agree with the API (settler)
+//	quota reserved → every pod created           pods          as many pods seen as the Workload's pod sets count
+//	pod created → Running, started by the agent  start         the agent acknowledges it, or the pod is Unschedulable
+//	resources freed → kube-scheduler's decision  schedule      the scheduler's queues agree with the API (settler)
+//	pod completed by the agent → pod terminal    done          this watcher sees the pod end (agent places it)
+//	last pod ended → Workload Finished           finish        Finished, a new pod, or the quota released
+//	Workload evicted → quota released            evict         QuotaReserved is False or the Workload Finished
+//	pod deleted → agent stops simulating it      gone          the agent acknowledges it
+//	trial finished → next trial Jobs created     trials        the submitter has placed their submit holds
+//
+// A Kueue Workload maps to its trace workload through its owner reference: the owner is an object
+// the runner created (or a trial Job of an experiment); a pod maps through its
+// kueuelab.io/workload-id label (and, for a trial, its Job's name). Times are the trace time at
+// which the watcher observed the change, which the holds make the time it happened; a pod's end is
+// the time the agent's annotation says.
 type watcher struct {
 	plan   *plan
 	rec    *results.Recorder
 	clk    *simclock.Clock
 	trials *trials
+	kueue  *settler // nil: no Kueue settling (a clock without holds)
+	sched  *settler
+	timers *timers
+	queues *queueView // nil without Kueue's metrics
+	reader client.Reader
 
-	mu       sync.Mutex
-	wls      map[types.UID]*wlState
-	pods     map[string]*podState // by namespace/name
-	running  map[string]int       // running pods per workload id
-	expected map[string]int       // pods of a workload's Kueue Workload (not for experiments)
-	// reserved counts, per Kueue Workload holding quota (QuotaReserved and not Finished), its
-	// pods; admitted sums them per workload id and unsched counts pods the scheduler rejected.
-	reserved map[types.UID]int
-	admitted map[string]int
-	unsched  map[string]int
+	mu      sync.Mutex
+	units   map[string]*unit // by unit key: the workload id, or id#n for trial n
+	byWL    map[types.UID]*unit
+	pods    map[string]*podState // by namespace/name
+	unsched int                  // pods the scheduler rejected, over all units
+	late    lateStats
+	changed time.Time // wall time of the last informer event
 }
 
-// Holds on the trace clock (see runtime/simclock): each covers a step the control plane
-// completes in wall time that a real cluster would spend, not speedup times as much.
-func submitHold(owner string) string { return "submit/" + owner } // create → Kueue tried to admit
-func runHold(id string) string       { return "run/" + id }       // quota reserved → pods Running; pods done → Finished
-
-// cycleHold covers Kueue's scheduling cycle after quota is released: it ends when Kueue reserves
-// quota for any workload, or after cycleHoldLimit when nothing fits.
-const (
-	cycleHold      = "kueue-cycle"
-	cycleHoldLimit = 100 * time.Millisecond
-)
-
-type wlState struct {
+// unit is one Kueue Workload of a trace workload: the workload itself, or one trial of an
+// experiment.
+type unit struct {
+	key   string
 	id    string
 	trial *trialRef
+	wl    types.UID
+	obj   string // namespace/name of the Workload
 	// seen holds, per condition type, the lastTransitionTime and reason of the True condition
 	// already reported ("" after it went False, so the next True is a new event).
-	seen     map[string]string
-	evicted  bool
-	finished bool
+	seen        map[string]string
+	expected    int // pods of the Workload's pod sets
+	reserved    bool
+	evicted     bool // Evicted=True now
+	everEvicted bool
+	finished    bool
+	admitted    float64              // trace time of the current quota reservation
+	created     map[types.UID]bool   // pods seen since the current quota reservation
+	pods        map[string]*podState // its pods the watcher knows, by namespace/name
+	live        int                  // pods not terminal and not being deleted
+	running     int
+	allUp       bool    // every expected pod has run since the current reservation
+	lastEnd     float64 // trace time the last of its pods ended (0: none yet)
 }
 
 type podState struct {
-	id         string
+	unit       *unit
+	uid        types.UID
 	gpus       int64
 	running    bool
+	everRan    bool
+	terminal   bool
+	deleting   bool
 	unsched    bool
 	since      float64
 	energyDone bool
 }
 
+// lateStats measures what the holds missed: a pod end observed after the trace time at which the
+// agent ended it, or a Workload seen Finished after its last pod ended, means the clock moved while
+// the control plane still owed a step.
+type lateStats struct {
+	n   int
+	max float64
+}
+
 func newWatcher(p *plan, rec *results.Recorder, clk *simclock.Clock, tr *trials) *watcher {
-	return &watcher{plan: p, rec: rec, clk: clk, trials: tr, wls: map[types.UID]*wlState{}, pods: map[string]*podState{},
-		running: map[string]int{}, expected: map[string]int{}, reserved: map[types.UID]int{}, admitted: map[string]int{},
-		unsched: map[string]int{}}
+	return &watcher{plan: p, rec: rec, clk: clk, trials: tr, units: map[string]*unit{}, byWL: map[types.UID]*unit{},
+		pods: map[string]*podState{}}
 }
 
 // start runs informers on Workloads and pods (in the run's namespaces) and nodes, and returns
@@ -100,12 +126,17 @@ func (w *watcher) start(ctx context.Context, rc *rest.Config, scheme *runtime.Sc
 	for _, ns := range w.plan.namespaces {
 		nss[ns] = cache.Config{}
 	}
+	// Workloads of every namespace: Kueue's queues hold everyone's, and the Kueue settler compares
+	// them with its view.
 	c, err := cache.New(rc, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:     {Label: sel, Namespaces: nss},
-		&kueue.Workload{}: {Namespaces: nss},
+		&corev1.Pod{}: {Label: sel, Namespaces: nss},
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
+	}
+	w.reader = c
+	if _, err := c.GetInformer(ctx, &kueue.LocalQueue{}); err != nil {
+		return nil, fmt.Errorf("watch LocalQueues: %w", err)
 	}
 	wlInf, err := c.GetInformer(ctx, &kueue.Workload{})
 	if err != nil {
@@ -115,12 +146,14 @@ func (w *watcher) start(ctx context.Context, rc *rest.Config, scheme *runtime.Sc
 	if err != nil {
 		return nil, fmt.Errorf("watch pods: %w", err)
 	}
-	if _, err := c.GetInformer(ctx, &corev1.Node{}); err != nil {
+	nodeInf, err := c.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
 		return nil, fmt.Errorf("watch nodes: %w", err)
 	}
 	if _, err := wlInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { w.onWorkload(o) },
-		UpdateFunc: func(_, o any) { w.onWorkload(o) },
+		AddFunc:    func(o any) { w.onWorkload(o, false) },
+		UpdateFunc: func(_, o any) { w.onWorkload(o, false) },
+		DeleteFunc: func(o any) { w.onWorkload(o, true) },
 	}); err != nil {
 		return nil, err
 	}
@@ -128,6 +161,13 @@ func (w *watcher) start(ctx context.Context, rc *rest.Config, scheme *runtime.Sc
 		AddFunc:    func(o any) { w.onPod(o, false) },
 		UpdateFunc: func(_, o any) { w.onPod(o, false) },
 		DeleteFunc: func(o any) { w.onPod(o, true) },
+	}); err != nil {
+		return nil, err
+	}
+	// A node added or changed may let kube-scheduler place pods it rejected.
+	if _, err := nodeInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { w.pokeScheduler() },
+		UpdateFunc: func(o, n any) { w.onNodeUpdate(o, n) },
 	}); err != nil {
 		return nil, err
 	}
@@ -155,11 +195,35 @@ func (w *watcher) resolve(wl *kueue.Workload) (string, *trialRef, bool) {
 	return "", nil, false
 }
 
+func unitKey(id string, tr *trialRef) string {
+	if tr == nil {
+		return id
+	}
+	return id + "#" + strconv.Itoa(tr.n)
+}
+
+// Hold keys of a unit and of a pod.
+func holdPods(u *unit) simclock.Key   { return simclock.Key{Kind: simclock.KindPods, ID: u.key} }
+func holdFinish(u *unit) simclock.Key { return simclock.Key{Kind: simclock.KindFinish, ID: u.key} }
+func holdEvict(u *unit) simclock.Key  { return simclock.Key{Kind: simclock.KindEvict, ID: u.key} }
+func holdStart(uid types.UID) simclock.Key {
+	return simclock.Key{Kind: simclock.KindStart, ID: string(uid)}
+}
+func holdGone(uid types.UID) simclock.Key {
+	return simclock.Key{Kind: simclock.KindGone, ID: string(uid)}
+}
+func holdDone(uid types.UID) simclock.Key {
+	return simclock.Key{Kind: simclock.KindDone, ID: string(uid)}
+}
+
 // reportedConditions are the Workload conditions recorded, in the order they are checked.
 var reportedConditions = []string{kueue.WorkloadQuotaReserved, kueue.WorkloadAdmitted, kueue.WorkloadEvicted,
 	kueue.WorkloadPreempted, kueue.WorkloadRequeued, kueue.WorkloadFinished}
 
-func (w *watcher) onWorkload(o any) {
+func (w *watcher) onWorkload(o any, deleted bool) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
 	wl, ok := o.(*kueue.Workload)
 	if !ok {
 		return
@@ -167,113 +231,149 @@ func (w *watcher) onWorkload(o any) {
 	now := w.clk.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	st := w.wls[wl.UID]
-	if st == nil {
+	w.changed = time.Now()
+	// Kueue owes a decision when a Workload enters, leaves or moves within its queues while any
+	// Workload waits in them (without the view, on every change). With nothing pending, a finish
+	// or an admission leaves Kueue nothing to decide; the next poke's comparison still waits for
+	// Kueue to have caught up with it.
+	if w.queues == nil || (w.queues.update(wl, deleted) && w.queues.anyPending()) {
+		if w.kueue != nil {
+			w.kueue.poke()
+		}
+	}
+	u := w.byWL[wl.UID]
+	if u == nil {
+		if deleted {
+			return
+		}
 		id, tr, ok := w.resolve(wl)
 		if !ok {
 			return
 		}
-		st = &wlState{id: id, trial: tr, seen: map[string]string{}}
-		w.wls[wl.UID] = st
-		w.emit(results.Event{T: now, Workload: id, Type: results.EvWorkloadCreated, Object: wl.Namespace + "/" + wl.Name})
-		if tr == nil {
-			n := 0
-			for _, ps := range wl.Spec.PodSets {
-				n += int(ps.Count)
-			}
-			w.expected[id] = n
+		key := unitKey(id, tr)
+		u = w.units[key]
+		if u == nil {
+			u = newUnit(key, id, tr)
+			w.units[key] = u
+		}
+		u.wl, u.obj = wl.UID, wl.Namespace+"/"+wl.Name
+		w.byWL[wl.UID] = u
+		w.emit(results.Event{T: now, Workload: id, Type: results.EvWorkloadCreated, Object: u.obj})
+		for _, ref := range wl.OwnerReferences {
+			w.clk.Release(submitHold(ownerKey(ref.Kind, wl.Namespace, ref.Name)))
 		}
 	}
-	obj := wl.Namespace + "/" + wl.Name
+	if deleted {
+		// A Workload deleted before it finished (its job deleted): nothing more is owed for it.
+		w.endUnit(u)
+		delete(w.byWL, wl.UID)
+		return
+	}
+	w.conditions(u, wl, now)
+	n := 0
+	for _, ps := range wl.Spec.PodSets {
+		n += int(ps.Count)
+	}
+	u.expected = n
+	finished := meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)
+	reserved := !finished && meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
+	switch {
+	case reserved && !u.reserved:
+		u.reserved, u.admitted, u.allUp = true, now, false
+		clear(u.created)
+		for _, ps := range u.pods {
+			// Pods of an earlier admission still being deleted do not count for this one.
+			if !ps.terminal && !ps.deleting {
+				u.created[ps.uid] = true
+			}
+		}
+		if len(u.created) < u.expected {
+			w.clk.Hold(holdPods(u))
+		}
+	case !reserved && u.reserved:
+		u.reserved = false
+		w.clk.Release(holdPods(u))
+		w.clk.Release(holdFinish(u))
+		w.clk.Release(holdEvict(u))
+		if w.timers != nil {
+			w.timers.released(u)
+		}
+	}
+	if finished && !u.finished {
+		u.finished = true
+		w.endUnit(u)
+	}
+	if u.evicted && u.reserved {
+		w.clk.Hold(holdEvict(u))
+	}
+	if w.timers != nil {
+		w.timers.workload(u, wl, now)
+	}
+}
+
+// endUnit releases every hold of a unit that no longer holds quota.
+func (w *watcher) endUnit(u *unit) {
+	u.reserved = false
+	w.clk.Release(holdPods(u))
+	w.clk.Release(holdFinish(u))
+	w.clk.Release(holdEvict(u))
+	if w.timers != nil {
+		w.timers.released(u)
+	}
+}
+
+// conditions records the Workload conditions that turned True since the last update.
+func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 	for _, typ := range reportedConditions {
 		c := meta.FindStatusCondition(wl.Status.Conditions, typ)
 		if c == nil || c.Status != "True" {
 			if c != nil {
-				st.seen[typ] = ""
+				u.seen[typ] = ""
+				if typ == kueue.WorkloadEvicted {
+					u.evicted = false
+				}
 			}
 			continue
 		}
 		key := c.LastTransitionTime.UTC().String() + "/" + c.Reason
-		if st.seen[typ] == key {
+		if u.seen[typ] == key {
 			continue
 		}
-		st.seen[typ] = key
-		e := results.Event{T: now, Workload: st.id, Object: obj, Reason: c.Reason, Message: c.Message}
+		u.seen[typ] = key
+		e := results.Event{T: now, Workload: u.id, Object: u.obj, Reason: c.Reason, Message: c.Message}
 		switch typ {
 		case kueue.WorkloadQuotaReserved:
 			e.Type, e.Flavors, e.Message = results.EvQuotaReserved, flavorsOf(wl), ""
 		case kueue.WorkloadAdmitted:
 			e.Type, e.Flavors, e.Message = results.EvAdmitted, flavorsOf(wl), ""
 		case kueue.WorkloadEvicted:
-			st.evicted = true
+			u.evicted, u.everEvicted = true, true
 			e.Type = results.EvEvicted
 		case kueue.WorkloadPreempted:
 			e.Type = results.EvPreempted
 		case kueue.WorkloadRequeued:
-			if !st.evicted {
+			if !u.everEvicted {
 				continue // Kueue also sets Requeued when a workload is first queued
 			}
 			e.Type = results.EvRequeued
 		case kueue.WorkloadFinished:
-			if st.finished {
-				continue
+			if u.lastEnd > 0 && now-u.lastEnd > 1e-6 {
+				w.late.n++
+				w.late.max = max(w.late.max, now-u.lastEnd)
 			}
-			st.finished = true
 			failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
-			if st.trial == nil {
+			if u.trial == nil {
 				e.Type, e.Reason = results.EvFinished, outcome(failed)
 				break
 			}
-			verdict := w.trials.finish(*st.trial, failed)
+			// finish holds the clock until the experiment's next trials are created.
+			verdict := w.trials.finish(*u.trial, failed)
 			if verdict == "" {
 				continue
 			}
 			e.Type, e.Reason, e.Message = results.EvFinished, verdict, "all trials finished"
 		}
 		w.emit(e)
-	}
-	w.holdWorkload(wl, st.id)
-}
-
-// holdWorkload updates the trace clock's holds for a Kueue Workload of workload id.
-func (w *watcher) holdWorkload(wl *kueue.Workload, id string) {
-	finished := meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)
-	if finished || meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved) != nil {
-		for _, ref := range wl.OwnerReferences {
-			w.clk.Release(submitHold(ownerKey(ref.Kind, wl.Namespace, ref.Name)))
-		}
-	}
-	n := 0
-	if !finished && meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) {
-		for _, ps := range wl.Spec.PodSets {
-			n += int(ps.Count)
-		}
-	}
-	prev := w.reserved[wl.UID]
-	switch {
-	case n == prev:
-	case n > 0 && prev == 0:
-		w.clk.Release(cycleHold)
-	case n == 0:
-		w.clk.Release(cycleHold) // restart it: this release may admit workloads the last one did not
-		w.clk.HoldFor(cycleHold, cycleHoldLimit)
-	}
-	if n == 0 {
-		delete(w.reserved, wl.UID)
-	} else {
-		w.reserved[wl.UID] = n
-	}
-	w.admitted[id] += n - prev
-	w.holdRun(id)
-}
-
-// holdRun holds the clock while workload id has quota for more pods than are running, unless
-// the scheduler rejected one of them: waiting for a node is simulated time, not control-plane lag.
-func (w *watcher) holdRun(id string) {
-	if w.admitted[id] > w.running[id] && w.unsched[id] == 0 {
-		w.clk.Hold(runHold(id))
-	} else {
-		w.clk.Release(runHold(id))
 	}
 }
 
@@ -316,6 +416,31 @@ func flavorsOf(wl *kueue.Workload) map[string]string {
 
 func isGPU(resource string) bool { return strings.HasSuffix(resource, "/gpu") }
 
+// podUnit maps a pod to its unit, creating the unit if its Workload was not seen yet.
+func (w *watcher) podUnit(p *corev1.Pod) *unit {
+	id, ok := w.plan.byLabel[p.Namespace+"/"+p.Labels[contract.WorkloadLabel]]
+	if !ok {
+		return nil
+	}
+	var tr *trialRef
+	if w.trials != nil {
+		if r, ok := w.trials.lookup(p.Namespace, p.Labels["batch.kubernetes.io/job-name"]); ok && r.id == id {
+			tr = &r
+		}
+	}
+	key := unitKey(id, tr)
+	u := w.units[key]
+	if u == nil {
+		u = newUnit(key, id, tr)
+		w.units[key] = u
+	}
+	return u
+}
+
+func newUnit(key, id string, tr *trialRef) *unit {
+	return &unit{key: key, id: id, trial: tr, seen: map[string]string{}, created: map[types.UID]bool{}, pods: map[string]*podState{}}
+}
+
 func (w *watcher) onPod(o any, deleted bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
@@ -324,57 +449,182 @@ func (w *watcher) onPod(o any, deleted bool) {
 	if !ok {
 		return
 	}
-	id, ok := w.plan.byLabel[p.Namespace+"/"+p.Labels[contract.WorkloadLabel]]
-	if !ok {
-		return
-	}
 	now := w.clk.Now()
 	key := p.Namespace + "/" + p.Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.changed = time.Now()
 	st := w.pods[key]
-	if st == nil {
-		st = &podState{id: id, gpus: podGPUs(&p.Spec)}
-		w.pods[key] = st
+	if st != nil && st.uid != p.UID {
+		w.podGone(key, st) // replaced under the same name; the delete event was missed
+		delete(st.unit.pods, key)
+		st = nil
 	}
+	if st == nil {
+		u := w.podUnit(p)
+		if u == nil {
+			return
+		}
+		st = &podState{unit: u, uid: p.UID, gpus: podGPUs(&p.Spec)}
+		w.pods[key] = st
+		u.pods[key] = st
+		if !deleted && p.DeletionTimestamp == nil && !podTerminal(p) {
+			u.live++
+			if u.reserved {
+				u.created[p.UID] = true
+				if len(u.created) >= u.expected {
+					w.clk.Release(holdPods(u))
+				}
+			}
+			if p.Status.Phase != corev1.PodRunning || !st.running {
+				// The pod is owed its start: scheduling, KWOK's Running, the agent's start.
+				w.clk.Hold(holdStart(p.UID))
+			}
+		}
+	}
+	u := st.unit
 	running := !deleted && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning
 	switch {
 	case running && !st.running:
-		st.running, st.since = true, now
-		w.running[id]++
-		w.emit(results.Event{T: now, Workload: id, Type: results.EvPodRunning, Object: key})
-		if n := w.expected[id]; n > 0 && w.running[id] >= n {
-			w.emit(results.Event{T: now, Workload: id, Type: results.EvAllPodsRunning})
+		st.running, st.everRan, st.since = true, true, now
+		u.running++
+		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key})
+		if u.trial == nil && u.reserved && !u.allUp && u.expected > 0 && u.running >= u.expected {
+			u.allUp = true
+			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvAllPodsRunning})
 		}
 	case !running && st.running:
 		st.running = false
-		w.running[id]--
-		e := results.Event{T: now, Workload: id, Type: results.EvPodFinished, Object: key, Reason: string(p.Status.Phase),
-			GPUSeconds: float64(st.gpus) * (now - st.since)}
+		u.running--
+		at := now
+		if t, ok := annotatedTime(p, contract.FinishedTraceSec); ok && podTerminal(p) {
+			at = t
+			if d := now - t; d > 1e-6 {
+				w.late.n++
+				w.late.max = max(w.late.max, d)
+			}
+		}
+		u.lastEnd = at
+		e := results.Event{T: at, Workload: u.id, Type: results.EvPodFinished, Object: key, Reason: string(p.Status.Phase),
+			GPUSeconds: float64(st.gpus) * (at - st.since)}
 		e.EnergyJ, st.energyDone = energyOf(p, st.energyDone)
 		w.emit(e)
 	default:
 		if j, done := energyOf(p, st.energyDone); done && !st.energyDone {
 			st.energyDone = true
-			w.emit(results.Event{T: now, Workload: id, Type: results.EvPodFinished, Object: key, Reason: string(p.Status.Phase), EnergyJ: j})
+			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodFinished, Object: key, Reason: string(p.Status.Phase), EnergyJ: j})
 		}
 	}
-	unsched := !deleted && !running && unschedulable(p)
+	unsched := !deleted && !running && p.DeletionTimestamp == nil && unschedulable(p)
 	if unsched != st.unsched {
 		st.unsched = unsched
 		if unsched {
-			w.unsched[id]++
+			w.unsched++
+			// Waiting for a node is simulated time, not control-plane lag.
+			w.clk.Release(holdStart(p.UID))
 		} else {
-			w.unsched[id]--
+			w.unsched--
 		}
 	}
-	if deleted {
-		delete(w.pods, key)
+	switch {
+	case deleted || p.DeletionTimestamp != nil:
+		w.podGone(key, st)
+		if deleted {
+			delete(w.pods, key)
+			delete(u.pods, key)
+		}
+	case podTerminal(p) && !st.terminal:
+		st.terminal = true
+		w.clk.Release(holdStart(p.UID))
+		w.podEnded(u)
+		w.clk.Release(holdDone(p.UID))
 	}
-	w.holdRun(id)
+}
+
+// podGone handles a pod being deleted: the agent must stop simulating it, and its end may be the
+// workload's last.
+func (w *watcher) podGone(key string, st *podState) {
+	if st.deleting {
+		return
+	}
+	st.deleting = true
+	if st.unsched {
+		st.unsched = false
+		w.unsched--
+	}
+	if st.everRan && !st.terminal {
+		w.clk.Hold(holdGone(st.uid))
+	}
+	w.clk.Release(holdStart(st.uid))
+	if !st.terminal {
+		st.terminal = true
+		w.podEnded(st.unit)
+	}
+	w.clk.Release(holdDone(st.uid))
+	_ = key
+}
+
+// podEnded counts a pod of u that will not run again; the workload's last one leaves the control
+// plane owing the Workload's finish (or, for a job that restarts pods, a new pod).
+func (w *watcher) podEnded(u *unit) {
+	u.live--
+	if u.live <= 0 && u.reserved && !u.finished && !u.evicted {
+		w.clk.Hold(holdFinish(u))
+	}
+	w.pokeScheduler() // resources were freed
+}
+
+// pokeScheduler asks for kube-scheduler to settle when pods it rejected might fit now.
+func (w *watcher) pokeScheduler() {
+	if w.sched != nil && w.unsched > 0 {
+		w.sched.poke()
+	}
+}
+
+func (w *watcher) onNodeUpdate(o, n any) {
+	on, ok1 := o.(*corev1.Node)
+	nn, ok2 := n.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return
+	}
+	// KWOK renews node status (heartbeats) all the time; only what can change placement counts.
+	if on.Spec.Unschedulable != nn.Spec.Unschedulable || len(on.Spec.Taints) != len(nn.Spec.Taints) ||
+		!equalResources(on.Status.Allocatable, nn.Status.Allocatable) || !nodeReady(on) == nodeReady(nn) {
+		w.mu.Lock()
+		w.pokeScheduler()
+		w.mu.Unlock()
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || !bv.Equal(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func podTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 func unschedulable(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" {
+		return false
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			return true
@@ -383,12 +633,22 @@ func unschedulable(p *corev1.Pod) bool {
 	return false
 }
 
+// annotatedTime reads a trace time the agent wrote on the pod.
+func annotatedTime(p *corev1.Pod, key string) (float64, bool) {
+	s, ok := p.Annotations[key]
+	if !ok {
+		return 0, false
+	}
+	t, err := strconv.ParseFloat(s, 64)
+	return t, err == nil && t >= 0
+}
+
 // energyOf returns the agent's energy annotation once: (joules, true) the first time it is seen.
 func energyOf(p *corev1.Pod, already bool) (float64, bool) {
 	if already {
 		return 0, true
 	}
-	s, ok := p.Annotations[EnergyAnnotation]
+	s, ok := p.Annotations[contract.EnergyJoules]
 	if !ok {
 		return 0, false
 	}
@@ -397,4 +657,46 @@ func energyOf(p *corev1.Pod, already bool) (float64, bool) {
 		return 0, false
 	}
 	return j, true
+}
+
+// lastChange is the wall time of the last Workload or pod event.
+func (w *watcher) lastChange() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.changed
+}
+
+// lqToCQ maps a LocalQueue to its ClusterQueue: the plan's, then any other in the cluster.
+func (w *watcher) lqToCQ(ns, lq string) (string, bool) {
+	if cq, ok := w.plan.lqToCQ[ns+"/"+lq]; ok {
+		return cq, true
+	}
+	if w.reader == nil {
+		return "", false
+	}
+	var q kueue.LocalQueue
+	if err := w.reader.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: lq}, &q); err != nil {
+		return "", false
+	}
+	return string(q.Spec.ClusterQueue), true
+}
+
+// seedQueues counts every Workload of the synced cache in the queue view: the informer's first
+// events may have come before the LocalQueues they point at were known.
+func (w *watcher) seedQueues(ctx context.Context) error {
+	var wls kueue.WorkloadList
+	if err := w.reader.List(ctx, &wls); err != nil {
+		return fmt.Errorf("list Workloads: %w", err)
+	}
+	for i := range wls.Items {
+		w.queues.update(&wls.Items[i], false)
+	}
+	return nil
+}
+
+// lateness reports the steps observed after their trace time, and the worst delay.
+func (w *watcher) lateness() (int, float64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.late.n, w.late.max
 }

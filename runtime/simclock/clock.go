@@ -1,123 +1,145 @@
-// Package simclock holds the trace clock of a replay: trace time runs at speedup × wall time,
-// except while the control plane owes a transition.
+// Package simclock is the trace clock of a replay: an event-driven clock that jumps over time in
+// which nothing happens and stands still while the control plane owes a step.
 //
-// A real control plane takes wall time to turn a Job into a Kueue Workload, to start an admitted
-// workload's pods and to finish a Workload whose pods are done (the Job controller alone batches
-// pod updates for one second). On a real cluster that costs seconds; replayed at speedup S it
-// would cost S times as many trace seconds, so a faster replay would report longer queue waits
-// and completion times for the same trace. The runner therefore places a hold on the clock while
-// it has seen a step begin and not yet seen it end; while any hold is active trace time runs at
-// real time (1 trace second per wall second), which is what that latency costs on a real
-// cluster. A hold that lasts longer than its limit stops counting, so a step that never ends (a
-// pod no node can take) cannot stall the replay.
+// Participants that know when their next event is due (the submitter's next submission, the
+// agent's next pod completion, the sampler's next row, a Kueue timer) arm an Alarm. When no hold is
+// active, trace time advances to the earliest armed alarm — at once by default, or at most
+// MaxRate trace seconds per wall second — and stops there until the alarm's owner has done its
+// work and re-armed or stopped it. Whoever sees a step of the control plane begin (a created job
+// without its Kueue Workload, reserved quota without running pods, finished pods without a
+// finished Workload, ...) places a hold on it; while any hold is active trace time does not move,
+// so a step that takes wall time on a real control plane takes no trace time, and a workload alone
+// on an idle cluster takes exactly its work's time. What the holds cost is measured (Stats).
+//
+// A hold has a wall-time limit after which it stops counting, so a step that never ends cannot
+// stall the replay; a hold that reaches its limit is a bug in the hold set, counted in Stats.
 package simclock
 
 import (
+	"container/heap"
 	"context"
-	"maps"
-	"slices"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
+// Kind says which step of the control plane a hold covers.
+type Kind string
+
+// Hold kinds. Each names the party that places it and the event that ends it.
+const (
+	KindSubmit   Kind = "submit"   // runner: a created object whose Kueue Workload is not there yet
+	KindKueue    Kind = "kueue"    // runner: Kueue's queues have not settled on what the API shows
+	KindPods     Kind = "pods"     // runner: quota reserved, not all of the Workload's pods created
+	KindSchedule Kind = "schedule" // runner: kube-scheduler has not settled on the unbound pods
+	KindStart    Kind = "start"    // runner → agent: a pod not yet Running and started by the agent
+	KindGone     Kind = "gone"     // runner → agent: a deleted pod the agent still simulates
+	KindDone     Kind = "done"     // agent → runner: a completed pod not yet seen terminal
+	KindFinish   Kind = "finish"   // runner: a Workload whose pods are done is not Finished yet
+	KindEvict    Kind = "evict"    // runner: an evicted Workload still holds quota
+	KindTrials   Kind = "trials"   // runner: an experiment's next trial Jobs are owed
+	KindTimer    Kind = "timer"    // runner: a Kueue timer is due in trace time, Kueue has not acted
+	KindOutage   Kind = "outage"   // runner: a control-plane component is down or not ready
+	KindSetup    Kind = "setup"    // runner: the run is being prepared
+	kindAlarm    Kind = "alarm"    // internal: a fired alarm whose owner has not finished
+)
+
+// Key names one hold.
+type Key struct {
+	Kind Kind
+	ID   string
+}
+
+func (k Key) String() string { return string(k.Kind) + "/" + k.ID }
+
 // DefaultMaxHold bounds a hold unless Options.MaxHold says otherwise.
-const DefaultMaxHold = 5 * time.Second
+const DefaultMaxHold = 20 * time.Second
 
-// Clock is a trace clock. All methods are safe for concurrent use.
-type Clock struct {
-	speedup  float64
-	holdRate float64
-	maxHold  time.Duration
-	wallNow  func() time.Time
+// DefaultSettle is how long the clock stays still after the last hold ends before it moves.
+const DefaultSettle = 2 * time.Millisecond
 
-	mu       sync.Mutex
-	t0       time.Time
-	last     time.Time
-	trace    float64
-	holds    map[string]*hold
-	active   int
-	changed  chan struct{} // closed and replaced whenever active holds change
-	heldWall time.Duration
-	expired  map[string]int // by kind: the key up to its first '/'
-	byKind   map[string]time.Duration
-	placed   int
+// tombTTL bounds how long an early Ack waits for its hold (see Ack).
+const tombTTL = time.Minute
+
+// Options tune a Clock; the zero value is the default.
+type Options struct {
+	// MaxRate caps trace seconds per wall second while the clock moves between events; 0 or +Inf
+	// means no cap: the clock jumps to the next event.
+	MaxRate float64
+	// Settle is how long holds must have been released before the clock moves (default
+	// DefaultSettle; negative: 0). It covers a step that begins a few milliseconds after the
+	// previous one ended, before anyone could see it and place its hold.
+	Settle time.Duration
+	// MaxHold bounds every hold and every fired alarm (default DefaultMaxHold of wall time).
+	MaxHold time.Duration
+	// Disabled makes holds no-ops and trace time MaxRate × wall time, with alarms firing on wall
+	// timers: for an agent in another process, which cannot share the clock. Needs a finite MaxRate.
+	Disabled bool
+	// Wall is the wall clock (default the real one); tests inject a fake.
+	Wall clock.WithTicker
+	// Trace, when set, receives one line per hold placed or ended and per move of the clock:
+	// "<wall seconds since Start> <event> <kind/id or trace time>", for measuring where a
+	// replay's wall time goes (hack/clocktrace.py).
+	Trace io.Writer
 }
 
 type hold struct {
+	kind    Kind
 	until   time.Time
 	expired bool
 }
 
-// Options tune a Clock; the zero value is the default.
-type Options struct {
-	// MaxHold bounds every hold (default DefaultMaxHold of wall time).
-	MaxHold time.Duration
-	// Disabled makes Hold a no-op: trace time is always speedup × wall time. Used when the
-	// agent is not in this process and so cannot share the clock.
-	Disabled bool
-	// Now is the wall clock (default time.Now); tests inject a fake one.
-	Now func() time.Time
+// Clock is a trace clock. All methods are safe for concurrent use.
+type Clock struct {
+	rate     float64 // +Inf: jump
+	trace    io.Writer
+	settle   time.Duration
+	maxHold  time.Duration
+	disabled bool
+	wall     clock.WithTicker
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	t0       time.Time
+	now      float64   // trace time at base
+	base     time.Time // wall time at which now was set
+	moving   bool      // rate mode: trace time runs from base at rate
+	holds    map[Key]*hold
+	active   int // holds not expired
+	byKind   map[Kind]int
+	tomb     map[Key]time.Time
+	alarms   alarmHeap
+	fired    map[*Alarm]struct{}
+	quietAt  time.Time // wall time since which nothing blocks (zero while blocked)
+	blockAt  time.Time // wall time since which something blocks (zero while unblocked)
+	kick     chan struct{}
+	stats    Stats
+	kindWall map[Kind]time.Time // since when each kind has had an active hold
 }
 
-// New returns a clock that runs speedup trace seconds per wall second once started.
-func New(speedup float64, o Options) *Clock {
-	c := &Clock{speedup: speedup, holdRate: 1, maxHold: o.MaxHold, wallNow: o.Now, holds: map[string]*hold{},
-		changed: make(chan struct{}), expired: map[string]int{}, byKind: map[string]time.Duration{}}
-	if c.maxHold <= 0 {
-		c.maxHold = DefaultMaxHold
-	}
-	if c.wallNow == nil {
-		c.wallNow = time.Now
-	}
-	if o.Disabled {
-		c.holds = nil
-	}
-	return c
-}
-
-// HoldsEnabled reports whether Hold has an effect (false with Options.Disabled).
-func (c *Clock) HoldsEnabled() bool { return c.holds != nil }
-
-// Speedup is the clock's trace seconds per wall second without holds.
-func (c *Clock) Speedup() float64 { return c.speedup }
-
-// Start sets trace time 0 to now. Before Start, Now is 0.
-func (c *Clock) Start() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t0 = c.wallNow()
-	c.last = c.t0
-}
-
-// Now is the current trace time in seconds.
-func (c *Clock) Now() float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.advance(c.wallNow())
-	return c.trace
-}
-
-// Wall is the wall time since Start.
-func (c *Clock) Wall() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.t0.IsZero() {
-		return 0
-	}
-	return c.wallNow().Sub(c.t0)
-}
-
-// Stats is what a clock's holds cost.
+// Stats is what the clock did.
 type Stats struct {
-	// Held is the wall time with at least one hold active; Placed counts holds.
+	// Held is the wall time during which at least one hold (or fired alarm) blocked the clock;
+	// Placed counts holds; ByKind is the wall time during which at least one hold of a kind was
+	// active (kinds overlap, so they sum to more than Held).
 	Held   time.Duration
 	Placed int
-	// Expired counts the holds that reached their limit, by kind (a key up to its first '/').
-	Expired map[string]int
-	// ByKind is the wall time during which at least one hold of a kind was active; kinds
-	// overlap, so they sum to more than Held.
-	ByKind map[string]time.Duration
+	ByKind map[Kind]time.Duration
+	// Expired counts the holds (and fired alarms) that reached their limit, by kind.
+	Expired map[Kind]int
+	// Jumps counts the moves of the clock to an event; Jumped is the trace time they covered.
+	Jumps  int
+	Jumped float64
+	// EarlyAcks counts Acks that arrived before their hold (see Ack).
+	EarlyAcks int
 }
 
 // ExpiredTotal sums Expired.
@@ -129,163 +151,614 @@ func (s Stats) ExpiredTotal() int {
 	return n
 }
 
-// Stats reports what the holds cost so far.
+// New returns a clock at trace time 0. It does not move before Start.
+func New(o Options) *Clock {
+	c := &Clock{rate: o.MaxRate, trace: o.Trace, settle: o.Settle, maxHold: o.MaxHold, disabled: o.Disabled, wall: o.Wall,
+		holds: map[Key]*hold{}, byKind: map[Kind]int{}, tomb: map[Key]time.Time{}, fired: map[*Alarm]struct{}{},
+		kick: make(chan struct{}, 1), kindWall: map[Kind]time.Time{},
+		stats: Stats{ByKind: map[Kind]time.Duration{}, Expired: map[Kind]int{}}}
+	if !(c.rate > 0) || math.IsInf(c.rate, 1) {
+		c.rate = math.Inf(1)
+	}
+	if c.settle == 0 {
+		c.settle = DefaultSettle
+	}
+	if c.settle < 0 {
+		c.settle = 0
+	}
+	if c.maxHold <= 0 {
+		c.maxHold = DefaultMaxHold
+	}
+	if c.wall == nil {
+		c.wall = clock.RealClock{}
+	}
+	return c
+}
+
+// Jumps reports whether the clock jumps between events (no rate cap).
+func (c *Clock) Jumps() bool { return math.IsInf(c.rate, 1) && !c.disabled }
+
+// MaxRate is the cap on trace seconds per wall second (+Inf: none).
+func (c *Clock) MaxRate() float64 { return c.rate }
+
+// HoldsEnabled reports whether holds have an effect (false with Options.Disabled).
+func (c *Clock) HoldsEnabled() bool { return !c.disabled }
+
+// Start sets the wall time of trace time 0 and runs the clock until ctx ends or Stop.
+func (c *Clock) Start(ctx context.Context) {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return
+	}
+	w := c.wall.Now()
+	c.started, c.t0, c.base = true, w, w
+	if c.active == 0 && len(c.fired) == 0 {
+		c.quietAt = w
+	} else {
+		c.blockAt = w
+	}
+	c.mu.Unlock()
+	go c.drive(ctx)
+}
+
+// Stop freezes the clock: trace time no longer moves and alarms no longer fire.
+func (c *Clock) Stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
+	w := c.wall.Now()
+	c.sync(w)
+	c.now, c.base = c.current(w), w
+	c.stopped = true
+	c.moving = false
+	c.poke()
+}
+
+// Now is the current trace time in seconds.
+func (c *Clock) Now() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.current(c.wall.Now())
+}
+
+// Wall is the wall time since Start.
+func (c *Clock) Wall() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started {
+		return 0
+	}
+	return c.wall.Now().Sub(c.t0)
+}
+
+// Stats reports what the clock did so far.
 func (c *Clock) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.advance(c.wallNow())
-	return Stats{Held: c.heldWall, Placed: c.placed, Expired: maps.Clone(c.expired), ByKind: maps.Clone(c.byKind)}
+	w := c.wall.Now()
+	c.sync(w)
+	s := c.stats
+	s.ByKind = make(map[Kind]time.Duration, len(c.stats.ByKind))
+	for k, d := range c.stats.ByKind {
+		s.ByKind[k] = d
+	}
+	for k, since := range c.kindWall {
+		s.ByKind[k] += w.Sub(since)
+	}
+	if !c.blockAt.IsZero() {
+		s.Held += w.Sub(c.blockAt)
+	}
+	s.Expired = make(map[Kind]int, len(c.stats.Expired))
+	for k, n := range c.stats.Expired {
+		s.Expired[k] = n
+	}
+	return s
 }
 
-// Hold places the hold key for at most the clock's MaxHold. Holding a key already held (or
-// held until it expired) does nothing: a hold ends only with Release.
-func (c *Clock) Hold(key string) { c.HoldFor(key, 0) }
+// Hold places the hold k for at most the clock's MaxHold. Holding a key already held does nothing.
+func (c *Clock) Hold(k Key) { c.HoldFor(k, 0) }
 
-// HoldFor places the hold key for at most limit (0: the clock's MaxHold).
-func (c *Clock) HoldFor(key string, limit time.Duration) {
-	if limit <= 0 || limit > c.maxHold {
+// HoldFor places the hold k for at most limit of wall time (0: the clock's MaxHold).
+func (c *Clock) HoldFor(k Key, limit time.Duration) {
+	if c.disabled {
+		return
+	}
+	if limit <= 0 {
 		limit = c.maxHold
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.holds == nil || c.holds[key] != nil {
+	w := c.wall.Now()
+	if _, ok := c.tomb[k]; ok {
+		delete(c.tomb, k)
 		return
 	}
-	now := c.wallNow()
-	c.advance(now)
-	c.holds[key] = &hold{until: now.Add(limit)}
-	c.placed++
-	c.setActive(c.active + 1)
+	if c.holds[k] != nil {
+		return
+	}
+	c.sync(w)
+	c.holds[k] = &hold{kind: k.Kind, until: w.Add(limit)}
+	c.log(w, "hold", k.String())
+	c.stats.Placed++
+	c.activate(k.Kind, w)
 }
 
-// Release ends the hold key (a no-op when it is not held).
-func (c *Clock) Release(key string) {
+// Release ends the hold k; a no-op when k is not held.
+func (c *Clock) Release(k Key) {
+	if c.disabled {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h := c.holds[key]
+	c.release(k, c.wall.Now(), false)
+}
+
+// Ack ends the hold k, or, when k is not held yet, keeps the acknowledgement so that the next
+// Hold(k) does nothing. It is for handing a step from one party to another whose informers may see
+// the object first: the runner holds a pod until the agent has started it, and the agent may
+// start it before the runner has seen it. Keys acknowledged early are forgotten after a minute.
+func (c *Clock) Ack(k Key) {
+	if c.disabled {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.release(k, c.wall.Now(), true)
+}
+
+func (c *Clock) release(k Key, w time.Time, early bool) {
+	h := c.holds[k]
 	if h == nil {
-		return
-	}
-	c.advance(c.wallNow())
-	delete(c.holds, key)
-	if !h.expired {
-		c.setActive(c.active - 1)
-	}
-}
-
-// Held reports whether key is held (active or expired).
-func (c *Clock) Held(key string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.holds[key] != nil
-}
-
-func (c *Clock) setActive(n int) {
-	if (n == 0) != (c.active == 0) {
-		close(c.changed)
-		c.changed = make(chan struct{})
-	}
-	c.active = n
-}
-
-// advance integrates trace time up to wall time now, expiring holds at their limits on the way.
-func (c *Clock) advance(now time.Time) {
-	if c.t0.IsZero() || !now.After(c.last) {
-		return
-	}
-	for c.active > 0 {
-		var next *hold
-		nextKey := ""
-		for k, h := range c.holds {
-			if !h.expired && (next == nil || h.until.Before(next.until)) {
-				next, nextKey = h, k
-			}
-		}
-		if next.until.After(now) {
-			break
-		}
-		if next.until.After(c.last) {
-			d := next.until.Sub(c.last)
-			c.trace += d.Seconds() * c.holdRate
-			c.heldWall += d
-			c.attribute(d)
-			c.last = next.until
-		}
-		next.expired = true
-		kind, _, _ := strings.Cut(nextKey, "/")
-		c.expired[kind]++
-		c.setActive(c.active - 1)
-	}
-	d := now.Sub(c.last)
-	if c.active > 0 {
-		c.trace += d.Seconds() * c.holdRate
-		c.heldWall += d
-		c.attribute(d)
-	} else {
-		c.trace += d.Seconds() * c.speedup
-	}
-	c.last = now
-}
-
-// attribute adds d to every kind with an active hold.
-func (c *Clock) attribute(d time.Duration) {
-	seen := make([]string, 0, 4) // kinds are few; stays on the stack
-	for k, h := range c.holds {
-		if h.expired {
-			continue
-		}
-		kind, _, _ := strings.Cut(k, "/")
-		if slices.Contains(seen, kind) {
-			continue
-		}
-		seen = append(seen, kind)
-		c.byKind[kind] += d
-	}
-}
-
-// Wait blocks until trace time reaches t or ctx ends (then it returns ctx's error, even when t
-// has come too: a caller working through past times must still stop).
-func (c *Clock) Wait(ctx context.Context, t float64) error {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		c.mu.Lock()
-		now := c.wallNow()
-		c.advance(now)
-		if !c.t0.IsZero() && c.trace >= t {
-			c.mu.Unlock()
-			return nil
-		}
-		var d time.Duration
-		switch {
-		case c.t0.IsZero():
-			d = 10 * time.Millisecond
-		case c.active > 0:
-			d = secs((t - c.trace) / c.holdRate)
-			for _, h := range c.holds {
-				if !h.expired {
-					d = min(d, h.until.Sub(now))
+		if early {
+			if len(c.tomb) > 1024 {
+				for key, at := range c.tomb {
+					if w.Sub(at) > tombTTL {
+						delete(c.tomb, key)
+					}
 				}
 			}
-		default:
-			d = secs((t - c.trace) / c.speedup)
+			c.tomb[k] = w
+			c.stats.EarlyAcks++
+			c.log(w, "early", k.String())
 		}
-		changed := c.changed
-		c.mu.Unlock()
-		timer.Reset(max(d, 0))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
-		case <-timer.C:
+		return
+	}
+	c.sync(w)
+	delete(c.holds, k)
+	c.log(w, "release", k.String())
+	if !h.expired {
+		c.deactivate(h.kind, w)
+	}
+}
+
+// Note writes a free-form line to the trace (Options.Trace), if there is one.
+func (c *Clock) Note(event, what string) {
+	if c.trace == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log(c.wall.Now(), event, strings.ReplaceAll(what, " ", "_"))
+}
+
+// log writes a trace line (Options.Trace); c.mu is held.
+func (c *Clock) log(w time.Time, event, what string) {
+	if c.trace != nil {
+		fmt.Fprintf(c.trace, "%.6f %s %s\n", w.Sub(c.t0).Seconds(), event, what)
+	}
+}
+
+// Held reports whether k is held (active or expired).
+func (c *Clock) Held(k Key) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.holds[k] != nil
+}
+
+// Blockers describes what keeps the clock still now: active holds by kind, fired alarms not yet
+// done, and the next armed alarm.
+func (c *Clock) Blockers() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sync(c.wall.Now())
+	var parts []string
+	for k, n := range c.byKind {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s holds", n, k))
+		}
+	}
+	for a := range c.fired {
+		parts = append(parts, fmt.Sprintf("alarm %s fired at %g", a.name, a.t))
+	}
+	if len(c.alarms) > 0 {
+		parts = append(parts, fmt.Sprintf("next alarm %s at %g", c.alarms[0].name, c.alarms[0].t))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+// Active is the number of holds that block the clock now, by kind.
+func (c *Clock) Active() map[Kind]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sync(c.wall.Now())
+	out := make(map[Kind]int, len(c.byKind))
+	for k, n := range c.byKind {
+		if n > 0 {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+func (c *Clock) activate(k Kind, w time.Time) {
+	if c.byKind[k] == 0 {
+		c.kindWall[k] = w
+	}
+	c.byKind[k]++
+	c.active++
+	c.blockChanged(w)
+}
+
+func (c *Clock) deactivate(k Kind, w time.Time) {
+	c.byKind[k]--
+	if c.byKind[k] == 0 {
+		c.stats.ByKind[k] += w.Sub(c.kindWall[k])
+		delete(c.kindWall, k)
+	}
+	c.active--
+	c.blockChanged(w)
+}
+
+// blocked reports whether anything keeps the clock still.
+func (c *Clock) blocked() bool { return c.active > 0 || len(c.fired) > 0 }
+
+// blockChanged keeps the held-time accounting and the settle window after a change of the holds
+// or fired alarms, and wakes the driver.
+func (c *Clock) blockChanged(w time.Time) {
+	switch b := c.blocked(); {
+	case b && c.blockAt.IsZero():
+		if c.moving {
+			c.now = c.advanced(w)
+			c.base = w
+			c.moving = false
+		}
+		c.blockAt, c.quietAt = w, time.Time{}
+	case !b && !c.blockAt.IsZero():
+		c.stats.Held += w.Sub(c.blockAt)
+		c.blockAt, c.quietAt = time.Time{}, w
+	case b:
+		// Still blocked: a hold placed during the settle window restarts it when released.
+	}
+	c.poke()
+}
+
+func (c *Clock) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// current is trace time at wall time w.
+func (c *Clock) current(w time.Time) float64 {
+	if c.stopped {
+		return c.now
+	}
+	if c.disabled {
+		if !c.started {
+			return 0
+		}
+		return c.now + w.Sub(c.base).Seconds()*c.rate
+	}
+	if c.moving {
+		return c.advanced(w)
+	}
+	return c.now
+}
+
+// advanced is trace time at wall w while moving: at rate from base, never past the next alarm.
+func (c *Clock) advanced(w time.Time) float64 {
+	t := c.now + w.Sub(c.base).Seconds()*c.rate
+	if len(c.alarms) > 0 && t > c.alarms[0].t {
+		t = c.alarms[0].t
+	}
+	return t
+}
+
+// sync expires holds and fired alarms that reached their limits by wall time w.
+func (c *Clock) sync(w time.Time) {
+	if c.disabled {
+		return
+	}
+	for k, h := range c.holds {
+		if !h.expired && !w.Before(h.until) {
+			c.log(w, "expire", k.String())
+			h.expired = true
+			c.stats.Expired[h.kind]++
+			c.deactivate(h.kind, h.until)
+		}
+	}
+	for a := range c.fired {
+		if !w.Before(a.firedAt.Add(c.maxHold)) {
+			delete(c.fired, a)
+			c.stats.Expired[kindAlarm]++
+			c.blockChanged(w)
 		}
 	}
 }
 
-func secs(s float64) time.Duration {
-	const maxSec = float64(1 << 33) // ~272 years: keeps the conversion in range
-	return time.Duration(min(s, maxSec) * float64(time.Second))
+// drive moves the clock: whenever nothing blocks it and the settle window has passed, trace time
+// goes to the next armed alarm (at once, or at the capped rate) and the alarms due fire.
+func (c *Clock) drive(ctx context.Context) {
+	timer := c.wall.NewTimer(time.Hour)
+	defer timer.Stop()
+	go func() { <-ctx.Done(); c.Stop() }()
+	for {
+		c.mu.Lock()
+		if c.stopped {
+			c.mu.Unlock()
+			return
+		}
+		wait := c.step(c.wall.Now())
+		c.mu.Unlock()
+		if wait >= 0 {
+			timer.Reset(wait)
+		}
+		select {
+		case <-c.kick:
+		case <-timer.C():
+		}
+		if wait >= 0 && !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+	}
+}
+
+// step does what can be done at wall time w and returns how long to sleep before the next step
+// (negative: until something changes).
+func (c *Clock) step(w time.Time) time.Duration {
+	if c.disabled {
+		return c.stepWall(w)
+	}
+	c.sync(w)
+	next := time.Duration(-1)
+	soonest := func(d time.Duration) {
+		if d < 0 {
+			d = 0
+		}
+		if next < 0 || d < next {
+			next = d
+		}
+	}
+	for _, h := range c.holds {
+		if !h.expired {
+			soonest(h.until.Sub(w))
+		}
+	}
+	for a := range c.fired {
+		soonest(a.firedAt.Add(c.maxHold).Sub(w))
+	}
+	if c.blocked() {
+		return next
+	}
+	if len(c.alarms) == 0 {
+		if c.moving {
+			c.now, c.base, c.moving = c.advanced(w), w, false
+		}
+		return next
+	}
+	if d := c.quietAt.Add(c.settle).Sub(w); d > 0 {
+		soonest(d)
+		return next
+	}
+	target := c.alarms[0].t
+	if !c.moving {
+		if target <= c.now || math.IsInf(c.rate, 1) {
+			c.jump(target, w)
+			return 0
+		}
+		c.moving, c.base = true, w
+	}
+	if t := c.advanced(w); t >= target {
+		c.moving = false
+		c.jump(target, w)
+		return 0
+	}
+	soonest(time.Duration((target - c.advanced(w)) / c.rate * float64(time.Second)))
+	return next
+}
+
+// jump sets trace time to t (never backwards) and fires the alarms due of the first order: the
+// alarms of a later order at the same time fire once everything the first ones started has
+// settled (see Order).
+func (c *Clock) jump(t float64, w time.Time) {
+	if t > c.now {
+		c.log(w, "jump", strconv.FormatFloat(t, 'f', 3, 64))
+		c.stats.Jumps++
+		c.stats.Jumped += t - c.now
+		c.now = t
+	}
+	c.base = w
+	if len(c.alarms) == 0 {
+		return
+	}
+	order := c.alarms[0].order
+	for len(c.alarms) > 0 && c.alarms[0].t <= c.now && c.alarms[0].order == order {
+		a := heap.Pop(&c.alarms).(*Alarm)
+		c.fire(a, w)
+	}
+}
+
+func (c *Clock) fire(a *Alarm, w time.Time) {
+	c.log(w, "fire", a.name)
+	a.armed = false
+	a.firedAt = w
+	if !c.disabled {
+		c.fired[a] = struct{}{}
+		c.blockChanged(w)
+	}
+	close(a.ch)
+}
+
+// stepWall is step without holds: trace time is rate × wall time and alarms fire when it passes them.
+func (c *Clock) stepWall(w time.Time) time.Duration {
+	now := c.current(w)
+	for len(c.alarms) > 0 && c.alarms[0].t <= now {
+		c.fire(heap.Pop(&c.alarms).(*Alarm), w)
+	}
+	if len(c.alarms) == 0 || math.IsInf(c.rate, 1) {
+		return -1
+	}
+	return time.Duration((c.alarms[0].t - now) / c.rate * float64(time.Second))
+}
+
+// Order ranks alarms due at the same trace time: all alarms of the lowest order fire first, and
+// those of the next order fire only when everything the first started has settled (no hold, no
+// fired alarm). Simultaneous events are thus handled the same way in every run: a workload that
+// ends at t frees its quota before one submitted at t asks for it, as in discrete-event
+// simulation, rather than in whatever order the control plane happens to see them.
+type Order int
+
+// Alarm orders, first to last.
+const (
+	OrderCompletion Order = iota // the agent's pod completions
+	OrderTimer                   // Kueue's timers
+	OrderSubmission              // the runner's submissions
+	OrderSample                  // the time series rows: the state once everything at t happened
+)
+
+// Alarm is one participant's next event. It fires when trace time reaches its time and then keeps
+// the clock still until its owner calls Set, Done or Stop.
+type Alarm struct {
+	c       *Clock
+	name    string
+	order   Order
+	t       float64
+	idx     int
+	armed   bool
+	ch      chan struct{}
+	firedAt time.Time
+}
+
+// NewAlarm returns an unarmed alarm of the given order; name labels it in diagnostics.
+func (c *Clock) NewAlarm(name string, order Order) *Alarm {
+	return &Alarm{c: c, name: name, order: order, idx: -1, ch: make(chan struct{})}
+}
+
+// C is closed when the alarm fires. Read it again after each Set.
+func (a *Alarm) C() <-chan struct{} {
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	return a.ch
+}
+
+// Set arms the alarm at trace time t, ending a fired alarm's hold on the clock. A time already
+// passed fires at once.
+func (a *Alarm) Set(t float64) {
+	c := a.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.wall.Now()
+	c.sync(w)
+	if math.IsNaN(t) {
+		t = math.Inf(1)
+	}
+	a.unfire(w)
+	if a.armed && a.t == t {
+		return
+	}
+	if !a.armed {
+		select {
+		case <-a.ch:
+			a.ch = make(chan struct{})
+		default:
+		}
+	}
+	if c.moving {
+		// The alarm may be earlier than where the moving clock is heading: settle the position.
+		c.now, c.base = c.advanced(w), w
+	}
+	a.t = t
+	if a.armed {
+		heap.Fix(&c.alarms, a.idx)
+	} else {
+		a.armed = true
+		heap.Push(&c.alarms, a)
+	}
+	c.poke()
+}
+
+// Done ends a fired alarm's hold on the clock without arming it again.
+func (a *Alarm) Done() {
+	c := a.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a.unfire(c.wall.Now())
+}
+
+// Stop disarms the alarm and ends its hold on the clock.
+func (a *Alarm) Stop() {
+	c := a.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.wall.Now()
+	a.unfire(w)
+	if a.armed {
+		if c.moving {
+			c.now, c.base = c.advanced(w), w
+		}
+		heap.Remove(&c.alarms, a.idx)
+		a.armed = false
+		c.poke()
+	}
+}
+
+func (a *Alarm) unfire(w time.Time) {
+	if _, ok := a.c.fired[a]; ok {
+		a.c.log(w, "done", a.name)
+		delete(a.c.fired, a)
+		a.c.blockChanged(w)
+	}
+}
+
+// Wait blocks until trace time reaches t or ctx ends (then it returns ctx's error even when t has
+// come too: a caller working through past times must still stop). The clock does not wait for the
+// caller to act on the time: use an Alarm for that.
+func (c *Clock) Wait(ctx context.Context, t float64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a := c.NewAlarm("wait", OrderSample)
+	a.Set(t)
+	defer a.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-a.C():
+		return nil
+	}
+}
+
+type alarmHeap []*Alarm
+
+func (h alarmHeap) Len() int { return len(h) }
+func (h alarmHeap) Less(i, j int) bool {
+	return h[i].t < h[j].t || (h[i].t == h[j].t && h[i].order < h[j].order)
+}
+func (h alarmHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].idx = i; h[j].idx = j }
+func (h *alarmHeap) Push(x any)   { a := x.(*Alarm); a.idx = len(*h); *h = append(*h, a) }
+func (h *alarmHeap) Pop() any {
+	old := *h
+	a := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	a.idx = -1
+	return a
 }

@@ -5,144 +5,345 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
-type fakeWall struct{ t time.Time }
+// The clock's logic is tested through step, which the driver goroutine calls: the fake wall clock
+// and direct calls make every case deterministic. TestDriver checks the goroutine itself.
 
-func (f *fakeWall) now() time.Time           { return f.t }
-func (f *fakeWall) step(d time.Duration)     { f.t = f.t.Add(d) }
-func newFake() (*fakeWall, func() time.Time) { f := &fakeWall{t: time.Unix(1000, 0)}; return f, f.now }
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func TestClockRates(t *testing.T) {
-	type op struct {
-		step    time.Duration
-		hold    string
-		limit   time.Duration
-		release string
-		want    float64 // trace seconds after the op
-	}
-	tests := []struct {
-		name     string
-		disabled bool
-		ops      []op
-		held     time.Duration
-		expired  int
-	}{
-		{name: "no holds run at speedup", ops: []op{{step: time.Second, want: 100}, {step: 500 * time.Millisecond, want: 150}}},
-		{name: "a hold runs at real time", ops: []op{
-			{step: time.Second, want: 100},
-			{hold: "a", want: 100},
-			{step: 2 * time.Second, want: 102},
-			{release: "a", want: 102},
-			{step: time.Second, want: 202},
-		}, held: 2 * time.Second},
-		{name: "overlapping holds count once", ops: []op{
-			{hold: "a"}, {step: time.Second, want: 1},
-			{hold: "b", want: 1}, {step: time.Second, want: 2},
-			{release: "a", want: 2}, {step: time.Second, want: 3},
-			{release: "b", want: 3}, {step: time.Second, want: 103},
-		}, held: 3 * time.Second},
-		{name: "holding a held key keeps the first limit", ops: []op{
-			{hold: "a", limit: 2 * time.Second}, {step: time.Second, want: 1},
-			{hold: "a", limit: 2 * time.Second, want: 1}, {step: 2 * time.Second, want: 2 + 100},
-		}, held: 2 * time.Second, expired: 1},
-		{name: "an expired hold stops counting until released and held again", ops: []op{
-			{hold: "a", limit: time.Second}, {step: 3 * time.Second, want: 1 + 200},
-			{hold: "a", want: 201}, {step: time.Second, want: 301},
-			{release: "a", want: 301}, {hold: "a", limit: time.Second, want: 301}, {step: time.Second, want: 302},
-		}, held: 2 * time.Second, expired: 2},
-		{name: "the clock's limit bounds every hold", ops: []op{
-			{hold: "a", limit: time.Hour}, {step: 6 * time.Second, want: 5 + 100},
-		}, held: 5 * time.Second, expired: 1},
-		{name: "disabled ignores holds", disabled: true, ops: []op{
-			{hold: "a"}, {step: time.Second, want: 100},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w, now := newFake()
-			c := New(100, Options{Now: now, Disabled: tt.disabled})
-			if got := c.Now(); got != 0 {
-				t.Fatalf("before Start: Now = %g, want 0", got)
-			}
-			c.Start()
-			for i, o := range tt.ops {
-				w.step(o.step)
-				if o.hold != "" {
-					c.HoldFor(o.hold, o.limit)
-				}
-				if o.release != "" {
-					c.Release(o.release)
-				}
-				if got := c.Now(); math.Abs(got-o.want) > 1e-9 {
-					t.Fatalf("op %d: Now = %g, want %g", i, got, o.want)
-				}
-			}
-			st := c.Stats()
-			if st.Held != tt.held || st.ExpiredTotal() != tt.expired || st.Expired["a"] != tt.expired {
-				t.Errorf("Stats: held %s expired %v, want %s and %d of kind a", st.Held, st.Expired, tt.held, tt.expired)
-			}
-			if st.ByKind["a"] > st.Held || (st.Held > 0 && st.ByKind["a"]+st.ByKind["b"] < st.Held) {
-				t.Errorf("Stats: held by kind %v does not cover held %s", st.ByKind, st.Held)
-			}
-		})
+func newTest(o Options) (*Clock, *clocktesting.FakeClock) {
+	fc := clocktesting.NewFakeClock(t0)
+	o.Wall = fc
+	c := New(o)
+	c.mu.Lock()
+	c.started, c.t0, c.base, c.quietAt = true, t0, t0, t0
+	c.mu.Unlock()
+	return c, fc
+}
+
+func (c *Clock) stepNow(fc *clocktesting.FakeClock) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.step(fc.Now())
+}
+
+func fired(a *Alarm) bool {
+	select {
+	case <-a.C():
+		return true
+	default:
+		return false
 	}
 }
 
-func TestHeldByKind(t *testing.T) {
-	w, now := newFake()
-	c := New(100, Options{Now: now})
-	c.Start()
-	c.Hold("run/x")
-	w.step(time.Second)
-	c.Hold("submit/y")
-	c.Hold("run/z")
-	w.step(2 * time.Second)
-	c.Release("run/x")
-	c.Release("run/z")
-	w.step(time.Second)
-	c.Release("submit/y")
+func TestJumpToNextAlarmAndWaitForItsOwner(t *testing.T) {
+	c, fc := newTest(Options{Settle: -1})
+	a, b := c.NewAlarm("a", OrderCompletion), c.NewAlarm("b", OrderCompletion)
+	a.Set(100)
+	b.Set(250)
+	c.stepNow(fc)
+	if got := c.Now(); got != 100 {
+		t.Fatalf("now = %g, want 100", got)
+	}
+	if !fired(a) || fired(b) {
+		t.Fatalf("fired a=%v b=%v, want only a", fired(a), fired(b))
+	}
+	// The fired alarm keeps the clock at 100 until its owner is done.
+	c.stepNow(fc)
+	if got := c.Now(); got != 100 {
+		t.Fatalf("clock moved past an unacknowledged alarm: now = %g", got)
+	}
+	a.Set(300)
+	c.stepNow(fc)
+	if got := c.Now(); got != 250 || !fired(b) {
+		t.Fatalf("now = %g, b fired %v; want 250 and b", got, fired(b))
+	}
+	b.Stop()
+	c.stepNow(fc)
+	if got := c.Now(); got != 300 {
+		t.Fatalf("now = %g, want 300", got)
+	}
+	a.Stop()
+	if d := c.stepNow(fc); d >= 0 || c.Now() != 300 {
+		t.Fatalf("with nothing armed the clock must wait for a change: wait %v, now %g", d, c.Now())
+	}
 	st := c.Stats()
-	want := map[string]time.Duration{"run": 3 * time.Second, "submit": 3 * time.Second}
-	if st.Held != 4*time.Second || st.ByKind["run"] != want["run"] || st.ByKind["submit"] != want["submit"] {
-		t.Errorf("held %s by kind %v, want 4s and %v", st.Held, st.ByKind, want)
+	if st.Jumps != 3 || st.Jumped != 300 {
+		t.Fatalf("jumps %d over %g, want 3 over 300", st.Jumps, st.Jumped)
 	}
 }
 
-func TestWaitReturnsWhenReleased(t *testing.T) {
-	c := New(1e6, Options{MaxHold: time.Hour})
-	c.Start()
-	c.Hold("a")
-	done := make(chan error, 1)
-	go func() { done <- c.Wait(context.Background(), 3600) }() // an hour of trace: 1 h at real time, 3.6 ms unheld
-	select {
-	case err := <-done:
-		t.Fatalf("Wait returned %v while held", err)
-	case <-time.After(50 * time.Millisecond):
+func TestHoldsKeepTheClockStillThenSettle(t *testing.T) {
+	c, fc := newTest(Options{Settle: 5 * time.Millisecond})
+	a := c.NewAlarm("a", OrderCompletion)
+	a.Set(60)
+	k := Key{KindPods, "w1"}
+	c.Hold(k)
+	fc.Step(time.Second)
+	c.stepNow(fc)
+	if c.Now() != 0 || fired(a) {
+		t.Fatalf("held clock moved to %g", c.Now())
 	}
-	c.Release("a")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+	c.Release(k)
+	if d := c.stepNow(fc); d != 5*time.Millisecond || c.Now() != 0 {
+		t.Fatalf("just released: wait %v now %g, want the settle window and 0", d, c.Now())
+	}
+	// A hold placed during the settle window restarts it.
+	fc.Step(3 * time.Millisecond)
+	c.Hold(k)
+	c.Release(k)
+	if d := c.stepNow(fc); d != 5*time.Millisecond {
+		t.Fatalf("settle not restarted: wait %v", d)
+	}
+	fc.Step(5 * time.Millisecond)
+	c.stepNow(fc)
+	if c.Now() != 60 || !fired(a) {
+		t.Fatalf("now %g fired %v, want 60 and fired", c.Now(), fired(a))
+	}
+	st := c.Stats()
+	if st.Held != time.Second || st.ByKind[KindPods] != time.Second || st.Placed != 2 {
+		t.Fatalf("stats %+v: want held 1s (pods 1s), 2 placed", st)
+	}
+}
+
+func TestRateCapMovesContinuouslyAndStopsAtAlarms(t *testing.T) {
+	c, fc := newTest(Options{MaxRate: 10, Settle: -1})
+	a := c.NewAlarm("a", OrderCompletion)
+	a.Set(100)
+	if d := c.stepNow(fc); d != 10*time.Second {
+		t.Fatalf("wait %v, want 10s to reach 100 at 10×", d)
+	}
+	fc.Step(4 * time.Second)
+	if got := c.Now(); got != 40 {
+		t.Fatalf("now %g, want 40", got)
+	}
+	// A hold freezes the moving clock.
+	k := Key{KindSubmit, "x"}
+	c.Hold(k)
+	fc.Step(time.Hour)
+	if got := c.Now(); got != 40 {
+		t.Fatalf("held now %g, want 40", got)
+	}
+	c.Release(k)
+	c.stepNow(fc)
+	fc.Step(100 * time.Second) // far past the alarm in wall time: trace time stops at it
+	if got := c.Now(); got != 100 {
+		t.Fatalf("now %g, want the alarm's 100", got)
+	}
+	c.stepNow(fc)
+	if !fired(a) {
+		t.Fatal("alarm at 100 did not fire")
+	}
+}
+
+func TestAlarmEarlierThanTheMovingClockHeadsFor(t *testing.T) {
+	c, fc := newTest(Options{MaxRate: 1, Settle: -1})
+	far, near := c.NewAlarm("far", OrderCompletion), c.NewAlarm("near", OrderCompletion)
+	far.Set(1000)
+	c.stepNow(fc)
+	fc.Step(10 * time.Second)
+	near.Set(15)
+	fc.Step(10 * time.Second)
+	if got := c.Now(); got != 15 {
+		t.Fatalf("now %g, want to stop at the new alarm 15", got)
+	}
+	c.stepNow(fc)
+	if !fired(near) || fired(far) {
+		t.Fatal("want near fired, far not")
+	}
+}
+
+func TestHoldLimitAndFiredAlarmLimit(t *testing.T) {
+	c, fc := newTest(Options{MaxHold: time.Second, Settle: -1})
+	a := c.NewAlarm("a", OrderCompletion)
+	a.Set(10)
+	c.HoldFor(Key{KindFinish, "w"}, 300*time.Millisecond)
+	c.Hold(Key{KindStart, "p"})
+	fc.Step(300 * time.Millisecond)
+	c.stepNow(fc)
+	if c.Now() != 0 {
+		t.Fatal("moved while the default-limit hold is active")
+	}
+	fc.Step(700 * time.Millisecond)
+	c.stepNow(fc)
+	if c.Now() != 10 || !fired(a) {
+		t.Fatalf("after both limits: now %g", c.Now())
+	}
+	fc.Step(time.Second) // the alarm's owner never acts
+	c.stepNow(fc)
+	st := c.Stats()
+	if st.Expired[KindFinish] != 1 || st.Expired[KindStart] != 1 || st.Expired[kindAlarm] != 1 || st.ExpiredTotal() != 3 {
+		t.Fatalf("expired %v", st.Expired)
+	}
+	// Releasing an expired hold forgets it; holding it again is a new hold.
+	c.Release(Key{KindFinish, "w"})
+	if c.Held(Key{KindFinish, "w"}) {
+		t.Fatal("released hold still held")
+	}
+}
+
+func TestAckBeforeHold(t *testing.T) {
+	c, fc := newTest(Options{Settle: -1})
+	k := Key{KindStart, "ns/pod/uid"}
+	c.Ack(k)
+	c.Hold(k) // the other party's hold arrives late: already acknowledged
+	if c.Held(k) {
+		t.Fatal("an early Ack did not cancel the hold")
+	}
+	c.Hold(k)
+	if !c.Held(k) {
+		t.Fatal("the acknowledgement must be used once")
+	}
+	c.Ack(k)
+	a := c.NewAlarm("a", OrderCompletion)
+	a.Set(5)
+	c.stepNow(fc)
+	if c.Now() != 5 {
+		t.Fatalf("now %g", c.Now())
+	}
+	// Release never leaves an acknowledgement behind.
+	k2 := Key{KindPods, "w"}
+	c.Release(k2)
+	c.Hold(k2)
+	if !c.Held(k2) {
+		t.Fatal("Release of an unheld key swallowed a later Hold")
+	}
+	if c.Stats().EarlyAcks != 1 {
+		t.Fatalf("early acks %d, want 1", c.Stats().EarlyAcks)
+	}
+}
+
+func TestSimultaneousAlarmsFireTogether(t *testing.T) {
+	c, fc := newTest(Options{Settle: -1})
+	var as []*Alarm
+	for _, tt := range []float64{30, 10, 30, 20} {
+		a := c.NewAlarm("x", OrderCompletion)
+		a.Set(tt)
+		as = append(as, a)
+	}
+	c.stepNow(fc)
+	if c.Now() != 10 || !fired(as[1]) {
+		t.Fatalf("now %g", c.Now())
+	}
+	as[1].Done()
+	c.stepNow(fc)
+	as[3].Done()
+	c.stepNow(fc)
+	if c.Now() != 30 || !fired(as[0]) || !fired(as[2]) {
+		t.Fatalf("now %g, want both alarms at 30 fired", c.Now())
+	}
+	// An alarm set in the past fires at once, at the current time.
+	late := c.NewAlarm("late", OrderCompletion)
+	as[0].Done()
+	as[2].Done()
+	late.Set(1)
+	c.stepNow(fc)
+	if c.Now() != 30 || !fired(late) {
+		t.Fatalf("past alarm: now %g fired %v", c.Now(), fired(late))
+	}
+}
+
+func TestDisabledRunsOnWallTime(t *testing.T) {
+	c, fc := newTest(Options{Disabled: true, MaxRate: 100})
+	a := c.NewAlarm("a", OrderCompletion)
+	a.Set(50)
+	c.Hold(Key{KindPods, "w"}) // no effect
+	if d := c.stepNow(fc); d != 500*time.Millisecond {
+		t.Fatalf("wait %v, want 500ms", d)
+	}
+	fc.Step(500 * time.Millisecond)
+	c.stepNow(fc)
+	if !fired(a) || c.Now() != 50 {
+		t.Fatalf("fired %v now %g", fired(a), c.Now())
+	}
+	fc.Step(time.Second)
+	if got := c.Now(); got != 150 {
+		t.Fatalf("fired alarms must not stop a wall clock: now %g", got)
+	}
+	c.Stop()
+	fc.Step(time.Second)
+	if got := c.Now(); got != 150 {
+		t.Fatalf("stopped clock moved: %g", got)
+	}
+}
+
+func TestNewDefaults(t *testing.T) {
+	for _, r := range []float64{0, -1, math.Inf(1), math.NaN()} {
+		if c := New(Options{MaxRate: r}); !c.Jumps() {
+			t.Errorf("rate %g: want a jumping clock", r)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Wait did not return after the hold was released")
 	}
-	if got := c.Now(); got < 3600 {
-		t.Fatalf("Now = %g after Wait(3600)", got)
+	if c := New(Options{MaxRate: 1000}); c.Jumps() || c.MaxRate() != 1000 {
+		t.Error("rate 1000: want a capped clock")
 	}
 }
 
-func TestWaitHonoursContext(t *testing.T) {
-	c := New(1, Options{})
-	c.Start()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := c.Wait(ctx, 1e9); err != context.Canceled {
-		t.Fatalf("Wait = %v, want context.Canceled", err)
+// TestDriver runs the real goroutine on the real wall clock: holds, alarms and Wait together.
+func TestDriver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := New(Options{})
+	k := Key{KindSetup, "run"}
+	c.Hold(k)
+	c.Start(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Wait(ctx, 3600) }()
+	a := c.NewAlarm("owner", OrderCompletion)
+	a.Set(1800)
+	c.Release(k)
+	select {
+	case <-a.C():
+	case <-ctx.Done():
+		t.Fatal("alarm at 1800 never fired")
 	}
-	if err := c.Wait(ctx, 0); err != context.Canceled {
-		t.Fatalf("Wait for a time already past = %v, want context.Canceled: a caller catching up must stop", err)
+	if got := c.Now(); got != 1800 {
+		t.Fatalf("now %g at the first alarm", got)
+	}
+	a.Stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if got := c.Now(); got != 3600 {
+		t.Fatalf("now %g after Wait(3600)", got)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	wcancel()
+	if err := c.Wait(wctx, 1e9); err == nil {
+		t.Fatal("Wait with a cancelled context returned nil")
+	}
+	cancel()
+}
+
+// TestOrderAtTheSameTime: alarms due together fire order by order, each order once the previous
+// one's holds have ended.
+func TestOrderAtTheSameTime(t *testing.T) {
+	c, fc := newTest(Options{Settle: -1})
+	sample, sub, done := c.NewAlarm("sample", OrderSample), c.NewAlarm("submit", OrderSubmission), c.NewAlarm("agent", OrderCompletion)
+	for _, a := range []*Alarm{sample, sub, done} {
+		a.Set(500)
+	}
+	c.stepNow(fc)
+	if c.Now() != 500 || !fired(done) || fired(sub) || fired(sample) {
+		t.Fatalf("now %g: want only the completion fired at 500", c.Now())
+	}
+	k := Key{KindDone, "pod"}
+	c.Hold(k) // the completion's step
+	done.Stop()
+	c.stepNow(fc)
+	if fired(sub) {
+		t.Fatal("the submission fired while the completion's step was owed")
+	}
+	c.Release(k)
+	c.stepNow(fc)
+	if !fired(sub) || fired(sample) || c.Now() != 500 {
+		t.Fatalf("after the completion: submission %v sample %v now %g", fired(sub), fired(sample), c.Now())
+	}
+	sub.Stop()
+	c.stepNow(fc)
+	if !fired(sample) {
+		t.Fatal("the sample did not fire last")
 	}
 }

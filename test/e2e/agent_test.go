@@ -24,10 +24,8 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/agent/engine"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
-
-// agentTick is the agents' tick in these tests; timing tolerances are stated in ticks.
-const agentTick = 100 * time.Millisecond
 
 // e2eLabel scopes each test's agent to that test's pods.
 const e2eLabel = "kueuelab.io/e2e"
@@ -46,16 +44,19 @@ func clientset(t *testing.T) kubernetes.Interface {
 	return cs
 }
 
-// startAgent runs an agent in this process for the test's pods; stop (idempotent) kills it.
-func startAgent(t *testing.T, cs kubernetes.Interface, test string, cfg agent.Config) (a *agent.Agent, stop func()) {
+// startAgent runs an agent in this process for the test's pods, on its own clock without holds
+// (trace time = wall time × speedup from the agent's start), as the chart's agent runs in a
+// cluster; stop (idempotent) kills it.
+func startAgent(t *testing.T, cs kubernetes.Interface, test string, speedup float64, cfg agent.Config) (a *agent.Agent, stop func()) {
 	t.Helper()
 	cfg.PodSelector = e2eLabel + "=" + test
-	cfg.TickInterval = agentTick
+	cfg.Trace = simclock.New(simclock.Options{Disabled: true, MaxRate: speedup})
 	a, err := agent.New(cfg, cs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Trace.Start(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -76,7 +77,7 @@ func agentNode(t *testing.T, name string, labels, annotations map[string]string)
 	n.Name = name
 	delete(n.Labels, gpuProduct)
 	n.Labels["kubernetes.io/hostname"] = name
-	n.Labels[agent.GPUFamilyLabel] = "H100-SXM"
+	n.Labels[contract.GPUFamily] = "H100-SXM"
 	for k, v := range labels {
 		n.Labels[k] = v
 	}
@@ -182,7 +183,8 @@ func TestAgentGang(t *testing.T) {
 	setup(t, ns)
 	createNode(t, agentNode(t, "kwok-agent-gang-a", nil, nil))
 	cs := clientset(t)
-	a, _ := startAgent(t, cs, test, agent.Config{Speedup: speedup, GangBlockedAfter: 20})
+	// Progress writes every second also bring the agent's trace time up to date for the test.
+	a, _ := startAgent(t, cs, test, speedup, agent.Config{GangBlockedAfter: 20, CheckpointInterval: time.Second})
 	c := trainContract("gang-wl", 2, duration)
 	p0 := contractPod(ns, "gang-0", test, "kwok-agent-gang-a", c)
 	p1 := contractPod(ns, "gang-1", test, "kwok-agent-gang-b", c) // its node does not exist yet
@@ -204,7 +206,7 @@ func TestAgentGang(t *testing.T) {
 		if err := get(ctx, p0); err != nil {
 			return false, "", err
 		}
-		if _, done := p0.Annotations[agent.CompleteAnnotation]; done {
+		if _, done := p0.Annotations[contract.Complete]; done {
 			return false, "", fmt.Errorf("gang-0 completed while gang-1 was pending")
 		}
 		return s.TraceSec-t0 >= 2*duration, fmt.Sprintf("%+v", s), nil
@@ -241,10 +243,10 @@ func TestAgentGang(t *testing.T) {
 	// exactly its work, and gang-0, Running but blocked for 2× its duration first, finished with it.
 	wall, want := end.Sub(start), time.Duration(duration/speedup*float64(time.Second))
 	t.Logf("gang: %.0f trace s at speedup %g finished %s after both pods ran (ideal %s)", duration, speedup, wall.Round(time.Millisecond), want)
-	if got := annotation(t, p1, agent.RunTraceSecAnnotation); got != duration {
+	if got := annotation(t, p1, contract.RunTraceSec); got != duration {
 		t.Errorf("gang-1 ran %g trace s, want exactly %g", got, duration)
 	}
-	if got := annotation(t, p0, agent.RunTraceSecAnnotation); got < 3*duration {
+	if got := annotation(t, p0, contract.RunTraceSec); got < 3*duration {
 		t.Errorf("gang-0 ran %g trace s, want ≥ %g: blocked 2× its duration, then its work", got, 3*duration)
 	}
 }
@@ -259,9 +261,9 @@ func TestAgentPowerCap(t *testing.T) {
 	)
 	setup(t, ns)
 	createNode(t, agentNode(t, "kwok-agent-uncapped", nil, nil))
-	createNode(t, agentNode(t, "kwok-agent-capped", nil, map[string]string{agent.PowerCapKey: "eco"}))
+	createNode(t, agentNode(t, "kwok-agent-capped", nil, map[string]string{contract.PowerCap: "eco"}))
 	cs := clientset(t)
-	startAgent(t, cs, test, agent.Config{Speedup: speedup, CompleteVia: agent.CompleteViaStage})
+	startAgent(t, cs, test, speedup, agent.Config{CompleteVia: agent.CompleteViaStage})
 	fast := contractPod(ns, "uncapped", test, "kwok-agent-uncapped", trainContract("cap-a", 0, duration))
 	slow := contractPod(ns, "capped", test, "kwok-agent-capped", trainContract("cap-b", 0, duration))
 	create(t, fast)
@@ -279,7 +281,7 @@ func TestAgentPowerCap(t *testing.T) {
 		capW float64
 	}{{fast, 0}, {slow, capW}} {
 		want := predictRun(t, trainContract("x", 0, duration), tc.capW)
-		run, energy := annotation(t, tc.pod, agent.RunTraceSecAnnotation), annotation(t, tc.pod, agent.EnergyAnnotation)
+		run, energy := annotation(t, tc.pod, contract.RunTraceSec), annotation(t, tc.pod, contract.EnergyJoules)
 		t.Logf("%s (cap %g W): ran %.3f trace s, %.0f J; engine predicts %.3f s, %.0f J", tc.pod.Name, tc.capW, run, energy, want.AtSec, want.EnergyJ)
 		if d := run - want.AtSec; d < -1e-3 || d > 1e-3 {
 			t.Errorf("%s ran %g trace s, engine predicts %g", tc.pod.Name, run, want.AtSec)
@@ -288,7 +290,7 @@ func TestAgentPowerCap(t *testing.T) {
 			t.Errorf("%s used %g J, engine predicts %g J", tc.pod.Name, energy, want.EnergyJ)
 		}
 	}
-	if fr, sr := annotation(t, fast, agent.RunTraceSecAnnotation), annotation(t, slow, agent.RunTraceSecAnnotation); !(sr > 1.05*fr) {
+	if fr, sr := annotation(t, fast, contract.RunTraceSec), annotation(t, slow, contract.RunTraceSec); !(sr > 1.05*fr) {
 		t.Errorf("capped pod ran %g trace s, uncapped %g: want the capped one measurably (> 5%%) slower", sr, fr)
 	}
 }
@@ -320,13 +322,13 @@ func TestAgentRestart(t *testing.T) {
 	})
 	// The pod runs before the first agent starts, so its run time is that agent's trace time.
 	cs := clientset(t)
-	cfg := agent.Config{Speedup: speedup, CheckpointInterval: interval}
-	a1, kill := startAgent(t, cs, test, cfg)
+	cfg := agent.Config{CheckpointInterval: interval}
+	a1, kill := startAgent(t, cs, test, speedup, cfg)
 	eventually(t, "progress past 40%", func(ctx context.Context) (bool, string, error) {
 		if err := get(ctx, pod); err != nil {
 			return false, "", err
 		}
-		return a1.Stats().TraceSec >= 0.4*duration && pod.Annotations[agent.ProgressAnnotation] != "", pod.Annotations[agent.ProgressAnnotation], nil
+		return a1.Stats().TraceSec >= 0.4*duration && pod.Annotations[contract.Progress] != "", pod.Annotations[contract.Progress], nil
 	})
 	kill()
 	ran := a1.Stats().TraceSec
@@ -334,17 +336,17 @@ func TestAgentRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pr agent.Progress
-	if err := json.Unmarshal([]byte(pod.Annotations[agent.ProgressAnnotation]), &pr); err != nil {
-		t.Fatalf("progress annotation %s: %v", pod.Annotations[agent.ProgressAnnotation], err)
+	if err := json.Unmarshal([]byte(pod.Annotations[contract.Progress]), &pr); err != nil {
+		t.Fatalf("progress annotation %s: %v", pod.Annotations[contract.Progress], err)
 	}
 	saved := pr.RemainingSec
 	lost := saved - (duration - ran) // trace seconds of work the next agent redoes
-	limit := interval.Seconds()*speedup + agentTick.Seconds()*speedup
+	limit := interval.Seconds() * speedup
 	t.Logf("restart: killed after %.1f trace s; progress annotation had %.1f s left, %.1f s of work lost (limit %.1f)", ran, saved, lost, limit)
 	if lost < -1e-6 || lost > limit {
 		t.Errorf("lost %g trace s of progress, more than one checkpoint interval (%g)", lost, limit)
 	}
-	startAgent(t, cs, test, cfg)
+	startAgent(t, cs, test, speedup, cfg)
 	eventually(t, "Job Complete after the restart", func(ctx context.Context) (bool, string, error) {
 		if err := get(ctx, job); err != nil {
 			return false, "", err
@@ -359,7 +361,7 @@ func TestAgentRestart(t *testing.T) {
 	if err := get(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-	if got := annotation(t, pod, agent.RunTraceSecAnnotation); got < duration-1e-3 || got > duration+limit {
+	if got := annotation(t, pod, contract.RunTraceSec); got < duration-1e-3 || got > duration+limit {
 		t.Errorf("pod ran %g trace s over both agents, want %g + at most %g redone", got, duration, limit)
 	}
 }
@@ -411,7 +413,7 @@ func TestAgentCompletionLatency(t *testing.T) {
 				job := p.Labels["batch.kubernetes.io/job-name"]
 				if _, seen := podSeen[job]; !seen {
 					podSeen[job] = now
-					if ts, err := time.Parse(time.RFC3339Nano, p.Annotations[agent.FinishedAtAnnotation]); err == nil {
+					if ts, err := time.Parse(time.RFC3339Nano, p.Annotations[contract.FinishedAt]); err == nil {
 						finished[job] = ts
 					}
 				}
@@ -432,7 +434,7 @@ func TestAgentCompletionLatency(t *testing.T) {
 					}
 				}
 			})
-			a, _ := startAgent(t, cs, test, agent.Config{Speedup: 20, CompleteVia: via})
+			a, _ := startAgent(t, cs, test, 20, agent.Config{CompleteVia: via})
 			for i := range n {
 				// Staggered durations (20, 22, ... trace s) so completions do not share a tick.
 				c := trainContract(fmt.Sprintf("lat-%d", i), 0, 20+2*float64(i))
@@ -453,7 +455,7 @@ func TestAgentCompletionLatency(t *testing.T) {
 				toJob = append(toJob, jobSeen[job].Sub(f))
 			}
 			if len(toPod) != n {
-				t.Fatalf("%d of %d Succeeded pods carry %s", len(toPod), n, agent.FinishedAtAnnotation)
+				t.Fatalf("%d of %d Succeeded pods carry %s", len(toPod), n, contract.FinishedAt)
 			}
 			slices.Sort(toPod)
 			slices.Sort(toJob)
@@ -465,7 +467,7 @@ func TestAgentCompletionLatency(t *testing.T) {
 	}
 }
 
-// logTicks reports the agent's mean tick time from its tick-duration histogram.
+// logTicks reports the agent's mean sync time from its tick-duration histogram.
 func logTicks(t *testing.T, a *agent.Agent) {
 	t.Helper()
 	mfs, err := a.Registry().Gather()
@@ -476,7 +478,7 @@ func logTicks(t *testing.T, a *agent.Agent) {
 		if mf.GetName() == "kueuelab_tick_duration_seconds" && len(mf.GetMetric()) == 1 {
 			h := mf.GetMetric()[0].GetHistogram()
 			if n := h.GetSampleCount(); n > 0 {
-				t.Logf("agent: %d ticks, mean tick %s", n, time.Duration(h.GetSampleSum()/float64(n)*float64(time.Second)).Round(time.Microsecond))
+				t.Logf("agent: %d syncs, mean sync %s", n, time.Duration(h.GetSampleSum()/float64(n)*float64(time.Second)).Round(time.Microsecond))
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kueuelab/kueuelab/render/contract"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -177,7 +179,7 @@ func complete(t *testing.T, pods []corev1.Pod) {
 	t.Helper()
 	for i := range pods {
 		p := &pods[i]
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+cluster.CompleteAnnotation+`":"true"}}}`))
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+contract.Complete+`":"true"}}}`))
 		if err := shared.client.Patch(t.Context(), p, patch); err != nil {
 			t.Fatalf("annotate pod %s: %v", p.Name, err)
 		}

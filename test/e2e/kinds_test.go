@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -20,11 +19,9 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
-	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // kindMappings covers every kind × family pair of the registry with as few mappings as there
@@ -90,7 +87,7 @@ func TestEveryKindRunsItsFamilies(t *testing.T) {
 			t.Parallel()
 			t.Logf("mapping %s", strings.Join(kinds, " "))
 			team := fmt.Sprintf("e2e-kinds-%d", i)
-			_, d := replayMapping(t, tr, team, m, 100)
+			_, d := replayMapping(t, tr, team, m)
 			checkAllSucceeded(t, tr, d)
 		})
 	}
@@ -107,7 +104,7 @@ func mappingKinds(m render.Mapping) []string {
 // replayMapping runs tr under mapping m on a runSpec cluster of its own namespace, with an
 // in-process agent scoped to that namespace, so replays of parallel tests do not touch each
 // other's pods.
-func replayMapping(t *testing.T, tr *trace.Trace, team string, m render.Mapping, speedup float64) (*runner.Result, *results.Dir) {
+func replayMapping(t *testing.T, tr *trace.Trace, team string, m render.Mapping) (*runner.Result, *results.Dir) {
 	t.Helper()
 	specPath := filepath.Join(t.TempDir(), team+".yaml")
 	if err := os.WriteFile(specPath, []byte(runSpec(team, 8)), 0o644); err != nil {
@@ -121,13 +118,9 @@ func replayMapping(t *testing.T, tr *trace.Trace, team string, m render.Mapping,
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := simclock.New(speedup, simclock.Options{})
-	a, err := agent.New(agent.Config{Speedup: speedup, TickInterval: agent.TickFor(speedup), TraceNow: clk.Now, Seed: 1,
-		WriteQPS: 200, WriteBurst: 400, Namespace: team}, cs, nil)
+	// The run's agent simulates the pods of the spec's team namespace only: parallel replays on
+	// the shared cluster never drive each other's pods.
+	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: spec, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +128,8 @@ func replayMapping(t *testing.T, tr *trace.Trace, team string, m render.Mapping,
 	log := &testWriter{t: t}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	res, err := runner.Run(ctx, runner.Config{REST: rc, Trace: tr, TraceName: team, Spec: spec, Mapping: m, Speedup: speedup,
-		Timeout: 4 * time.Minute, OutDir: out, Agent: a, Clock: clk, Out: log, Seed: 1})
+	cfg.Trace, cfg.TraceName, cfg.Mapping, cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Out = tr, team, m, 4*time.Minute, time.Minute, out, log
+	res, err := runner.Run(ctx, cfg)
 	d, lerr := results.Load(out)
 	if lerr == nil {
 		// A rejected create leaves its workload unfinished; name it rather than only the count.
@@ -155,7 +148,7 @@ func replayMapping(t *testing.T, tr *trace.Trace, team string, m render.Mapping,
 	if lerr != nil {
 		t.Fatalf("results do not parse: %v", lerr)
 	}
-	t.Logf("%s: %d workloads over %.1fs wall, setup %.1fs", team, res.Submitted, res.Summary.WallSec, res.SetupSec)
+	t.Logf("%s: %d workloads, %.0f trace s in %.1fs wall, setup %.1fs", team, res.Submitted, res.Summary.TraceSec, res.Summary.WallSec, res.SetupSec)
 	return res, d
 }
 

@@ -20,6 +20,7 @@ import (
 // env is the cluster every test of the package shares.
 type env struct {
 	kubeconfig string
+	state      *cluster.State // the local cluster: its component metrics settle the trace clock
 	client     client.Client
 	scheme     *runtime.Scheme
 }
@@ -97,7 +98,7 @@ func runTests(m *testing.M, cl *cluster.Cluster) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	shared = &env{kubeconfig: cl.State.Kubeconfig(), client: c, scheme: scheme}
+	shared = &env{kubeconfig: cl.State.Kubeconfig(), state: cl.State, client: c, scheme: scheme}
 	t0 := time.Now()
 	code := m.Run()
 	fmt.Printf("e2e: tests took %s\n", time.Since(t0).Round(100*time.Millisecond))

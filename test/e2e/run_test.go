@@ -10,16 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
-	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // runSpec is a one-queue cluster: a CPU pool and one 8-GPU H100 node, with gpuQuota GPUs of
@@ -100,11 +96,17 @@ func runTrace(t *testing.T) (*trace.Trace, string) {
 	return tr, path
 }
 
-// replay runs tr on the shared cluster with the in-process agent and returns the results dir.
-func replay(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int, speedup float64) (*runner.Result, *results.Dir) {
+// replay runs tr on the shared cluster with the in-process agent, on an event-driven trace clock
+// settled by the cluster's own Kueue and kube-scheduler metrics, and returns the results dir.
+func replay(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int) (*runner.Result, *results.Dir) {
 	t.Helper()
-	specPath := filepath.Join(t.TempDir(), team+".yaml")
-	if err := os.WriteFile(specPath, []byte(runSpec(team, gpuQuota)), 0o644); err != nil {
+	return replaySpec(t, tr, tracePath, runSpec(team, gpuQuota))
+}
+
+func replaySpec(t *testing.T, tr *trace.Trace, tracePath, specText string) (*runner.Result, *results.Dir) {
+	t.Helper()
+	specPath := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(specPath, []byte(specText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	spec, err := rcluster.Load(specPath)
@@ -115,12 +117,7 @@ func replay(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int,
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := simclock.New(speedup, simclock.Options{})
-	a, err := agent.InProcess(cs, clk, 1)
+	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: spec, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,16 +125,21 @@ func replay(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int,
 	log := &testWriter{t: t}
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
-	res, err := runner.Run(ctx, runner.Config{REST: rc, Trace: tr, TraceName: tracePath, Spec: spec, Speedup: speedup,
-		Timeout: 6 * time.Minute, OutDir: out, Agent: a, Clock: clk, Out: log, Progress: log, Seed: 1})
+	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Out, cfg.Progress = tr, tracePath, 6*time.Minute, time.Minute, out, log, log
+	res, err := runner.Run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, runner.ErrIncomplete) {
-			t.Fatalf("run with %d GPUs of quota: %v", gpuQuota, err)
+			t.Fatalf("run on %s: %v", spec.Metadata.Name, err)
 		}
 		t.Fatal(err)
 	}
-	t.Logf("%d GPUs of quota: %d workloads submitted over %.1fs wall (worst lag %.3fs), run %.1fs wall, setup %.1fs",
-		gpuQuota, res.Submitted, res.SubmitWallSec, res.MaxLagSec, res.Summary.WallSec, res.SetupSec)
+	s := res.Summary
+	t.Logf("%s: %d workloads submitted, %.0f trace s in %.1fs wall (held %.1fs, %d holds, %d expired), setup %.1fs",
+		spec.Metadata.Name, res.Submitted, s.TraceSec, s.WallSec, s.HeldWallSec, s.Holds, s.HoldsExpired, res.SetupSec)
+	if s.HoldsExpired != 0 || s.LateSteps != 0 {
+		t.Errorf("the clock moved while the control plane owed a step: %d holds expired %v, %d steps seen late (worst %.3f s)",
+			s.HoldsExpired, s.ExpiredByKind, s.LateSteps, s.LateMaxSec)
+	}
 	d, err := results.Load(out)
 	if err != nil {
 		t.Fatalf("results do not parse: %v", err)
@@ -166,10 +168,9 @@ func (w *testWriter) Write(b []byte) (int, error) {
 
 func TestRunReplaysTraceToCompletion(t *testing.T) {
 	tr, path := runTrace(t)
-	const speedup = 1000
-	_, full := replay(t, tr, path, "run-full", 8, speedup)
+	_, full := replay(t, tr, path, "run-full", 8)
 	checkCounts(t, tr, full)
-	_, half := replay(t, tr, path, "run-half", 4, speedup)
+	_, half := replay(t, tr, path, "run-half", 4)
 	checkCounts(t, tr, half)
 
 	ttaFull, ttaHalf := full.Summary.Groups[0].TimeToAdmissionSec, half.Summary.Groups[0].TimeToAdmissionSec

@@ -31,6 +31,7 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -177,11 +178,14 @@ func TestUpstreamSamplesRun(t *testing.T) {
 		_ = shared.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
 	// Pods nobody rendered run contract.DefaultDurationSec (600) trace seconds: 6 s at speedup 100.
-	a, err := agent.New(agent.Config{Speedup: 100, TickInterval: agent.TickFor(100), Namespace: ns, WriteQPS: 200, WriteBurst: 400}, clientset(t), nil)
+	// An agent on its own, as `kueuelab agent --speedup 100` runs: trace time is wall time × 100.
+	clk := simclock.New(simclock.Options{Disabled: true, MaxRate: 100})
+	a, err := agent.New(agent.Config{Trace: clk, Namespaces: []string{ns}, WriteQPS: 200, WriteBurst: 400}, clientset(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	actx, stop := context.WithCancel(context.Background())
+	clk.Start(actx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

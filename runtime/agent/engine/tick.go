@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/kueuelab/kueuelab/model/hw"
+import (
+	"math"
+
+	"github.com/kueuelab/kueuelab/model/hw"
+)
 
 // Tick advances trace time by dt seconds and returns the pods that finished during it, with their
 // exact finish times. The returned slice is reused by the next Tick.
@@ -12,9 +16,12 @@ import "github.com/kueuelab/kueuelab/model/hw"
 // capacity/requested GPUs when over-subscribed) or the CPU's capacity/requested cores times the
 // frequency under the CPU cap. A gang progresses only while all its members are running (or
 // done), at the speed of its slowest running member, because synchronous training waits for it.
+//
+// Tick(0) advances nothing but brings every pod's speed and power up to date with the current state
+// (pods started or stopped, caps changed), which NextFinish and NodePower read.
 func (e *Engine) Tick(dt float64) []Finished {
 	e.finished = e.finished[:0]
-	if !(dt > 0) {
+	if !(dt >= 0) {
 		return e.finished
 	}
 	e.stats = Stats{}
@@ -156,6 +163,37 @@ func (e *Engine) syncGangSpeeds() {
 	}
 }
 
+// AdvanceTo ticks to trace time t exactly (no rounding drift from summing ticks); a t in the
+// past advances nothing.
+func (e *Engine) AdvanceTo(t float64) []Finished {
+	if !(t > e.now) {
+		return e.Tick(0)
+	}
+	f := e.Tick(t - e.now)
+	e.now = t
+	return f
+}
+
+// NextFinish is the trace time at which the next running pod will finish (or fail) if nothing
+// changes, as of the last Tick; ok is false when no pod is progressing.
+func (e *Engine) NextFinish() (t float64, ok bool) {
+	t = math.Inf(1)
+	for i := range e.pods {
+		p := &e.pods[i]
+		if !p.inUse || !p.running || p.done || !(p.speed > 0) {
+			continue
+		}
+		if at := e.now + (p.remaining-p.failRemaining)/p.speed; at < t {
+			t = at
+		}
+	}
+	return t, !math.IsInf(t, 1)
+}
+
+// finishTolerance is the work (natural seconds, relative to the pod's duration) below which a
+// pod counts as done: a tick to a predicted finish time can leave a rounding residue.
+const finishTolerance = 1e-9
+
 func (e *Engine) advance(id PodID, p *pod, dt float64) {
 	if p.speed <= 0 {
 		p.energy += p.power * dt
@@ -163,16 +201,14 @@ func (e *Engine) advance(id PodID, p *pod, dt float64) {
 	}
 	e.stats.Progressing++
 	start := p.remaining
-	if start-p.speed*dt > p.failRemaining {
+	if start-p.speed*dt > p.failRemaining+finishTolerance*math.Max(1, p.duration) {
 		p.remaining = start - p.speed*dt
 		p.energy += p.power * dt
 		p.checkpoint(start, dt)
 		return
 	}
 	tf := (start - p.failRemaining) / p.speed
-	if tf < 0 {
-		tf = 0
-	}
+	tf = math.Min(math.Max(tf, 0), dt)
 	p.energy += p.power * tf
 	p.checkpoint(start, tf)
 	p.remaining = p.failRemaining

@@ -1,0 +1,48 @@
+package contract
+
+// Keys written or read between render, the agent, the runner and the local cluster besides the
+// pod-template annotations of contract.go. Every kueuelab.io/ key lives in this package.
+
+// Pod annotations the agent writes (and the runner and the KWOK completion stages read).
+const (
+	// Complete carries the agent's verdict to the KWOK completion stages: "true" or "fail".
+	Complete = Prefix + "complete"
+	// Progress holds the agent's progress of a pod as JSON, rewritten every checkpoint interval.
+	Progress = Prefix + "progress"
+	// EnergyJoules is the pod's energy in joules of trace time, written at completion.
+	EnergyJoules = Prefix + "energy-joules"
+	// RunTraceSec is how long the pod ran, in trace seconds, written at completion.
+	RunTraceSec = Prefix + "run-trace-sec"
+	// FinishedTraceSec is the trace time at which the pod's work ended, written at completion.
+	FinishedTraceSec = Prefix + "finished-trace-sec"
+	// StartedTraceSec is the trace time at which the agent started the pod's current run.
+	StartedTraceSec = Prefix + "started-trace-sec"
+	// FinishedAt is the wall-clock time (RFC 3339, ns) of the completion write.
+	FinishedAt = Prefix + "finished-at"
+	// InjectFailure makes a pod fail: "true" when its work is done, or a fraction in (0, 1) to
+	// fail once that share of the work is done.
+	InjectFailure = Prefix + "inject-failure"
+)
+
+// Node keys.
+const (
+	// PowerCap is the node label or annotation (annotation wins) holding a GPU power cap: a
+	// catalog profile ("eco", "performance"), a percentage of max ("70%") or watts ("450W").
+	PowerCap = Prefix + "power-cap"
+	// GPUFamily is the node label naming the node's catalog GPU family; without it the vendor
+	// product label is mapped.
+	GPUFamily = Prefix + "gpu-family"
+	// CPUModel is the node annotation naming the node's catalog CPU model.
+	CPUModel = Prefix + "cpu-model"
+	// Pool is the node label naming the cluster spec's node pool.
+	Pool = Prefix + "pool"
+	// Team is the namespace label naming the cluster spec's team.
+	Team = Prefix + "team"
+)
+
+// Trial is the label the runner puts on each trial Job it creates for an HPO experiment: the
+// trial's index.
+const Trial = Prefix + "trial"
+
+// AppliedHash is the annotation in which the local cluster's apply remembers what it applied.
+const AppliedHash = Prefix + "applied-hash"

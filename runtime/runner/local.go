@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/agent"
+	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
+)
+
+// InProcess says how to build the parts of a run that share this process.
+type InProcess struct {
+	REST *rest.Config
+	// Local is kueuelab's local cluster the run uses; nil for another cluster (no component
+	// metrics to read: the clock settles on quiet periods instead).
+	Local *cluster.State
+	// Prune lets the run delete the cluster-side objects of other specs (Config.Prune): for a
+	// cluster the run has to itself.
+	Prune bool
+	// KueueMetrics and SchedulerMetrics, when set, read another cluster's components (e.g. through
+	// a port-forward); Local's are used otherwise.
+	KueueMetrics, SchedulerMetrics MetricsSource
+	Spec                           *rcluster.Spec
+	// MaxRate caps trace seconds per wall second between events (0: the clock jumps).
+	MaxRate float64
+	Seed    uint64
+	// Timers are the local Kueue's wall-time settings (runtime/experiment scales them).
+	Timers KueueTimers
+	// Clock tunes the trace clock (tests); MaxRate above wins.
+	Clock simclock.Options
+}
+
+// NewInProcess builds the event-driven trace clock, the agent that shares it and, on kueuelab's
+// local cluster, the readers of Kueue's and kube-scheduler's metrics, into a Config that the
+// caller completes (trace, output, timeouts). run, experiment run and the e2e tests all use it.
+// ClockTraceEnv names a file that receives the trace clock's hold log (simclock.Options.Trace).
+const ClockTraceEnv = "KUEUELAB_CLOCK_TRACE"
+
+func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
+	var cfgClose []func() error
+	if o.REST == nil || o.Spec == nil {
+		return Config{}, fmt.Errorf("in-process run: rest config and cluster spec are required")
+	}
+	co := o.Clock
+	co.MaxRate = o.MaxRate
+	if !(co.MaxRate > 0) || math.IsInf(co.MaxRate, 1) {
+		co.MaxRate = 0
+	}
+	if path := os.Getenv(ClockTraceEnv); path != "" && co.Trace == nil {
+		f, err := os.Create(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("$%s: %w", ClockTraceEnv, err)
+		}
+		co.Trace = bufio.NewWriterSize(f, 1<<20) // flushed and closed by the run (Config.closers)
+		cfgClose = append(cfgClose, func() error { return errors.Join(co.Trace.(*bufio.Writer).Flush(), f.Close()) })
+	}
+	clk := simclock.New(co)
+	cs, err := kubernetes.NewForConfig(o.REST)
+	if err != nil {
+		return Config{}, err
+	}
+	// The runner follows the pods of the spec's team namespaces; the agent hands their steps over.
+	var nss []string
+	for _, t := range o.Spec.Teams {
+		nss = append(nss, t.Name)
+	}
+	handoff := func(p *corev1.Pod) bool {
+		_, ok := p.Labels[contract.WorkloadLabel]
+		return ok && slices.Contains(nss, p.Namespace)
+	}
+	// It simulates every pod of those namespaces, a user's own manifests too (by the contract's
+	// defaults), and none of another run's on the same cluster.
+	a, err := agent.InProcess(cs, clk, o.Seed, handoff, nss)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := Config{REST: o.REST, Spec: o.Spec, Clock: clk, Agent: a, KueueTimers: o.Timers, Seed: int64(o.Seed), closers: cfgClose,
+		KueueMetrics: o.KueueMetrics, SchedulerMetrics: o.SchedulerMetrics}
+	if o.Local != nil && o.KueueMetrics == nil && o.SchedulerMetrics == nil {
+		kr, sr, err := o.Local.MetricsReaders(ctx, o.REST)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.KueueMetrics = func(ctx context.Context) (io.ReadCloser, error) { return kr(ctx) }
+		cfg.SchedulerMetrics = func(ctx context.Context) (io.ReadCloser, error) { return sr(ctx) }
+	}
+	cfg.Prune = o.Prune
+	return cfg, nil
+}

@@ -1,0 +1,231 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// queueView counts, per ClusterQueue, the Workloads the API shows pending (in Kueue's queues) and
+// reserving quota: what Kueue's kueue_pending_workloads and kueue_reserving_active_workloads
+// gauges say once Kueue has caught up. It covers every Workload of the cluster, the run's and
+// anyone else's.
+type queueView struct {
+	lqToCQ func(ns, lq string) (string, bool)
+
+	mu        sync.Mutex
+	by        map[types.UID]queueEntry
+	pending   map[string]int
+	reserving map[string]int
+}
+
+type queueEntry struct {
+	cq        string
+	reserving bool
+}
+
+func newQueueView(lqToCQ func(ns, lq string) (string, bool)) *queueView {
+	return &queueView{lqToCQ: lqToCQ, by: map[types.UID]queueEntry{}, pending: map[string]int{}, reserving: map[string]int{}}
+}
+
+// update counts a Workload's new state (deleted: gone) and reports whether where Kueue keeps it
+// changed: only then does Kueue owe a decision.
+func (v *queueView) update(wl *kueue.Workload, deleted bool) bool {
+	e, ok := v.entry(wl, deleted)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	old, had := v.by[wl.UID]
+	if had == ok && old == e {
+		return false
+	}
+	if had {
+		v.add(old, -1)
+		delete(v.by, wl.UID)
+	}
+	if ok {
+		v.by[wl.UID] = e
+		v.add(e, 1)
+	}
+	return true
+}
+
+func (v *queueView) add(e queueEntry, d int) {
+	if e.reserving {
+		v.reserving[e.cq] += d
+	} else {
+		v.pending[e.cq] += d
+	}
+}
+
+// entry is where Kueue keeps a Workload: ok is false when it keeps it nowhere (finished,
+// deactivated, or queued to a LocalQueue that does not exist).
+func (v *queueView) entry(wl *kueue.Workload, deleted bool) (queueEntry, bool) {
+	if deleted || meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+		return queueEntry{}, false
+	}
+	if meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) && wl.Status.Admission != nil {
+		return queueEntry{cq: string(wl.Status.Admission.ClusterQueue), reserving: true}, true
+	}
+	if wl.Spec.Active != nil && !*wl.Spec.Active {
+		return queueEntry{}, false
+	}
+	cq, ok := v.lqToCQ(wl.Namespace, string(wl.Spec.QueueName))
+	return queueEntry{cq: cq}, ok
+}
+
+// anyPending reports whether any Workload waits in Kueue's queues: only then can Kueue owe a
+// decision (an admission, a preemption, a Pending condition).
+func (v *queueView) anyPending() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, n := range v.pending {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// counts returns copies of the pending and reserving counts by ClusterQueue.
+func (v *queueView) counts() (pending, reserving map[string]int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	pending, reserving = make(map[string]int, len(v.pending)), make(map[string]int, len(v.reserving))
+	for k, n := range v.pending {
+		pending[k] = n
+	}
+	for k, n := range v.reserving {
+		reserving[k] = n
+	}
+	return pending, reserving
+}
+
+// Kueue's gauges the Kueue settler reads.
+const (
+	metricPending   = "kueue_pending_workloads"
+	metricReserving = "kueue_reserving_active_workloads"
+)
+
+// kueueCheck compares Kueue's queues with the view: Kueue has caught up when no ClusterQueue has
+// a Workload waiting to be tried (status active) and every ClusterQueue holds the Workloads the
+// API shows pending and reserving.
+func kueueCheck(src MetricsSource, v *queueView) func(ctx context.Context) (bool, string, error) {
+	families := map[string]bool{metricPending: true, metricReserving: true}
+	return func(ctx context.Context) (bool, string, error) {
+		m, err := readMetrics(ctx, src, families, "cluster_queue", "status")
+		if err != nil {
+			return false, "", fmt.Errorf("read Kueue metrics: %w", err)
+		}
+		pending, reserving := v.counts()
+		var diffs []string
+		for key, n := range m[metricPending] {
+			cq, status, _ := strings.Cut(key, "/")
+			if status == "active" && n != 0 {
+				diffs = append(diffs, fmt.Sprintf("%s: %g to try", cq, n))
+			}
+		}
+		seen := map[string]bool{}
+		for key := range m[metricPending] {
+			cq, _, _ := strings.Cut(key, "/")
+			seen[cq] = true
+		}
+		for cq := range seen {
+			kp := m[metricPending][cq+"/active"] + m[metricPending][cq+"/inadmissible"]
+			if int(kp) != pending[cq] {
+				diffs = append(diffs, fmt.Sprintf("%s: Kueue holds %g pending, the API shows %d", cq, kp, pending[cq]))
+			}
+			if kr := m[metricReserving][cq+"/"]; int(kr) != reserving[cq] {
+				diffs = append(diffs, fmt.Sprintf("%s: Kueue has %g reserving, the API shows %d", cq, kr, reserving[cq]))
+			}
+		}
+		sort.Strings(diffs)
+		return len(diffs) == 0, strings.Join(diffs, "; "), nil
+	}
+}
+
+// podView counts the pods waiting for kube-scheduler: unbound, not terminal, not being deleted,
+// of the default scheduler. It watches every namespace, so pods that are not the run's count too.
+type podView struct {
+	mu      sync.Mutex
+	unbound map[types.UID]bool
+}
+
+// startPodView runs an informer on the cluster's unbound pods.
+func startPodView(ctx context.Context, cs kubernetes.Interface) (*podView, error) {
+	v := &podView{unbound: map[types.UID]bool{}}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = "spec.nodeName="
+	}))
+	inf := f.Core().V1().Pods().Informer()
+	set := func(o any, deleted bool) {
+		if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = t.Obj
+		}
+		p, ok := o.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		waiting := !deleted && p.Spec.NodeName == "" && p.DeletionTimestamp == nil && !podTerminal(p) &&
+			(p.Spec.SchedulerName == "" || p.Spec.SchedulerName == corev1.DefaultSchedulerName)
+		v.mu.Lock()
+		if waiting {
+			v.unbound[p.UID] = true
+		} else {
+			delete(v.unbound, p.UID)
+		}
+		v.mu.Unlock()
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) { set(o, false) }, UpdateFunc: func(_, o any) { set(o, false) }, DeleteFunc: func(o any) { set(o, true) },
+	}); err != nil {
+		return nil, err
+	}
+	f.Start(ctx.Done())
+	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("watch unbound pods (%v): caches did not sync", typ)
+		}
+	}
+	return v, nil
+}
+
+func (v *podView) count() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.unbound)
+}
+
+const metricSchedPending = "scheduler_pending_pods"
+
+// schedulerCheck compares kube-scheduler's queues with the view: the scheduler has caught up when
+// nothing waits to be tried (active, backoff) and every unbound pod is parked as unschedulable or
+// gated (a pod being scheduled or bound is in no queue and still unbound).
+func schedulerCheck(src MetricsSource, v *podView) func(ctx context.Context) (bool, string, error) {
+	families := map[string]bool{metricSchedPending: true}
+	return func(ctx context.Context) (bool, string, error) {
+		m, err := readMetrics(ctx, src, families, "queue")
+		if err != nil {
+			return false, "", fmt.Errorf("read kube-scheduler metrics: %w", err)
+		}
+		q := m[metricSchedPending]
+		unbound := v.count()
+		if q["active"] != 0 || q["backoff"] != 0 {
+			return false, fmt.Sprintf("%g pods to try, %g in backoff", q["active"], q["backoff"]), nil
+		}
+		if parked := q["unschedulable"] + q["gated"]; int(parked) != unbound {
+			return false, fmt.Sprintf("%g pods parked, %d unbound", parked, unbound), nil
+		}
+		return true, "", nil
+	}
+}
