@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 )
 
-// Down stops the processes the cluster started, in reverse start order (SIGTERM, then SIGKILL after
-// grace), also after a half-failed Up. With purge it removes the state dir.
+// Down asks the cluster's supervisor to stop the components (reverse start order, SIGTERM, then
+// SIGKILL after grace) and exit, then stops any component process still named by a PID file (left
+// by a supervisor that died, or by a half-failed Up). With purge it removes the state dir.
 func Down(ctx context.Context, root, name string, purge bool, out io.Writer) error {
 	if root == "" {
 		r, err := StateRoot()
@@ -29,11 +31,31 @@ func Down(ctx context.Context, root, name string, purge bool, out io.Writer) err
 		}
 	}
 	var errs []error
+	if err := s.stopSupervisor(ctx, out); err != nil {
+		errs = append(errs, err)
+	}
 	order := slices.Clone(Components())
+	// Components a supervisor was asked for that the list does not name (yet) are stopped too.
+	if d, _, err := readDesired(s.Dir); err == nil {
+		for _, c := range d.Components {
+			if !slices.Contains(order, c.Name) {
+				order = append(order, c.Name)
+			}
+		}
+	}
 	slices.Reverse(order)
 	bins := s.matchers()
 	for _, n := range order {
-		stopped, err := s.stop(ctx, n, bins[n], 15*time.Second)
+		bin, ok := bins[n]
+		if !ok {
+			// A name this build does not know: its binary in the bin dir, as a supervisor of the
+			// build that knew it ran it (an empty matcher would match any process).
+			bin = filepath.Join(s.BinDir, n)
+			if s.BinDir == "" {
+				bin = n
+			}
+		}
+		stopped, err := s.stop(ctx, n, bin, 15*time.Second)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -106,8 +106,17 @@ type podState struct {
 // agent ended it, or a Workload seen Finished after its last pod ended, means the clock moved while
 // the control plane still owed a step.
 type lateStats struct {
-	n   int
-	max float64
+	n     int
+	max   float64
+	worst string // what the worst one was
+}
+
+// add counts a step observed d trace seconds after it happened.
+func (l *lateStats) add(d float64, what string) {
+	l.n++
+	if d > l.max {
+		l.max, l.worst = d, what
+	}
 }
 
 func newWatcher(p *plan, rec *results.Recorder, clk *simclock.Clock, tr *trials) *watcher {
@@ -358,8 +367,7 @@ func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 			e.Type = results.EvRequeued
 		case kueue.WorkloadFinished:
 			if u.lastEnd > 0 && now-u.lastEnd > 1e-6 {
-				w.late.n++
-				w.late.max = max(w.late.max, now-u.lastEnd)
+				w.late.add(now-u.lastEnd, fmt.Sprintf("Workload %s Finished at %.3f, its last pod ended at %.3f", u.obj, now, u.lastEnd))
 			}
 			failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
 			if u.trial == nil {
@@ -500,8 +508,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		if t, ok := annotatedTime(p, contract.FinishedTraceSec); ok && podTerminal(p) {
 			at = t
 			if d := now - t; d > 1e-6 {
-				w.late.n++
-				w.late.max = max(w.late.max, d)
+				w.late.add(d, fmt.Sprintf("pod %s seen ended at %.3f, the agent ended it at %.3f", key, now, t))
 			}
 		}
 		u.lastEnd = at
@@ -535,6 +542,9 @@ func (w *watcher) onPod(o any, deleted bool) {
 		}
 	case podTerminal(p) && !st.terminal:
 		st.terminal = true
+		if t, ok := annotatedTime(p, contract.FinishedTraceSec); ok && !st.everRan {
+			u.lastEnd = t // ended before the watcher saw it run
+		}
 		w.clk.Release(holdStart(p.UID))
 		w.podEnded(u)
 		w.clk.Release(holdDone(p.UID))
@@ -694,9 +704,9 @@ func (w *watcher) seedQueues(ctx context.Context) error {
 	return nil
 }
 
-// lateness reports the steps observed after their trace time, and the worst delay.
-func (w *watcher) lateness() (int, float64) {
+// lateness reports the steps observed after their trace time, the worst delay and what it was.
+func (w *watcher) lateness() (int, float64, string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.late.n, w.late.max
+	return w.late.n, w.late.max, w.late.worst
 }
