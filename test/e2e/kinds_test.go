@@ -195,3 +195,12 @@ func cloneWorkload(w *trace.Workload) *trace.Workload {
 	}
 	return &c
 }
+
+// operatorOf names the cluster component that runs kind: its first operator in the registry.
+func operatorOf(kind string) string {
+	in, ok := render.DefaultRegistry().Integration(kind)
+	if !ok || len(in.Operators) == 0 {
+		panic(fmt.Sprintf("no operator runs kind %q in the registry", kind))
+	}
+	return in.Operators[0].Name
+}
