@@ -396,6 +396,14 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 			wl.Status.Conditions = append(wl.Status.Conditions, cond("Finished", "Succeeded", 3))
 			w.onWorkload(wl, false)
 		}, map[simclock.Key]bool{holdFinish(u): false, kueueKey: true}},
+		{"a restarted Kueue rewrites the finished Workload: nothing owed", func() {
+			w.clk.Release(kueueKey)
+			again := wl.DeepCopy()
+			again.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 9), cond("Finished", "Succeeded", 9)}
+			w.onWorkload(again, false)
+			again.Status.Conditions = again.Status.Conditions[:1] // seen between two of its writes
+			w.onWorkload(again, false)
+		}, map[simclock.Key]bool{holdPods(u): false, holdFinish(u): false}},
 	}
 	for _, st := range steps {
 		st.do()
@@ -404,6 +412,9 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 				t.Errorf("%s: hold %s = %v, want %v", st.name, key, got, want)
 			}
 		}
+	}
+	if n := w.late.n; n != 0 {
+		t.Errorf("%d late steps recorded, want none (the second Finished is no step)", n)
 	}
 }
 

@@ -278,6 +278,12 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		delete(w.byWL, wl.UID)
 		return
 	}
+	if u.finished {
+		// Finished is final in Kueue. A restarted Kueue rewrites a finished Workload's
+		// conditions (new transition times, QuotaReserved seen again): none of that is a step of
+		// the workload's life, and it must not be recorded twice or hold the clock.
+		return
+	}
 	w.conditions(u, wl, now)
 	n := 0
 	for _, ps := range wl.Spec.PodSets {
