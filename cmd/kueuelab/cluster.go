@@ -71,7 +71,9 @@ supervisor process (it too outlives this command) restarts every component that 
 is left down as crash-looping until the next 'cluster up'. 'cluster status' shows each
 component's state and restarts. State (certificates, configs, PIDs, logs, etcd data,
 status.json) lives in $XDG_STATE_HOME/kueuelab/<name> (default ~/.local/state/kueuelab/<name>).
-Without --cluster the cluster gets 4 KWOK nodes with 8 nvidia.com/gpu each.
+Without --cluster the cluster gets 4 KWOK nodes with 8 nvidia.com/gpu each. The kube-scheduler
+runs with the spec's scheduler section (upstream's default profile without one) and is restarted
+when it changes; without --cluster it keeps the configuration it has.
 
 Every node of the local cluster is a KWOK node, so its nodes carry no KWOK taint (there are no
 real pods to keep off them): a manifest of your own, with a kueue.x-k8s.io/queue-name label, is
@@ -80,7 +82,7 @@ kueuelab agent --help for its defaults).`,
 		Example: "  kueuelab cluster up\n  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := clusterSpecObjects(spec, false)
+			sp, objs, err := clusterSpecObjects(spec, false)
 			if err != nil {
 				return err
 			}
@@ -93,7 +95,11 @@ kueuelab agent --help for its defaults).`,
 				}
 				dir = d
 			}
-			cl, err := cluster.Up(cmd.Context(), cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Out: cmd.OutOrStdout()})
+			o := cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Out: cmd.OutOrStdout()}
+			if sp != nil {
+				o.Scheduler = sp.KubeSchedulerConfiguration()
+			}
+			cl, err := cluster.Up(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -180,18 +186,24 @@ KWOK's Stage CRDs are served (and Kueue's version from its controller Deployment
 every kind (` + kindList() + `): those of the default mapping run by an operator are
 required, the others are reported with how to install them. Then it installs only what kueuelab
 owns: the KWOK completion stages and, with --cluster, the spec's namespaces, flavors, queues and
-KWOK nodes. RayJobs need the local cluster: only there does a stand-in answer KubeRay's Ray job API.`,
+KWOK nodes. RayJobs need the local cluster: only there does a stand-in answer KubeRay's Ray job API.
+It reports what the cluster's kube-scheduler does (its pods' image and flags, and whether it runs a
+configuration file) without changing it: a spec's scheduler section applies to the local cluster only.`,
 		Example: "  kueuelab cluster install --kubeconfig ~/.kube/config",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
 				return errors.New("--kubeconfig is required")
 			}
-			objs, err := clusterSpecObjects(spec, !withNodes)
+			sp, objs, err := clusterSpecObjects(spec, !withNodes)
 			if err != nil {
 				return err
 			}
-			return cluster.Install(cmd.Context(), kubeconfig, objs, cmd.OutOrStdout())
+			var scoring string
+			if sp != nil && sp.Scheduler != nil {
+				scoring = sp.Scoring().String()
+			}
+			return cluster.Install(cmd.Context(), kubeconfig, objs, scoring, cmd.OutOrStdout())
 		},
 	}
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the existing cluster")
@@ -201,13 +213,14 @@ KWOK nodes. RayJobs need the local cluster: only there does a stand-in answer Ku
 }
 
 // clusterSpecObjects loads a cluster spec and renders its objects; nil without a spec.
-func clusterSpecObjects(path string, omitNodes bool) ([]client.Object, error) {
+func clusterSpecObjects(path string, omitNodes bool) (*rcluster.Spec, []client.Object, error) {
 	if path == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	spec, err := rcluster.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return spec.Objects(rcluster.Options{OmitNodes: omitNodes})
+	objs, err := spec.Objects(rcluster.Options{OmitNodes: omitNodes})
+	return spec, objs, err
 }

@@ -187,6 +187,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			return err
 		}
 	} else {
+		if spec.Scheduler != nil {
+			return fmt.Errorf("%s: the scheduler section sets up the local cluster's kube-scheduler; the cluster behind --kubeconfig keeps its own (`kueuelab cluster install --kubeconfig` shows it): leave the section out to run there", f.specPath)
+		}
 		if f.speedup == 0 {
 			return errors.New("--kubeconfig: the agent runs in that cluster on wall time, so --speedup needs a number (e.g. 100)")
 		}
@@ -256,5 +259,5 @@ func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.
 	if err != nil {
 		return nil, err
 	}
-	return cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Out: out})
+	return cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Scheduler: spec.KubeSchedulerConfiguration(), Out: out})
 }

@@ -32,8 +32,12 @@ type Spec struct {
 	DefaultTeam string `yaml:"defaultTeam,omitempty"`
 	// PriorityClasses maps the trace's intent classes to WorkloadPriorityClasses.
 	PriorityClasses PriorityClasses `yaml:"priorityClasses,omitempty"`
+	// Scheduler is how kube-scheduler places admitted pods on nodes (default: upstream's,
+	// NodeResourcesFit LeastAllocated on cpu and memory).
+	Scheduler *Scheduler `yaml:"scheduler,omitempty"`
 
 	file    string
+	dir     string // what relative paths in the spec are relative to
 	valid   bool
 	flavors []*flavor
 }

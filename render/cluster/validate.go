@@ -70,6 +70,7 @@ func (s *Spec) validate(l *errList) {
 	s.validateQueues(l)
 	s.validateTeams(l)
 	s.validatePriorities(l)
+	s.validateScheduler(l, s.dir)
 	s.valid = len(l.errs) == 0
 }
 

@@ -30,7 +30,7 @@ cluster: ` + teams + "\n" + extra
 
 func TestExamplesLoadAndPatch(t *testing.T) {
 	files, err := filepath.Glob("../../examples/experiments/*.yaml")
-	if err != nil || len(files) != 3 {
+	if err != nil || len(files) != 4 {
 		t.Fatalf("examples: %v %v", files, err)
 	}
 	for _, f := range files {

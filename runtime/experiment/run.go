@@ -146,6 +146,10 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if o.REST != nil && s.Scheduler != nil {
+			errs = append(errs, fmt.Errorf("%s:%d: variant %s: a scheduler section needs a fresh local cluster: the cluster behind --kubeconfig keeps its own kube-scheduler configuration", e.file, v.line, v.Name))
+			continue
+		}
 		specs[i] = s
 		dir := filepath.Join(o.OutDir, v.Name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -297,7 +301,7 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 			return nil, err
 		}
 		cl, err := rtcluster.Up(ctx, rtcluster.Options{Root: l.Root, Name: l.Name, BinDir: l.BinDir, PortBase: l.PortBase, Go: l.Go,
-			Objects: objs, KueueConfig: j.variant.KueueConfig.Fields(scale), Out: log})
+			Objects: objs, KueueConfig: j.variant.KueueConfig.Fields(scale), Scheduler: j.spec.KubeSchedulerConfiguration(), Out: log})
 		defer func() {
 			if err := rtcluster.Down(context.Background(), l.Root, l.Name, true, log); err != nil {
 				fmt.Fprintf(o.Out, "%s: cluster down: %v\n", j.label(), err)

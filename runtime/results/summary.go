@@ -111,6 +111,8 @@ type Summary struct {
 	Meta
 	MakespanSec float64 `json:"makespanSec"`
 	Groups      []Group `json:"groups"`
+	// ReservedIdle is the quota Kueue held while pods could not run (idle.go; AddReservedIdle).
+	ReservedIdle *Idle `json:"reservedIdle,omitempty"`
 }
 
 // Summarize computes the summary of recs: one group for all workloads, then one per ClusterQueue
@@ -250,6 +252,11 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if s.ReservedIdle != nil {
+		if err := s.ReservedIdle.WriteText(w); err != nil {
+			return err
+		}
 	}
 	if s.Incomplete != "" {
 		_, err := fmt.Fprintf(w, "INCOMPLETE: %s\n", s.Incomplete)

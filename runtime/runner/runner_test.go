@@ -677,3 +677,23 @@ func TestPlanAppliesWhatMappedKindsNeed(t *testing.T) {
 		}
 	}
 }
+
+// TestWatcherPodsRunningBeforeReservation: the pod informer may show a workload's pods Running
+// before the Workload informer shows its reservation (two watch streams); the pods are then all
+// up at the reservation, and all_pods_running is recorded there.
+func TestWatcherPodsRunningBeforeReservation(t *testing.T) {
+	w, rec, p := watchFixture(t)
+	it := batchJobs(t, p, 1)[0]
+	top := it.objects[0]
+	wl := kueueWorkload(top, "Job", 1)
+	w.onWorkload(wl, false)
+	w.onPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-x", Namespace: top.GetNamespace(), UID: "pod-x",
+		Labels: map[string]string{contract.WorkloadLabel: top.GetName()}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, false)
+	wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 1), cond("Admitted", "Admitted", 1)}
+	w.onWorkload(wl, false)
+	for _, r := range rec.Records() {
+		if r.ID == it.id && (r.QuotaReserved == nil || r.AllPodsRunning == nil) {
+			t.Fatalf("quota reserved %v, all pods running %v: want both", r.QuotaReserved, r.AllPodsRunning)
+		}
+	}
+}
