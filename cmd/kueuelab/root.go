@@ -22,7 +22,7 @@ traces on a real control plane with KWOK GPU nodes.`,
 		newValidateCmd(),
 		newAgentCmd(),
 		newRenderCmd(),
-		newExperimentCmd(), newReportCmd(),
+		newExperimentCmd(), newReportCmd(), newCompareCmd(),
 		newRunCmd(),
 	)
 	return root

@@ -373,6 +373,9 @@ func (s *Spec) validateQueues(l *errList) {
 			oneOf(l, p.key("flavorFungibility").key("whenCanBorrow"), or(ff.WhenCanBorrow, "MayStopSearch"), "MayStopSearch", "TryNextFlavor")
 			oneOf(l, p.key("flavorFungibility").key("whenCanPreempt"), or(ff.WhenCanPreempt, "TryNextFlavor"), "MayStopSearch", "TryNextFlavor")
 		}
+		if as := q.AdmissionScope; as != nil {
+			oneOf(l, p.key("admissionScope").key("admissionMode"), as.AdmissionMode, "UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
+		}
 		if len(q.Quotas) == 0 {
 			l.add(p.key("quotas"), "at least one flavor quota is required")
 		}
