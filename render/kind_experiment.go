@@ -19,6 +19,48 @@ import (
 	"github.com/kueuelab/kueuelab/render/contract"
 )
 
+var experimentIntegration = Integration{
+	Kind:        Experiment{},
+	GVK:         katibv1beta1.SchemeGroupVersion.WithKind("Experiment"),
+	Resource:    "experiments",
+	AddToScheme: katibv1beta1.AddToScheme,
+	// Kueue admits the trials, batch/v1 Jobs; the Experiment itself is not queued.
+	Kueue: []KueueIntegration{batchJobKueue},
+	CRDs: []CRDSource{{Module: "github.com/kubeflow/katib", Version: "v0.14.0", Dir: "katib",
+		Files:   []string{"manifests/v1beta1/components/crd/experiment.yaml"},
+		Install: `install Katib v0.14.0: kubectl apply -k "github.com/kubeflow/katib.git/manifests/v1beta1/installs/katib-standalone?ref=v0.14.0"`}},
+	// No operator: there is no suggestion service on a KWOK cluster, so the runner plays Katib's
+	// part and creates the trials (see runtime/runner).
+	Status: statusOf(func(e *katibv1beta1.Experiment) Status {
+		s := Status{}
+		for _, c := range e.Status.Conditions {
+			s.Detail += fmt.Sprintf("%s=%s ", c.Type, c.Status)
+			if c.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch c.Type {
+			case katibv1beta1.ExperimentSucceeded:
+				s.Finished, s.Succeeded = true, true
+			case katibv1beta1.ExperimentFailed:
+				s.Finished = true
+			}
+		}
+		return s
+	}),
+	// Each trial is a one-pod Job Kueue admits on its own; maxTrialCount of them.
+	PodSets: func(o client.Object) ([]PodSet, error) {
+		e, ok := o.(*katibv1beta1.Experiment)
+		if !ok || e.Spec.TrialTemplate == nil || e.Spec.TrialTemplate.TrialSpec == nil {
+			return nil, fmt.Errorf("pod sets: %T is not an Experiment with a trial spec", o)
+		}
+		var trial batchv1.Job
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(e.Spec.TrialTemplate.TrialSpec.Object, &trial); err != nil {
+			return nil, fmt.Errorf("pod sets: trial spec: %w", err)
+		}
+		return []PodSet{{Name: "trial", Count: int(ptr.Deref(e.Spec.MaxTrialCount, 1) * ptr.Deref(trial.Spec.Parallelism, 1)), Template: trial.Spec.Template}}, nil
+	},
+}
+
 // trialContainer is the trial's primary container, the one Katib's metrics collector watches.
 const trialContainer = "training"
 
@@ -63,6 +105,7 @@ func (Experiment) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Op
 	if ti < 0 {
 		return nil, fmt.Errorf("an Experiment needs trials")
 	}
+	b.dropRole(trace.RoleController)
 	r := &b.roles[ti]
 	tmpl, err := b.podTemplate(r, trialContainer, corev1.RestartPolicyNever)
 	if err != nil {

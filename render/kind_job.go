@@ -11,6 +11,39 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
+// jobIntegration: kube-controller-manager runs Jobs; Kueue's batch/job integration queues them.
+var jobIntegration = Integration{
+	Kind:        Job{},
+	GVK:         batchv1.SchemeGroupVersion.WithKind("Job"),
+	Resource:    "jobs",
+	AddToScheme: batchv1.AddToScheme,
+	Kueue:       []KueueIntegration{batchJobKueue},
+	Status:      statusOf(jobStatus),
+	PodSets: podSetsOf(func(j *batchv1.Job) []PodSet {
+		return []PodSet{{Name: "main", Count: int(ptr.Deref(j.Spec.Parallelism, 1)), Template: j.Spec.Template}}
+	}),
+}
+
+// batchJobKueue is Kueue's batch/v1 Job integration (also what queues a Katib Experiment's trials).
+var batchJobKueue = KueueIntegration{Framework: "batch/job", Kind: batchv1.SchemeGroupVersion.WithKind("Job"), Resource: "jobs"}
+
+func jobStatus(j *batchv1.Job) Status {
+	s := Status{Suspended: ptr.Deref(j.Spec.Suspend, false), Detail: fmt.Sprintf("active=%d succeeded=%d failed=%d", j.Status.Active, j.Status.Succeeded, j.Status.Failed)}
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			s.Finished, s.Succeeded = true, true
+		case batchv1.JobFailed:
+			s.Finished = true
+		}
+		s.Detail += " " + string(c.Type)
+	}
+	return s
+}
+
 // Job renders a single-role workload as a batch/v1 Job.
 type Job struct{}
 

@@ -12,6 +12,64 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
+const mpiModule, mpiVersion = "github.com/kubeflow/mpi-operator", "v0.7.0"
+
+var mpiJobIntegration = Integration{
+	Kind:        MPIJob{},
+	GVK:         mpiv2beta1.SchemeGroupVersion.WithKind(mpiv2beta1.Kind),
+	Resource:    "mpijobs",
+	AddToScheme: mpiv2beta1.AddToScheme,
+	Kueue:       []KueueIntegration{{Framework: "kubeflow.org/mpijob", Kind: mpiv2beta1.SchemeGroupVersion.WithKind(mpiv2beta1.Kind), Resource: "mpijobs"}},
+	CRDs: []CRDSource{{Module: mpiModule, Version: mpiVersion, Dir: "mpi-operator",
+		Files: []string{"manifests/base/kubeflow.org_mpijobs.yaml"}, Install: mpiOperator.Install}},
+	Operators: []*Operator{mpiOperator},
+	Status:    statusOf(mpiJobStatus),
+	PodSets: podSetsOf(func(j *mpiv2beta1.MPIJob) []PodSet {
+		var out []PodSet
+		for _, typ := range []mpiv2beta1.MPIReplicaType{mpiv2beta1.MPIReplicaTypeLauncher, mpiv2beta1.MPIReplicaTypeWorker} {
+			if r := j.Spec.MPIReplicaSpecs[typ]; r != nil { // a launcher-less run (runLauncherAsWorker) has no Launcher
+				out = append(out, PodSet{Name: string(typ), Count: int(ptr.Deref(r.Replicas, 1)), Template: r.Template})
+			}
+		}
+		return out
+	}),
+}
+
+// mpiOperator runs v2beta1 MPIJobs. Its leader election is always on, in its own namespace.
+var mpiOperator = &Operator{
+	Name: "mpi-operator", Module: mpiModule, Version: mpiVersion, Package: "./cmd/mpi-operator",
+	SourceCopy: true, Patch: "mpi-operator-v0.7.0-health-address.patch",
+	Install:   "install mpi-operator " + mpiVersion + " (its v2beta1 MPIJob CRD, not training-operator's v1 one): kubectl apply --server-side -f https://raw.githubusercontent.com/kubeflow/mpi-operator/" + mpiVersion + "/deploy/v2beta1/mpi-operator.yaml",
+	Namespace: "mpi-operator", StaleLease: "mpi-operator",
+	Ports: []string{"health"},
+	Run: func(e OperatorEnv) OperatorProcess {
+		q := itoa(e.QPS)
+		return OperatorProcess{
+			Args: []string{e.Binary, "--kubeConfig=" + e.Kubeconfig, "--lock-namespace=mpi-operator", "--health-address=" + e.Addr("health"),
+				"--kube-api-qps=" + q, "--kube-api-burst=" + q, "--threadiness=4"},
+			Env:        []string{"KUBECONFIG=" + e.Kubeconfig},
+			HealthPort: "health", HealthPath: "/healthz",
+		}
+	},
+}
+
+func mpiJobStatus(j *mpiv2beta1.MPIJob) Status {
+	s := Status{Suspended: ptr.Deref(j.Spec.RunPolicy.Suspend, false)}
+	for _, c := range j.Status.Conditions {
+		s.Detail += fmt.Sprintf("%s=%s ", c.Type, c.Status)
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case mpiv2beta1.JobSucceeded:
+			s.Finished, s.Succeeded = true, true
+		case mpiv2beta1.JobFailed:
+			s.Finished = true
+		}
+	}
+	return s
+}
+
 // MPIJob renders a distributed training run as an mpi-operator v2beta1 MPIJob: the CPU-only
 // launcher as Launcher, the workers as Worker. A run the trace gives as workers only (Joulie's
 // diurnal mode writes a multi-GPU run as one worker pod) becomes what mpi-operator offers for it:

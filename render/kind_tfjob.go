@@ -12,6 +12,20 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
+var tfJobIntegration = Integration{
+	Kind:        TFJob{},
+	GVK:         kftov1.SchemeGroupVersion.WithKind(kftov1.TFJobKind),
+	Resource:    "tfjobs",
+	AddToScheme: kftov1.AddToScheme,
+	Kueue:       []KueueIntegration{{Framework: "kubeflow.org/tfjob", Kind: kftov1.SchemeGroupVersion.WithKind(kftov1.TFJobKind), Resource: "tfjobs"}},
+	CRDs:        []CRDSource{trainingCRDs("kubeflow.org_tfjobs.yaml")},
+	Operators:   []*Operator{trainingOperator},
+	Status: statusOf(func(j *kftov1.TFJob) Status {
+		return kubeflowStatus(j.Spec.RunPolicy.Suspend, j.Status)
+	}),
+	PodSets: podSetsOf(func(j *kftov1.TFJob) []PodSet { return kubeflowPodSets(j.Spec.TFReplicaSpecs) }),
+}
+
 // TFJob renders a parameter-server training run as a training-operator TFJob (PS + Worker).
 type TFJob struct{}
 

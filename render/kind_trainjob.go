@@ -5,6 +5,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -15,6 +16,100 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/trace"
 )
+
+const trainerModule, trainerVersion = "github.com/kubeflow/trainer/v2", "v2.1.0"
+
+var trainJobIntegration = Integration{
+	Kind:        TrainJob{},
+	GVK:         trainerv1alpha1.GroupVersion.WithKind(trainerv1alpha1.TrainJobKind),
+	Resource:    "trainjobs",
+	AddToScheme: trainerv1alpha1.AddToScheme,
+	Kueue: []KueueIntegration{{Framework: "trainer.kubeflow.org/trainjob",
+		Kind: trainerv1alpha1.GroupVersion.WithKind(trainerv1alpha1.TrainJobKind), Resource: "trainjobs"}},
+	// Trainer runs a TrainJob as a JobSet built from its runtime.
+	CRDs: []CRDSource{{Module: trainerModule, Version: trainerVersion, Dir: "trainer", Install: trainerOperator.Install, Files: []string{
+		"manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
+		"manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml",
+		"manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml",
+	}}, jobSetCRDs},
+	ClusterObjects: TrainingRuntimes,
+	Operators:      []*Operator{jobSetOperator, trainerOperator},
+	Status:         statusOf(trainJobStatus),
+	// Kueue reads the pod sets off the JobSet the runtime makes: for kueuelab's runtime, numNodes
+	// pods of resourcesPerNode with the override's metadata.
+	PodSets: podSetsOf(func(j *trainerv1alpha1.TrainJob) []PodSet {
+		tmpl := corev1.PodTemplateSpec{}
+		for _, o := range j.Spec.PodTemplateOverrides {
+			if o.Metadata != nil {
+				tmpl.Labels, tmpl.Annotations = o.Metadata.Labels, o.Metadata.Annotations
+			}
+		}
+		var res corev1.ResourceRequirements
+		n := int32(1)
+		if t := j.Spec.Trainer; t != nil {
+			if t.ResourcesPerNode != nil {
+				res = *t.ResourcesPerNode
+			}
+			n = ptr.Deref(t.NumNodes, 1)
+		}
+		tmpl.Spec.Containers = []corev1.Container{{Name: trainerNode, Resources: res}}
+		return []PodSet{{Name: trainerNode, Count: int(n), Template: tmpl}}
+	}),
+}
+
+// trainerOperator is Kubeflow Trainer's controller manager. Its own certificate management is
+// off: it serves a certificate of the cluster CA from the path controller-runtime defaults to.
+var trainerOperator = &Operator{
+	Name: "trainer", Module: trainerModule, Version: trainerVersion,
+	Package: trainerModule + "/cmd/trainer-controller-manager",
+	File:    "trainer-controller-manager-" + trainerVersion,
+	Install: "install Kubeflow Trainer " + trainerVersion + ` and its runtimes: kubectl apply --server-side -k "https://github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=` + trainerVersion +
+		`" && kubectl apply --server-side -k "https://github.com/kubeflow/trainer.git/manifests/overlays/runtimes?ref=` + trainerVersion + `"`,
+	Ports: []string{"webhook", "health", "metrics"},
+	Webhooks: &OperatorWebhooks{File: "manifests/base/webhook/manifests.yaml", NamePrefix: "trainer-",
+		HardcodedCertDir: controllerRuntimeCertDir},
+	Run: func(e OperatorEnv) OperatorProcess {
+		return OperatorProcess{
+			Args: []string{e.Binary, "--config=" + e.ConfigDir + "/trainer.yaml", "--zap-log-level=info"},
+			Env:  []string{"KUBECONFIG=" + e.Kubeconfig},
+			Files: map[string]any{"trainer.yaml": map[string]any{
+				"apiVersion":     "config.trainer.kubeflow.org/v1alpha1",
+				"kind":           "Configuration",
+				"health":         map[string]any{"healthProbeBindAddress": e.Addr("health"), "readinessEndpointName": "readyz", "livenessEndpointName": "healthz"},
+				"metrics":        map[string]any{"bindAddress": e.Addr("metrics"), "secureServing": false},
+				"webhook":        map[string]any{"host": "127.0.0.1", "port": e.Ports["webhook"]},
+				"leaderElection": map[string]any{"leaderElect": false},
+				"certManagement": map[string]any{"enable": false},
+				// Upstream's shipped values, so TrainJobs are not reconciled one at a time.
+				"controller": map[string]any{"groupKindConcurrency": map[string]any{
+					"TrainJob.trainer.kubeflow.org": 5, "TrainingRuntime.trainer.kubeflow.org": 1, "ClusterTrainingRuntime.trainer.kubeflow.org": 1}},
+				"clientConnection": map[string]any{"qps": e.QPS, "burst": e.QPS},
+			}},
+			HealthPort: "health", HealthPath: "/readyz",
+		}
+	},
+	// What `kubectl apply -k manifests/overlays/runtimes` installs, so a user's TrainJob naming
+	// torch-distributed finds it.
+	InstallObjects: []string{
+		"manifests/base/runtimes/deepspeed_distributed.yaml",
+		"manifests/base/runtimes/mlx_distributed.yaml",
+		"manifests/base/runtimes/torch_distributed.yaml",
+		"manifests/base/runtimes/torchtune/llama3_2/llama3_2_1B.yaml",
+		"manifests/base/runtimes/torchtune/llama3_2/llama3_2_3B.yaml",
+		"manifests/base/runtimes/torchtune/qwen2_5/qwen2_5_1.5B.yaml",
+	},
+}
+
+func trainJobStatus(j *trainerv1alpha1.TrainJob) Status {
+	s := Status{Suspended: ptr.Deref(j.Spec.Suspend, false), Detail: conditions(j.Status.Conditions)}
+	if meta.IsStatusConditionTrue(j.Status.Conditions, trainerv1alpha1.TrainJobComplete) {
+		s.Finished, s.Succeeded = true, true
+	}
+	if meta.IsStatusConditionTrue(j.Status.Conditions, trainerv1alpha1.TrainJobFailed) {
+		s.Finished = true
+	}
+	return s
+}
 
 // TrainingRuntimeName is the ClusterTrainingRuntime every rendered TrainJob references.
 const TrainingRuntimeName = "kueuelab-torch-distributed"
@@ -47,6 +142,7 @@ func (TrainJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Opti
 	if wk < 0 {
 		return nil, fmt.Errorf("a TrainJob needs workers")
 	}
+	b.dropRole(trace.RoleLauncher)
 	r := &b.roles[wk]
 	// The pod template lives in the runtime; this TrainJob's pods get their part of it through
 	// an override: the contract, placement and tolerations.

@@ -20,7 +20,7 @@ func TestParseMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ in, want string }{
-		{"kinds:\n  distributed_training: RayJob\n", "m.yaml:2: kinds.distributed_training: unknown kind \"RayJob\""},
+		{"kinds:\n  distributed_training: SlurmJob\n", "m.yaml:2: kinds.distributed_training: unknown kind \"SlurmJob\""},
 		{"kinds:\n  quantum: Job\n", "m.yaml:2: kinds.quantum: unknown family"},
 		{"kinds:\n  debug_eval: MPIJob\n", "m.yaml:2: kinds.debug_eval: kind MPIJob cannot render this family"},
 		{"kind:\n  debug_eval: Job\n", "m.yaml:1: kind: unknown field (want kinds)"},

@@ -209,6 +209,21 @@ func (b *build) applyJobs(jobs []*trace.Job, groupOf []int) error {
 	return nil
 }
 
+// dropRole leaves role name to something else than a pod of its own (TrainJob's torchrun
+// rendezvous on node 0, Katib's suggestion service): its pods are no members of the gang.
+func (b *build) dropRole(name string) {
+	i := b.roleIndex(name)
+	if i < 0 || !b.roles[i].gang {
+		return
+	}
+	for j := range b.roles {
+		if b.roles[j].gang {
+			b.roles[j].contract.GangSize -= b.roles[i].Replicas
+		}
+	}
+	b.roles[i].gang, b.roles[i].contract.GangSize = false, 0
+}
+
 func (b *build) roleIndex(name string) int {
 	for i := range b.roles {
 		if b.roles[i].Role == name {

@@ -5,19 +5,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 
 	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
-	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
-	trainerv1alpha1 "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	kftov1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render/contract"
@@ -32,63 +27,34 @@ type podSet struct {
 	labels   map[string]string // the labels Kueue reads the queue from
 }
 
-// podSets derives the pod sets of an object the way Kueue's integrations do: replicas × pods per
-// replica for each template (JobSet: replicas × parallelism; Job: parallelism; kubeflow kinds:
-// replicas; TrainJob: numNodes × resourcesPerNode; Katib: each trial a one-pod Job, K of them).
-func podSets(t *testing.T, obj client.Object) []podSet {
+// podSets derives the pod sets of an object the way Kueue's integration of its kind does, with
+// the labels Kueue reads the queue from (the top object's; a Katib trial's own).
+func podSets(t *testing.T, reg *Registry, kind string, obj client.Object) []podSet {
 	t.Helper()
-	ps := func(n int32, tmpl *corev1.PodTemplateSpec, labels map[string]string) podSet {
-		return podSet{count: int(n), requests: tmpl.Spec.Containers[0].Resources.Requests, meta: tmpl.Annotations, labels: labels}
+	in, ok := reg.Integration(kind)
+	if !ok {
+		t.Fatalf("no integration %s", kind)
 	}
-	switch o := obj.(type) {
-	case *batchv1.Job:
-		return []podSet{ps(*o.Spec.Parallelism, &o.Spec.Template, o.Labels)}
-	case *jobsetv1alpha2.JobSet:
-		var out []podSet
-		for _, rj := range o.Spec.ReplicatedJobs {
-			out = append(out, ps(rj.Replicas**rj.Template.Spec.Parallelism, &rj.Template.Spec.Template, o.Labels))
-		}
-		return out
-	case *mpiv2beta1.MPIJob:
-		var out []podSet
-		for _, typ := range []mpiv2beta1.MPIReplicaType{mpiv2beta1.MPIReplicaTypeLauncher, mpiv2beta1.MPIReplicaTypeWorker} {
-			if r := o.Spec.MPIReplicaSpecs[typ]; r != nil { // a launcher-less run has no Worker with one pod
-				out = append(out, ps(*r.Replicas, &r.Template, o.Labels))
-			}
-		}
-		return out
-	case *kftov1.PyTorchJob:
-		return kubeflowPodSets(o.Spec.PyTorchReplicaSpecs, o.Labels, ps)
-	case *kftov1.TFJob:
-		return kubeflowPodSets(o.Spec.TFReplicaSpecs, o.Labels, ps)
-	case *trainerv1alpha1.TrainJob:
-		tmpl := corev1.PodTemplateSpec{}
-		tmpl.Annotations = o.Spec.PodTemplateOverrides[0].Metadata.Annotations
-		tmpl.Spec.Containers = []corev1.Container{{Resources: *o.Spec.Trainer.ResourcesPerNode}}
-		return []podSet{ps(*o.Spec.Trainer.NumNodes, &tmpl, o.Labels)}
-	case *katibv1beta1.Experiment:
-		var trial batchv1.Job
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Spec.TrialTemplate.TrialSpec.Object, &trial); err != nil {
-			t.Fatal(err)
-		}
-		return []podSet{ps(*o.Spec.MaxTrialCount**trial.Spec.Parallelism, &trial.Spec.Template, trial.Labels)}
+	sets, err := in.PodSets(obj)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no pod sets for %T", obj)
-	return nil
-}
-
-func kubeflowPodSets(specs map[kftov1.ReplicaType]*kftov1.ReplicaSpec, labels map[string]string, ps func(int32, *corev1.PodTemplateSpec, map[string]string) podSet) []podSet {
-	var out []podSet
-	for _, typ := range []kftov1.ReplicaType{"Master", "PS", "Worker"} {
-		if r, ok := specs[typ]; ok {
-			out = append(out, ps(*r.Replicas, &r.Template, labels))
-		}
+	labels := obj.GetLabels()
+	if e, ok := obj.(*katibv1beta1.Experiment); ok {
+		labels, _, _ = unstructured.NestedStringMap(e.Spec.TrialTemplate.TrialSpec.Object, "metadata", "labels")
+	}
+	out := make([]podSet, len(sets))
+	for i, s := range sets {
+		out[i] = podSet{count: s.Count, requests: s.Template.Spec.Containers[0].Resources.Requests, meta: s.Template.Annotations, labels: labels}
 	}
 	return out
 }
 
-// dropped is the role a kind leaves to someone else (see the kinds' comments).
-var dropped = map[string]string{"Experiment": trace.RoleController, "TrainJob": trace.RoleLauncher}
+// dropped is the role a kind leaves to someone else, added one it brings (see the kinds' comments).
+var (
+	dropped = map[string]string{"Experiment": trace.RoleController, "TrainJob": trace.RoleLauncher}
+	added   = map[string]string{"RayJob": RaySubmitterRole}
+)
 
 // TestPodSetsMatchTrace renders 10,000 random workloads with every kind that supports them and
 // checks that Kueue would see exactly the trace's pods and requests, that the contract parses back,
@@ -98,7 +64,7 @@ func TestPodSetsMatchTrace(t *testing.T) {
 	if testing.Short() {
 		n = 500
 	}
-	v, err := validate.New()
+	v, err := validate.New(DefaultRegistry().AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +93,7 @@ func TestPodSetsMatchTrace(t *testing.T) {
 				t.Fatalf("%s as %s: %v", w.WorkloadID, kind, err)
 			}
 			rendered++
-			if err := checkPodSets(t, w, kind, p, objs); err != nil {
+			if err := checkPodSets(t, reg, w, kind, p, objs); err != nil {
 				t.Fatalf("%s as %s: %v", w.WorkloadID, kind, err)
 			}
 			if i%10 == 0 { // schema validation is the slow part; every 10th workload covers all shapes
@@ -145,7 +111,7 @@ func TestPodSetsMatchTrace(t *testing.T) {
 	t.Logf("%d workloads, %d renderings", n, rendered)
 }
 
-func checkPodSets(t *testing.T, w *trace.Workload, kind string, p Placement, objs []client.Object) error {
+func checkPodSets(t *testing.T, reg *Registry, w *trace.Workload, kind string, p Placement, objs []client.Object) error {
 	want := map[string]podSet{}
 	for _, g := range w.Pods {
 		if dropped[kind] == g.Role {
@@ -162,7 +128,7 @@ func checkPodSets(t *testing.T, w *trace.Workload, kind string, p Placement, obj
 		if len(validation.IsDNS1035Label(o.GetName())) > 0 {
 			return fmt.Errorf("name %q is not a DNS-1035 label", o.GetName())
 		}
-		for _, s := range podSets(t, o) {
+		for _, s := range podSets(t, reg, kind, o) {
 			c, err := contract.Parse(s.meta)
 			if err != nil {
 				return err
@@ -173,6 +139,9 @@ func checkPodSets(t *testing.T, w *trace.Workload, kind string, p Placement, obj
 			if s.labels[kueueconstants.QueueLabel] != p.Queue || s.labels[kueueconstants.WorkloadPriorityClassLabel] != p.PriorityClass {
 				return fmt.Errorf("role %s: queue labels %v", c.Role, s.labels)
 			}
+			if c.Role == added[kind] {
+				continue
+			}
 			if _, dup := got[c.Role]; dup {
 				return fmt.Errorf("role %s has two pod sets", c.Role)
 			}
@@ -181,6 +150,23 @@ func checkPodSets(t *testing.T, w *trace.Workload, kind string, p Placement, obj
 	}
 	if len(got) != len(want) {
 		return fmt.Errorf("pod sets for roles %v, want %v", keys(got), keys(want))
+	}
+	// A gang is exactly the pods that carry its size: the agent waits for that many.
+	gang, size := 0, 0
+	for _, o := range objs {
+		for _, s := range podSets(t, reg, kind, o) {
+			c, _ := contract.Parse(s.meta)
+			if c.GangSize > 0 {
+				gang += s.count
+				if size != 0 && size != c.GangSize {
+					return fmt.Errorf("gang sizes %d and %d in one workload", size, c.GangSize)
+				}
+				size = c.GangSize
+			}
+		}
+	}
+	if gang != size {
+		return fmt.Errorf("%d pods carry gang size %d", gang, size)
 	}
 	for role, ws := range want {
 		gs, ok := got[role]

@@ -1,7 +1,8 @@
 // Package render turns a logical workload of a trace into the Kubernetes objects an expert would
-// write for it (MPIJob, PyTorchJob, JobSet, TrainJob, TFJob, Katib Experiment, batch/v1 Job), queued
-// through Kueue and carrying the agent's contract (package contract) on every pod template.
-// Each kind is one small Kind implementation registered by name; a Mapping picks the kind per family.
+// write for it (MPIJob, PyTorchJob, JobSet, TrainJob, TFJob, Katib Experiment, RayJob, batch/v1
+// Job), queued through Kueue and carrying the agent's contract (package contract) on every pod
+// template. Each kind is one Integration, in one kind_*.go file, holding every fact about it;
+// a Mapping picks the kind per family.
 package render
 
 import (
@@ -121,8 +122,8 @@ func onceEach(warn func(string)) func(string) {
 	}
 }
 
-// Kind renders workloads of some families as one upstream kind. Adding a kind is adding one
-// implementation to NewRegistry's list.
+// Kind renders workloads of some families as one upstream kind; its Integration holds the
+// kind's other facts.
 type Kind interface {
 	// Name is the kind's name in mapping files ("MPIJob", "JobSet", ...).
 	Name() string
@@ -132,26 +133,31 @@ type Kind interface {
 	Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) ([]client.Object, error)
 }
 
-// Registry holds the kinds by name.
+// Registry holds the integrations by kind name.
 type Registry struct {
 	kinds map[string]Kind
+	order []Integration
 }
 
-// NewRegistry registers kinds; two kinds with one name are an error.
-func NewRegistry(kinds ...Kind) (*Registry, error) {
-	r := &Registry{kinds: make(map[string]Kind, len(kinds))}
-	for _, k := range kinds {
-		if _, dup := r.kinds[k.Name()]; dup {
-			return nil, fmt.Errorf("kind %s registered twice", k.Name())
+// NewRegistry registers integrations; two with one kind name are an error.
+func NewRegistry(ins ...Integration) (*Registry, error) {
+	r := &Registry{kinds: make(map[string]Kind, len(ins))}
+	for _, in := range ins {
+		if in.Kind == nil {
+			return nil, fmt.Errorf("integration of %s has no Kind", in.GVK)
 		}
-		r.kinds[k.Name()] = k
+		if _, dup := r.kinds[in.Name()]; dup {
+			return nil, fmt.Errorf("kind %s registered twice", in.Name())
+		}
+		r.kinds[in.Name()] = in.Kind
+		r.order = append(r.order, in)
 	}
 	return r, nil
 }
 
 // DefaultRegistry returns a registry of every built-in kind.
 func DefaultRegistry() *Registry {
-	r, err := NewRegistry(MPIJob{}, PyTorchJob{}, JobSet{}, TrainJob{}, TFJob{}, Experiment{}, Job{})
+	r, err := NewRegistry(DefaultIntegrations()...)
 	if err != nil {
 		panic(err) // the built-in names are distinct; a duplicate is a programming error
 	}

@@ -18,7 +18,7 @@ import (
 func newClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Run a local control plane (Kubernetes, KWOK, Kueue, JobSet, training-operator, mpi-operator)",
+		Short: "Run a local control plane (Kubernetes, KWOK, Kueue and the operators of every kind)",
 	}
 	var name string
 	cmd.PersistentFlags().StringVar(&name, "name", cluster.DefaultName, "cluster name (one state dir per cluster)")
@@ -63,17 +63,22 @@ func newClusterUpCmd(name *string) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local cluster (a no-op that reports health when it is running)",
-		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, Kueue, JobSet,
-training-operator and mpi-operator on 127.0.0.1 as background processes that outlive this command,
-each awaited on its readiness endpoint. A supervisor process (it too outlives this command)
-restarts every component that exits, after 200 ms, then doubling up to 30 s; a component that
-exits again after 5 restarts within 2 minutes is left down as crash-looping until the next
-'cluster up'. 'cluster status' shows each component's state and restarts. State (certificates,
-configs, PIDs, logs, etcd data, status.json) lives in $XDG_STATE_HOME/kueuelab/<name> (default
-~/.local/state/kueuelab/<name>). Without --cluster the cluster gets 4 KWOK nodes with 8
-nvidia.com/gpu each. The kube-scheduler runs with the spec's scheduler section (upstream's
-default profile without one) and is restarted when it changes; without --cluster it keeps the
-configuration it has.`,
+		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, Kueue and the
+operators of every kind kueuelab renders (` + operatorList() + `) on 127.0.0.1 as
+background processes that outlive this command, each awaited on its readiness endpoint. A
+supervisor process (it too outlives this command) restarts every component that exits, after
+200 ms, then doubling up to 30 s; a component that exits again after 5 restarts within 2 minutes
+is left down as crash-looping until the next 'cluster up'. 'cluster status' shows each
+component's state and restarts. State (certificates, configs, PIDs, logs, etcd data,
+status.json) lives in $XDG_STATE_HOME/kueuelab/<name> (default ~/.local/state/kueuelab/<name>).
+Without --cluster the cluster gets 4 KWOK nodes with 8 nvidia.com/gpu each. The kube-scheduler
+runs with the spec's scheduler section (upstream's default profile without one) and is restarted
+when it changes; without --cluster it keeps the configuration it has.
+
+Every node of the local cluster is a KWOK node, so its nodes carry no KWOK taint (there are no
+real pods to keep off them): a manifest of your own, with a kueue.x-k8s.io/queue-name label, is
+admitted and runs as it would on a real cluster, driven by the agent of a running replay (see
+kueuelab agent --help for its defaults).`,
 		Example: "  kueuelab cluster up\n  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -105,7 +110,7 @@ configuration it has.`,
 	}
 	c.Flags().StringVar(&binDir, "bin-dir", "", "directory holding the binaries (env "+tools.BinDirEnv+"; default: the tools cache)")
 	c.Flags().StringVar(&spec, "cluster", "", "cluster spec whose nodes, flavors and queues to apply")
-	c.Flags().IntVar(&portBase, "port-base", 0, "first of 17 consecutive loopback ports (default: the cluster's previous base, else 16400 for \"default\" and a block derived from --name otherwise)")
+	c.Flags().IntVar(&portBase, "port-base", 0, fmt.Sprintf("first of %d consecutive loopback ports (default: the cluster's previous base, else 16400 for \"default\" and a block derived from --name otherwise)", numPorts()))
 	c.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "readiness deadline per component")
 	return c
 }
@@ -175,13 +180,15 @@ func newClusterInstallCmd() *cobra.Command {
 	var withNodes bool
 	c := &cobra.Command{
 		Use:   "install",
-		Short: "Prepare an existing cluster: check Kueue, JobSet, Kubeflow and KWOK, install kueuelab's completion stages",
-		Long: `For a cluster you run yourself (e.g. kind + KWOK with Kueue installed): checks that the Kueue,
-JobSet, training-operator, mpi-operator and KWOK Stage CRDs are served (and Kueue's version from its
-controller Deployment), then installs only what kueuelab owns: the KWOK completion stages and, with
---cluster, the spec's namespaces, flavors, queues and KWOK nodes. It reports what the cluster's
-kube-scheduler does (its pods' image and flags, and whether it runs a configuration file) without
-changing it: a spec's scheduler section applies to the local cluster only.`,
+		Short: "Prepare an existing cluster: check Kueue, KWOK and the job kinds' CRDs, install kueuelab's completion stages",
+		Long: `For a cluster you run yourself (e.g. kind + KWOK with Kueue installed): checks that Kueue's and
+KWOK's Stage CRDs are served (and Kueue's version from its controller Deployment), and the CRD of
+every kind (` + kindList() + `): those of the default mapping run by an operator are
+required, the others are reported with how to install them. Then it installs only what kueuelab
+owns: the KWOK completion stages and, with --cluster, the spec's namespaces, flavors, queues and
+KWOK nodes. RayJobs need the local cluster: only there does a stand-in answer KubeRay's Ray job API.
+It reports what the cluster's kube-scheduler does (its pods' image and flags, and whether it runs a
+configuration file) without changing it: a spec's scheduler section applies to the local cluster only.`,
 		Example: "  kueuelab cluster install --kubeconfig ~/.kube/config",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -12,9 +12,15 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kueuelab/kueuelab/runtime/cluster"
 )
 
 func main() {
+	// The local cluster runs stand-ins (the Ray job API) as this very program.
+	if ran, code := cluster.RunStandIn(); ran {
+		os.Exit(code)
+	}
 	// controller-runtime's clients log through a logger that must be set once, or they print a
 	// stack trace on first use; every error they meet is returned to the command, which reports it.
 	ctrllog.SetLogger(logr.Discard())

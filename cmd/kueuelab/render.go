@@ -36,19 +36,18 @@ func newRenderCmd() *cobra.Command {
 		Use:   "render --trace TRACE --cluster SPEC",
 		Short: "Render a trace and a cluster spec into Kueue-queued manifests",
 		Long: `render turns every logical workload of a trace into the object an expert would write for it
-(MPIJob, PyTorchJob, JobSet, TrainJob, TFJob, Katib Experiment or batch/v1 Job, chosen per family
-by --mapping), queued through Kueue, and the cluster spec into KWOK nodes, ResourceFlavors,
+(` + kindList() + `,
+chosen per family by --mapping), queued through Kueue, and the cluster spec into KWOK nodes, ResourceFlavors,
 ClusterQueues, Cohorts, LocalQueues and WorkloadPriorityClasses. Every object is validated against
 the upstream CRD schemas unless --no-validate.
 
 Output goes to stdout as a multi-document YAML (or JSON lines, -o json) stream, cluster objects
 first, or with --out-dir to 00-cluster.yaml plus one file per workload in submit order.
 
+The cluster objects include what the mapped kinds refer to (a TrainJob's ClusterTrainingRuntime).
+
 A mapping file chooses kinds per family, e.g.
-  kinds:
-    distributed_training: PyTorchJob   # MPIJob (default) | PyTorchJob | JobSet | TrainJob
-    parameter_server_training: TFJob   # JobSet (default) | TFJob
-    hpo_experiment: JobSet             # Experiment (default) | JobSet`,
+` + mappingHelp(),
 		Example: `  kueuelab render --trace t.jsonl --cluster examples/cluster.yaml --out-dir out/
   kueuelab render --trace t.jsonl --cluster examples/cluster.yaml --target real --speedup 60 | kubectl apply -f -`,
 		Args: cobra.NoArgs,
@@ -108,10 +107,10 @@ func runRender(cmd *cobra.Command, f *renderFlags) error {
 	if err != nil {
 		return err
 	}
-	clusterObjs = append(clusterObjs, render.TrainingRuntimes(r.Options())...)
+	clusterObjs = append(clusterObjs, reg.ClusterObjects(mapping, r.Options())...)
 	var check render.Check
 	if !f.noValidate {
-		v, err := validate.New()
+		v, err := validate.New(render.DefaultRegistry().AddToScheme)
 		if err != nil {
 			return err
 		}

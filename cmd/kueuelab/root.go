@@ -9,8 +9,8 @@ func newRootCmd() *cobra.Command {
 		Use:   "kueuelab",
 		Short: "Replay realistic AI workload traces through a real Kueue on simulated GPU nodes",
 		Long: `kueuelab generates realistic AI workload traces, renders each logical workload into the
-objects a real cluster runs (PyTorchJob, MPIJob, JobSet, Katib Experiment, TrainJob, Job, all
-queued through Kueue), and replays traces on a real control plane with KWOK GPU nodes.`,
+objects a real cluster runs (` + kindList() + `, all queued through Kueue), and replays
+traces on a real control plane with KWOK GPU nodes.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -17,10 +17,12 @@ func newToolsCmd() *cobra.Command {
 	var force bool
 	install := &cobra.Command{
 		Use:   "install",
-		Short: "Build the pinned etcd, Kubernetes, KWOK, Kueue, JobSet, training-operator and mpi-operator binaries",
-		Long: `Builds every pinned binary through the Go module proxy with the local go toolchain into a
-versioned cache ($XDG_CACHE_HOME/kueuelab/bin/<set>, default ~/.cache/kueuelab/bin/<set>),
-skipping binaries that are present. A cold build takes about 22 minutes on 2 cores.`,
+		Short: "Build the pinned etcd, Kubernetes, KWOK, Kueue and operator binaries",
+		Long: `Builds every pinned binary (etcd, Kubernetes, KWOK, Kueue and the operators of every kind: ` + operatorList() + `)
+through the Go module proxy with the local go toolchain into a versioned cache
+($XDG_CACHE_HOME/kueuelab/bin/<set>, default ~/.cache/kueuelab/bin/<set>), skipping binaries
+that are present, so it is idempotent and an added operator builds alone. A cold build takes
+about 20 minutes on 2 cores.`,
 		Example: "  kueuelab tools install\n  kueuelab tools install --bin-dir /opt/kueuelab/bin",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/render/validate"
 )
 
@@ -30,7 +31,7 @@ invalid.`,
 			if err != nil {
 				return err
 			}
-			v, err := validate.New()
+			v, err := validate.New(render.DefaultRegistry().AddToScheme)
 			if err != nil {
 				return err
 			}

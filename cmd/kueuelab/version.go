@@ -27,7 +27,7 @@ func newVersionCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "kueuelab %s\n", v)
 			fmt.Fprintln(out, "trace schema v2")
-			fmt.Fprintln(out, "targets: Kubernetes v1.34.2, Kueue v0.15.0, JobSet v0.10.1, training-operator v1.9.3, mpi-operator v0.7.0, trainer v2.1.0, Katib v0.14.0, KWOK v0.7.0")
+			fmt.Fprintln(out, "targets: "+targets())
 			return nil
 		},
 	}

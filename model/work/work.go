@@ -15,12 +15,11 @@ const (
 const MinUtilization = 0.1
 
 // RoleFraction is the share of the workload's duration a role is busy: coordinators (launcher,
-// controller) do little compute, parameter servers less than workers. Unknown roles count fully.
+// controller, a RayJob's submitter, which waits for the job) do little compute, parameter servers
+// less than workers. Unknown roles count fully.
 func RoleFraction(role string) float64 {
 	switch role {
-	case "launcher":
-		return 0.05
-	case "controller":
+	case "launcher", "controller", "submitter":
 		return 0.05
 	case "ps":
 		return 0.6

@@ -33,6 +33,16 @@
 // Label on the top object and on every pod template, for selection: kueuelab.io/workload-id, whose
 // value is the workload's object name (render.Name of the id, equal to the id whenever the id is
 // already a short DNS-1035 label), because label values are limited to 63 characters.
+//
+// Pods nobody rendered (an upstream sample, a user's own manifest: no kueuelab.io/workload-id
+// annotation) run by Unrendered's defaults. The one key a user sets on such a pod template is
+//
+//	kueuelab.io/duration-sec                 how long the pod runs alone on an idle node, in trace
+//	                                         seconds (default DefaultDurationSec)
+//
+// and the agent's own kueuelab.io/inject-failure works as on any pod. Everything else is assumed:
+// a training-like step (UnrenderedProfile) that keeps what it requests busy, no gang (each pod
+// progresses alone), no checkpoints; its workload is the object that owns the pod.
 package contract
 
 import (
@@ -41,6 +51,7 @@ import (
 	"strconv"
 
 	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/model/work"
 )
 
 // Prefix is the prefix of every key in the contract.
@@ -195,4 +206,47 @@ func Parse(a map[string]string) (*Pod, error) {
 		return nil, fmt.Errorf("annotation %s: unknown family %q", Family, p.Family)
 	}
 	return p, nil
+}
+
+// DefaultDurationSec is how long an unrendered pod runs, alone on an idle node, unless its
+// kueuelab.io/duration-sec annotation says otherwise: ten trace minutes.
+const DefaultDurationSec = 600
+
+// UnrenderedRole is the role of an unrendered pod.
+const UnrenderedRole = "main"
+
+// UnrenderedProfile is the intensity profile assumed for an unrendered pod: a training step that
+// keeps its GPUs mostly busy and its CPUs half busy.
+var UnrenderedProfile = trace.Profile{CPUUtilization: 0.5, GPUUtilization: 0.8, MemoryIntensity: 0.3, IOIntensity: 0.1, CPUFeedIntensityGPU: 0.3}
+
+// Rendered reports whether a pod's annotations carry the contract (render wrote the pod).
+func Rendered(a map[string]string) bool {
+	_, ok := a[WorkloadID]
+	return ok
+}
+
+// Unrendered is the contract assumed for a pod render did not write (see the package comment):
+// workload names the object that owns it, cpu (cores) and gpus are its requests. Errors name the
+// annotation.
+func Unrendered(a map[string]string, workload string, cpu float64, gpus int) (*Pod, error) {
+	d := float64(DefaultDurationSec)
+	if s, ok := a[DurationSec]; ok {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("annotation %s: %q is not a positive number of trace seconds", DurationSec, s)
+		}
+		d = v
+	}
+	prof := UnrenderedProfile
+	sens := trace.Sensitivity{CPU: 0.9}
+	if gpus > 0 {
+		sens = trace.Sensitivity{CPU: 0.5, GPU: 0.9}
+	}
+	return &Pod{
+		WorkloadID: workload, Role: UnrenderedRole, DurationSec: d, Profile: prof, Sensitivity: &sens, IntentClass: "standard",
+		Work: trace.Work{
+			CPUUnits: work.Units(d, cpu, prof.CPUUtilization, work.DefaultCPURatePerCore, UnrenderedRole),
+			GPUUnits: work.Units(d, float64(gpus), prof.GPUUtilization, work.DefaultGPURatePerGPU, UnrenderedRole),
+		},
+	}, nil
 }

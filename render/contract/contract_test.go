@@ -81,3 +81,47 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		}
 	}
 }
+
+func TestUnrendered(t *testing.T) {
+	tests := []struct {
+		name      string
+		ann       map[string]string
+		cpu       float64
+		gpus      int
+		wantSec   float64
+		wantGPU   bool
+		wantError string
+	}{
+		{"defaults", nil, 1, 0, DefaultDurationSec, false, ""},
+		{"user's run time", map[string]string{DurationSec: "90"}, 2, 1, 90, true, ""},
+		{"zero", map[string]string{DurationSec: "0"}, 1, 0, 0, false, "annotation kueuelab.io/duration-sec: \"0\""},
+		{"not a number", map[string]string{DurationSec: "10m"}, 1, 0, 0, false, "annotation kueuelab.io/duration-sec: \"10m\""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if Rendered(tc.ann) {
+				t.Fatalf("annotations %v read as rendered", tc.ann)
+			}
+			p, err := Unrendered(tc.ann, "my-job", tc.cpu, tc.gpus)
+			if tc.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
+					t.Fatalf("err = %v, want %q", err, tc.wantError)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.DurationSec != tc.wantSec || p.WorkloadID != "my-job" || p.GangSize != 0 || p.Sensitivity == nil {
+				t.Errorf("contract %+v", p)
+			}
+			if got := p.Work.GPUUnits > 0; got != tc.wantGPU || !(p.Work.CPUUnits > 0) {
+				t.Errorf("work %+v for %g cores and %d GPUs", p.Work, tc.cpu, tc.gpus)
+			}
+		})
+	}
+	rendered := (&Pod{WorkloadID: "w"}).Annotations()
+	if !Rendered(rendered) {
+		t.Errorf("a rendered pod's annotations read as unrendered")
+	}
+}

@@ -3,11 +3,15 @@ package validate
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/render/validate/internal/crdsource"
 )
 
@@ -23,6 +27,16 @@ func TestEmbeddedCRDsMatchModules(t *testing.T) {
 		loc, err := crdsource.Locate(context.Background(), root, src)
 		if err != nil {
 			t.Skipf("module cache not available (offline build?): %v", err)
+		}
+		// A kind's typed API (go.mod) and the CRD it is validated against are one release.
+		if src.Version != "" {
+			gm, err := crdsource.GoModVersion(context.Background(), root, src.Module)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gm != "" && gm != src.Version {
+				t.Errorf("%s: the registry takes CRDs from %s, go.mod requires %s", src.Module, src.Version, gm)
+			}
 		}
 		for _, f := range src.Files {
 			name := path.Join("crds", src.Dir, path.Base(f))
@@ -58,6 +72,51 @@ func TestEmbeddedCRDsMatchModules(t *testing.T) {
 			if name := path.Join("crds", d.Name(), f.Name()); !want[name] {
 				t.Errorf("%s is embedded but not listed in crdsource.Sources", name)
 			}
+		}
+	}
+}
+
+// TestRegistryMatchesItsCRDs: each kind's GVK and plural, and those of the Kueue integrations
+// admitting it, are what the embedded CRDs serve (built-in kinds excepted).
+func TestRegistryMatchesItsCRDs(t *testing.T) {
+	served := map[string]bool{} // group/version/kind/plural
+	err := fs.WalkDir(crdFiles, "crds", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".yaml" {
+			return err
+		}
+		b, err := crdFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		crds, err := parseCRDs(b)
+		for _, crd := range crds {
+			for _, v := range crd.Spec.Versions {
+				if v.Served {
+					served[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind+"/"+crd.Spec.Names.Plural] = true
+				}
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin := map[string]bool{"batch": true, "": true}
+	for _, in := range render.DefaultRegistry().Integrations() {
+		check := func(what string, gvk schema.GroupVersionKind, plural string) {
+			if builtin[gvk.Group] {
+				return
+			}
+			if !served[gvk.Group+"/"+gvk.Version+"/"+gvk.Kind+"/"+plural] {
+				t.Errorf("%s: %s %v (%s) is served by none of the embedded CRDs", in.Name(), what, gvk, plural)
+			}
+		}
+		check("kind", in.GVK, in.Resource)
+		for _, k := range in.Kueue {
+			check("Kueue integration "+k.Framework, k.Kind, k.Resource)
+		}
+		if len(in.CRDs) == 0 && !builtin[in.GVK.Group] {
+			t.Errorf("%s: a custom resource without CRD sources", in.Name())
 		}
 	}
 }

@@ -7,9 +7,6 @@ import (
 	"fmt"
 
 	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
-	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
-	trainerv1alpha1 "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	kftov1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metavalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -19,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -32,18 +28,20 @@ type Validator struct {
 	typed  map[schema.GroupVersionKind]*typedKind
 }
 
-// New parses the embedded CRDs and compiles their schemas and CEL rules.
-func New() (*Validator, error) {
+// New parses the embedded CRDs and compiles their schemas and CEL rules. addToScheme registers
+// the Go types of the job kinds (render.Registry.AddToScheme), so that typed objects without
+// apiVersion and kind are recognised; core, batch and Kueue types always are.
+func New(addToScheme ...func(*runtime.Scheme) error) (*Validator, error) {
 	crds, err := loadCRDs()
 	if err != nil {
 		return nil, fmt.Errorf("load CRDs: %w", err)
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		batchv1.AddToScheme, corev1.AddToScheme,
-		kueuev1beta1.AddToScheme, kueuev1beta2.AddToScheme, jobsetv1alpha2.AddToScheme,
-		kftov1.AddToScheme, mpiv2beta1.AddToScheme, trainerv1alpha1.AddToScheme, katibv1beta1.AddToScheme,
-	} {
+	for _, add := range append([]func(*runtime.Scheme) error{
+		batchv1.AddToScheme, corev1.AddToScheme, kueuev1beta1.AddToScheme, kueuev1beta2.AddToScheme,
+		// The typed validator decodes Katib Experiments, whose CRD has no schema.
+		katibv1beta1.AddToScheme,
+	}, addToScheme...) {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
 		}

@@ -11,10 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kueuelab/kueuelab/render"
 )
 
 // newValidator builds the Validator once for the whole test binary; New is deliberately not cheap.
-var newValidator = sync.OnceValues(New)
+var newValidator = sync.OnceValues(func() (*Validator, error) { return New(render.DefaultRegistry().AddToScheme) })
 
 func validator(t testing.TB) *Validator {
 	t.Helper()

@@ -22,6 +22,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -95,6 +97,7 @@ type Agent struct {
 	bad         map[types.UID]struct{}         // pods whose contract was rejected (logged once)
 	reported    map[string]struct{}            // gangs reported blocked in their current episode
 	badNodes    map[string]struct{}            // nodes the engine cannot model (logged once)
+	servicePods []labels.Selector              // Config.ServicePods
 	started     int                            // pods running in the engine
 	blocked     []engine.GangStatus
 	acks        []simclock.Key // hold acknowledgements due once the alarm is re-armed
@@ -133,6 +136,13 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 		checkpoints: map[string]float64{}, bad: map[types.UID]struct{}{}, reported: map[string]struct{}{}, badNodes: map[string]struct{}{},
 		lost: map[string]float64{},
 	}
+	for _, sel := range cfg.ServicePods {
+		ls, err := labels.Parse(sel)
+		if err != nil {
+			return nil, fmt.Errorf("agent config: service pods %q: %w", sel, err)
+		}
+		a.servicePods = append(a.servicePods, ls)
+	}
 	a.w = newWriter(client, cfg.WriteQPS, cfg.WriteBurst, a.log, a.m)
 	stripManaged := informers.WithTransform(func(o any) (any, error) {
 		if m, ok := o.(metav1.Object); ok {
@@ -140,8 +150,11 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 		}
 		return o, nil
 	})
-	podF := informers.NewSharedInformerFactoryWithOptions(client, 0, stripManaged,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.PodSelector }))
+	podOpts := []informers.SharedInformerOption{stripManaged, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.PodSelector })}
+	if len(cfg.Namespaces) == 1 {
+		podOpts = append(podOpts, informers.WithNamespace(cfg.Namespaces[0]))
+	}
+	podF := informers.NewSharedInformerFactoryWithOptions(client, 0, podOpts...)
 	nodeF := informers.NewSharedInformerFactoryWithOptions(client, 0, stripManaged,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.NodeSelector }))
 	a.podInf, a.pods = podF.Core().V1().Pods().Informer(), podF.Core().V1().Pods().Lister()
@@ -220,8 +233,8 @@ func (a *Agent) LostEnergy() map[string]float64 {
 // hands pod steps to and from the runner through holds on it (handoff selects the pods the runner
 // follows), and writes at up to 200 pods/s (a gang of 64 pods finishing together would otherwise
 // wait a second behind the default limit of 50).
-func InProcess(cs kubernetes.Interface, clk *simclock.Clock, seed uint64, handoff func(*corev1.Pod) bool) (*Agent, error) {
-	return New(Config{Trace: clk, Handoff: handoff, Seed: seed, WriteQPS: 200, WriteBurst: 400}, cs, nil)
+func InProcess(cs kubernetes.Interface, clk *simclock.Clock, seed uint64, handoff func(*corev1.Pod) bool, namespaces []string) (*Agent, error) {
+	return New(Config{Trace: clk, Handoff: handoff, Seed: seed, WriteQPS: 200, WriteBurst: 400, Namespaces: namespaces}, cs, nil)
 }
 
 // Snapshot is what a runner in the same process reads from the agent.
@@ -347,6 +360,11 @@ func (a *Agent) syncNode(name string, dirtyPods map[string]struct{}) {
 		return // deleted: the engine keeps the node; its pods leave through their own events
 	}
 	st := a.nodeState[name]
+	if st == nil && len(n.Status.Allocatable) == 0 && len(n.Status.Capacity) == 0 {
+		// A KWOK node gets its capacity in a status write after its creation: the engine takes it
+		// once it has one, or it would model a node without CPUs or GPUs.
+		return
+	}
 	if st == nil {
 		spec, err := nodeSpec(n, a.cat)
 		if err == nil {
@@ -388,6 +406,9 @@ func (a *Agent) syncNode(name string, dirtyPods map[string]struct{}) {
 }
 
 func (a *Agent) syncPod(key string, deletedUID types.UID) {
+	if len(a.cfg.Namespaces) > 1 && !slices.Contains(a.cfg.Namespaces, namespaceOf(key)) {
+		return // another run's pods (Config.Namespaces)
+	}
 	p, err := a.pods.Pods(namespaceOf(key)).Get(nameOf(key))
 	exists := err == nil
 	st := a.podState[key]
@@ -471,7 +492,7 @@ func (a *Agent) track(p *corev1.Pod) *podState {
 		a.log.Error("pod ignored", "pod", key, "err", err)
 		return nil
 	}
-	c, err := contract.Parse(p.Annotations)
+	c, err := contractOf(p)
 	if err != nil {
 		return reject(fmt.Errorf("pod %s: %w", key, err))
 	}
@@ -491,6 +512,7 @@ func (a *Agent) track(p *corev1.Pod) *podState {
 		uid: p.UID, id: id, ns: p.Namespace, name: p.Name, gang: spec.GangID, workload: c.WorkloadID, duration: spec.DurationSec,
 		ckptKey: p.Namespace + "/" + c.WorkloadID + "/" + c.Role, ckpt: spec.CheckpointIntervalSec > 0,
 		failAtEnd: failAtEnd, written: -1, handoff: a.cfg.Handoff != nil && a.cfg.Handoff(p),
+		service: a.servesUntilDeleted(p),
 	}
 	switch remaining, ok := a.checkpoints[st.ckptKey]; {
 	case hasProg:
@@ -612,6 +634,11 @@ func (a *Agent) finish(f engine.Finished) {
 	if failed {
 		verdict, result = "fail", "failed"
 	}
+	// A service pod's work is done, but it serves on until its owner deletes it.
+	service := st.service && !failed
+	if service {
+		result = "served"
+	}
 	snap := a.eng.Snapshot(st.id)
 	prog, _ := json.Marshal(Progress{Snapshot: snap, RunSec: runSec, Fraction: 1 - snap.RemainingSec/st.duration})
 	wall := a.cfg.Wall.Now()
@@ -625,7 +652,10 @@ func (a *Agent) finish(f engine.Finished) {
 	}
 	p := patch{ns: st.ns, name: st.name, typ: types.MergePatchType, complete: true, result: result}
 	var err error
-	if a.cfg.CompleteVia == CompleteViaStatus {
+	if service {
+		delete(ann, contract.Complete)
+	}
+	if a.cfg.CompleteVia == CompleteViaStatus && !service {
 		p.status, p.typ = true, types.StrategicMergePatchType
 		p.body, err = a.statusPatch(f.Key, ann, failed, wall)
 	} else {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/kueuelab/kueuelab/model/hw"
 	"github.com/kueuelab/kueuelab/model/trace"
@@ -746,5 +747,106 @@ func TestLostEnergy(t *testing.T) {
 				t.Errorf("lost energy %g J after changing a returned map, want %g J", j, want)
 			}
 		})
+	}
+}
+
+// TestUnrenderedPodRunsByDefaults: a pod kueuelab did not render (a user's own manifest) runs
+// the trace seconds its kueuelab.io/duration-sec annotation says, alone on an idle node, and
+// otherwise contract.DefaultDurationSec; its workload is its owner.
+func TestUnrenderedPodRunsByDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		ann  map[string]string
+		want float64
+	}{
+		{"annotated", map[string]string{contract.DurationSec: "240"}, 240},
+		{"default", nil, contract.DefaultDurationSec},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := makePod("user-pod", "n1", podContract("ignored", 0), nil)
+			p.Annotations, p.Labels = tc.ann, map[string]string{"app": "mine"}
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "my-job", UID: "j1", Controller: ptr.To(true)}}
+			client := fake.NewClientset()
+			create(t, client, makeNode("n1", 8, nil), p)
+			h := start(t, client, Config{CompleteVia: CompleteViaStatus})
+			h.started(1)
+			h.advance(tc.want - 10)
+			if _, done := h.pod("user-pod").Annotations[contract.Complete]; done {
+				t.Fatalf("pod completed before its %g trace seconds", tc.want)
+			}
+			h.advance(10)
+			got := h.completed("user-pod")
+			if got.Status.Phase != corev1.PodSucceeded || annFloat(t, got, contract.RunTraceSec) != tc.want {
+				t.Errorf("phase %s after %s trace s, want Succeeded after %g", got.Status.Phase, got.Annotations[contract.RunTraceSec], tc.want)
+			}
+		})
+	}
+	t.Run("bad run time", func(t *testing.T) {
+		p := makePod("user-pod", "n1", podContract("ignored", 0), nil)
+		p.Annotations = map[string]string{contract.DurationSec: "ten minutes"}
+		client := fake.NewClientset()
+		create(t, client, makeNode("n1", 8, nil), p)
+		h := start(t, client, Config{})
+		h.until("pod rejected", func() (bool, string) {
+			got := gather(t, h.a, "kueuelab_bad_pods_total")[""]
+			return got == 1, fmt.Sprint(got)
+		})
+	})
+}
+
+// TestServicePodServesUntilDeleted: a pod of a service selector (a Ray head or worker) gets its
+// energy and run time written when its work is done, but stays Running; deleted afterwards, its
+// energy is not counted as lost.
+func TestServicePodServesUntilDeleted(t *testing.T) {
+	c := podContract("wl-ray", 0)
+	p := makePod("ray-worker", "n1", c, nil)
+	p.Labels["ray.io/is-ray-node"] = "yes"
+	client := fake.NewClientset()
+	create(t, client, makeNode("n1", 8, nil), p)
+	h := start(t, client, Config{CompleteVia: CompleteViaStatus})
+	h.started(1)
+	h.advance(duration)
+	h.until("energy written", func() (bool, string) {
+		got := h.pod("ray-worker")
+		_, ok := got.Annotations[contract.EnergyJoules]
+		return ok && h.a.Stats().Backlog == 0, fmt.Sprint(got.Annotations)
+	})
+	got := h.pod("ray-worker")
+	if _, done := got.Annotations[contract.Complete]; done || got.Status.Phase != corev1.PodRunning {
+		t.Errorf("service pod ended: phase %s, %s=%q", got.Status.Phase, contract.Complete, got.Annotations[contract.Complete])
+	}
+	if err := client.CoreV1().Pods(ns).Delete(context.Background(), "ray-worker", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.until("pod forgotten", func() (bool, string) { s := h.a.Stats(); return s.Tracked == 0, fmt.Sprintf("%+v", s) })
+	if lost := h.a.LostEnergy(); len(lost) != 0 {
+		t.Errorf("lost energy %v for a service pod deleted after its work", lost)
+	}
+}
+
+// TestNodeCapacityArrivesAfterCreation: a node created without status (KWOK nodes get their
+// capacity in a later status write, as runtime/cluster applies them) is modelled once the
+// capacity is there, so a pod on it runs rather than being refused for lack of GPUs.
+func TestNodeCapacityArrivesAfterCreation(t *testing.T) {
+	client := fake.NewClientset()
+	n := makeNode("n1", 8, nil)
+	status := n.Status
+	n.Status = corev1.NodeStatus{}
+	create(t, client, n)
+	h := start(t, client, Config{CompleteVia: CompleteViaStatus})
+	create(t, client, makePod("p1", "n1", podContract("wl-late", 0), nil))
+	h.advance(2 * tick.Seconds() * speedup)
+	if s := h.a.Stats(); s.Nodes != 0 || s.Started != 0 {
+		t.Fatalf("stats %+v before the node has capacity, want no node and no pod started", s)
+	}
+	n.Status = status
+	if _, err := client.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.started(1)
+	h.advance(duration)
+	if p := h.completed("p1"); p.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("phase %s, want Succeeded", p.Status.Phase)
 	}
 }

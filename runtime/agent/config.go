@@ -6,12 +6,13 @@ import (
 	"math"
 	"time"
 
-	"github.com/kueuelab/kueuelab/render/contract"
-	"github.com/kueuelab/kueuelab/runtime/simclock"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
+
+	"github.com/kueuelab/kueuelab/render"
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // Completion modes: the KWOK stage reacting to contract.Complete, or a direct pods/status write.
@@ -31,8 +32,17 @@ type Config struct {
 	// agent then holds the clock from its completion write until the runner sees the pod end.
 	// The agent acknowledges the runner's start and deletion holds (simclock.Ack) for every pod.
 	Handoff func(*corev1.Pod) bool
-	// PodSelector is a label selector for the pods to simulate (default contract.WorkloadLabel).
+	// PodSelector is a label selector for the pods to simulate; "" is every pod on a simulated
+	// node: rendered ones by their contract, others (a user's own manifests) by the contract's
+	// defaults for unrendered pods (render/contract.Unrendered).
 	PodSelector string
+	// Namespaces, when set, limits the pods simulated to these namespaces (a runner's team
+	// namespaces, so that runs sharing a cluster never drive each other's pods).
+	Namespaces []string
+	// ServicePods are label selectors of pods that serve until their owner deletes them (a Ray
+	// cluster's head and workers): when their work is done the agent writes their energy and run
+	// time but does not end them. Default: those of every kind in render's registry.
+	ServicePods []string
 	// NodeSelector is a label selector for the simulated nodes (default "type=kwok").
 	NodeSelector string
 	// CheckpointInterval is the wall time between progress writes (default 10s); a restarted agent
@@ -65,15 +75,20 @@ func (c *Config) setDefaults() error {
 	if c.Trace == nil {
 		errs = append(errs, errors.New("trace clock: required"))
 	}
-	if c.PodSelector == "" {
-		c.PodSelector = contract.WorkloadLabel
-	}
 	if c.NodeSelector == "" {
 		c.NodeSelector = "type=kwok"
+	}
+	if c.ServicePods == nil {
+		c.ServicePods = render.DefaultRegistry().ServicePods()
 	}
 	for _, s := range []struct{ name, sel string }{{"pod selector", c.PodSelector}, {"node selector", c.NodeSelector}} {
 		if _, err := labels.Parse(s.sel); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", s.name, s.sel, err))
+		}
+	}
+	for _, sel := range c.ServicePods {
+		if _, err := labels.Parse(sel); err != nil || sel == "" {
+			errs = append(errs, fmt.Errorf("service pod selector %q: %v", sel, err))
 		}
 	}
 	if c.CheckpointInterval == 0 {

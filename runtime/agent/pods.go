@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kueuelab/kueuelab/model/hw"
@@ -37,6 +39,9 @@ type podState struct {
 	duration  float64
 	failAtEnd bool
 	handoff   bool // a runner in this process follows the pod (Config.Handoff)
+	// service: the pod serves until its owner deletes it (Config.ServicePods); its completion
+	// write leaves it running.
+	service bool
 	// running: started in the engine and not stopped; completing: the completion write is queued.
 	running, completing, terminal bool
 	runBase                       float64 // run seconds before the current run (earlier agents, earlier runs)
@@ -150,4 +155,28 @@ func parseProgress(p *corev1.Pod) (Progress, bool, error) {
 		return Progress{}, false, fmt.Errorf("pod %s/%s: annotation %s: %w", p.Namespace, p.Name, contract.Progress, err)
 	}
 	return pr, true, nil
+}
+
+// contractOf is what the pod says about itself: the render contract, or for a pod nobody
+// rendered (a user's own manifest) the contract's defaults, its workload being its owner.
+func contractOf(p *corev1.Pod) (*contract.Pod, error) {
+	if contract.Rendered(p.Annotations) {
+		return contract.Parse(p.Annotations)
+	}
+	workload := p.Name
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		workload = ref.Name
+	}
+	cpu, gpus := podRequests(p)
+	return contract.Unrendered(p.Annotations, workload, cpu, gpus)
+}
+
+// servesUntilDeleted reports whether p matches one of the service pod selectors.
+func (a *Agent) servesUntilDeleted(p *corev1.Pod) bool {
+	for _, sel := range a.servicePods {
+		if sel.Matches(labels.Set(p.Labels)) {
+			return true
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,7 +100,14 @@ func ApplyObjects(ctx context.Context, cfg *rest.Config, objs []client.Object) e
 	if err != nil {
 		return err
 	}
+	allFake, err := allNodesFake(ctx, c, objs)
+	if err != nil {
+		return err
+	}
 	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok && allFake {
+			o = withoutKWOKTaint(n)
+		}
 		u, err := toUnstructured(o, c.Scheme())
 		if err != nil {
 			return err
@@ -287,6 +295,50 @@ func waitNodesReady(ctx context.Context, c client.Client, timeout time.Duration)
 		return ready, fmt.Errorf("KWOK nodes not Ready and schedulable (%d are): %w", ready, err)
 	}
 	return ready, nil
+}
+
+// The local cluster marks itself with this ConfigMap: every node of it is a KWOK node.
+const (
+	localMarkerNamespace = "kube-public"
+	localMarkerName      = "kueuelab-local-cluster"
+)
+
+// localMarker is the ConfigMap Up creates.
+func localMarker() *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: localMarkerNamespace, Name: localMarkerName},
+		Data: map[string]string{"allNodesFake": "true", "why": "every node of a kueuelab local cluster is a KWOK node: " +
+			"nodes applied here carry no " + kwokTaintKey + " taint, so pods nobody rendered for KWOK (a user's own manifests) run on them"},
+	}
+}
+
+// allNodesFake reports whether objs hold Nodes and the cluster is a kueuelab local cluster, whose
+// nodes are all KWOK nodes.
+func allNodesFake(ctx context.Context, c client.Client, objs []client.Object) (bool, error) {
+	if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*corev1.Node); return ok }) {
+		return false, nil
+	}
+	var cm corev1.ConfigMap
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: localMarkerNamespace, Name: localMarkerName}, &cm); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s/%s: %w", localMarkerNamespace, localMarkerName, err)
+	}
+	return cm.Data["allNodesFake"] == "true", nil
+}
+
+// withoutKWOKTaint is n without KWOK's taint. The taint keeps real pods off fake nodes; where
+// every node is fake it keeps nothing off that should stay off, only pods not written for KWOK
+// (upstream samples, a user's production YAML), which must run as on a real cluster. Tolerating
+// it through the ResourceFlavors instead would make Kueue v0.15 delete such a job's Workload once
+// it finished (the flavor's toleration injected into the job then differs from the Workload's
+// pod sets), and mpi-operator creates an MPIJob's launcher before Kueue injects anything.
+func withoutKWOKTaint(n *corev1.Node) *corev1.Node {
+	n = n.DeepCopy()
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == kwokTaintKey })
+	return n
 }
 
 func nodeSchedulable(n *corev1.Node) bool {

@@ -1,9 +1,10 @@
 // Package cluster runs a local Kubernetes control plane for kueuelab: etcd, kube-apiserver,
-// controller-manager, scheduler, KWOK, Kueue, JobSet, training-operator and mpi-operator as
-// processes on 127.0.0.1, with certificates, configs, PIDs and logs in one state dir per cluster.
-// A supervisor (supervise.go) owns the processes as the kubelet owns static pods: it restarts a
-// component that exits, with backoff, and reports every component's state in status.json
-// (ReadHealth), which is how the runner, `cluster status` and Up see the cluster.
+// controller-manager, scheduler, KWOK, Kueue and the operator of every kind in render's registry
+// (JobSet, training-operator, mpi-operator, Kubeflow Trainer, KubeRay) as processes on 127.0.0.1,
+// with certificates, configs, PIDs and logs in one state dir per cluster. A supervisor
+// (supervise.go) owns the processes as the kubelet owns static pods: it restarts a component that
+// exits, with backoff, and reports every component's state in status.json (ReadHealth), which is
+// how the runner, `cluster status` and Up see the cluster.
 package cluster
 
 import (
@@ -37,26 +38,69 @@ func PortBaseFor(name string) int {
 
 // Ports are the loopback ports of one cluster's components.
 type Ports struct {
-	EtcdClient, EtcdPeer, EtcdMetrics           int
-	APIServer, ControllerManager, Scheduler     int
-	KWOK                                        int
-	KueueWebhook, KueueHealth, KueueMetrics     int
-	JobSetWebhook, JobSetHealth, JobSetMetrics  int
-	TrainingWebhook, TrainingHealth, TrainingMx int
-	MPIHealth                                   int
+	EtcdClient, EtcdPeer, EtcdMetrics       int
+	APIServer, ControllerManager, Scheduler int
+	KWOK                                    int
+	KueueWebhook, KueueHealth, KueueMetrics int
+	// Operators holds the named ports (Operator.Ports) of each operator, and of each stand-in
+	// (port "api"), by component name.
+	Operators map[string]map[string]int `json:"operators"`
 }
 
-// PortsFrom lays out a cluster's ports as a block starting at base.
+// standInPort is the one port of a stand-in.
+const standInPort = "api"
+
+// PortsFrom lays out a cluster's ports as a block starting at base: the infrastructure's, then
+// each operator's in registry order (the first three operators keep the offsets they had before
+// the registry), then its stand-in's.
 func PortsFrom(base int) Ports {
-	return Ports{
+	p := Ports{
 		EtcdClient: base, EtcdPeer: base + 1, EtcdMetrics: base + 2,
 		APIServer: base + 3, ControllerManager: base + 4, Scheduler: base + 5,
 		KWOK:         base + 6,
 		KueueWebhook: base + 7, KueueHealth: base + 8, KueueMetrics: base + 9,
-		JobSetWebhook: base + 10, JobSetHealth: base + 11, JobSetMetrics: base + 12,
-		TrainingWebhook: base + 13, TrainingHealth: base + 14, TrainingMx: base + 15,
-		MPIHealth: base + 16,
+		Operators: map[string]map[string]int{},
 	}
+	next := base + 10
+	for _, op := range operators() {
+		m := map[string]int{}
+		for _, name := range op.Ports {
+			m[name] = next
+			next++
+		}
+		p.Operators[op.Name] = m
+	}
+	for _, op := range operators() {
+		if op.StandIn != "" {
+			p.Operators[op.StandIn] = map[string]int{standInPort: next}
+			next++
+		}
+	}
+	return p
+}
+
+// NumPorts is the size of a cluster's port block.
+func NumPorts() int {
+	n := 10
+	for _, op := range operators() {
+		n += len(op.Ports)
+		if op.StandIn != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// all lists every port of the block.
+func (p Ports) all() []int {
+	out := []int{p.EtcdClient, p.EtcdPeer, p.EtcdMetrics, p.APIServer, p.ControllerManager, p.Scheduler, p.KWOK,
+		p.KueueWebhook, p.KueueHealth, p.KueueMetrics}
+	for _, m := range p.Operators {
+		for _, port := range m {
+			out = append(out, port)
+		}
+	}
+	return out
 }
 
 // State is one cluster's persistent description (cluster.json in its state dir).
@@ -99,6 +143,9 @@ func Load(root, name string) (*State, bool, error) {
 		return nil, false, fmt.Errorf("%s/cluster.json: %w", s.Dir, err)
 	}
 	s.Dir = filepath.Join(root, name)
+	// The layout follows the registry: a cluster created before an operator was added gets its
+	// ports too.
+	s.Ports = PortsFrom(s.PortBase)
 	return s, true, nil
 }
 

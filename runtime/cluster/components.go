@@ -12,10 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
-// Component names, in start order; `down` stops them in reverse.
+// Component names of the infrastructure, in start order; the operators of render's registry
+// (and their stand-ins) follow. `down` stops them in reverse.
 const (
 	Etcd              = "etcd"
 	APIServer         = "kube-apiserver"
@@ -23,14 +25,22 @@ const (
 	Scheduler         = "kube-scheduler"
 	KWOK              = "kwok"
 	Kueue             = "kueue"
-	JobSet            = "jobset"
-	TrainingOperator  = "training-operator"
-	MPIOperator       = "mpi-operator"
 )
 
-// Components lists every component in start order.
+// operators are the operators of every registered kind, in start order.
+func operators() []*render.Operator { return render.DefaultRegistry().Operators() }
+
+// Components lists every component in start order: the infrastructure, then each operator,
+// preceded by its stand-in.
 func Components() []string {
-	return []string{Etcd, APIServer, ControllerManager, Scheduler, KWOK, Kueue, JobSet, TrainingOperator, MPIOperator}
+	out := []string{Etcd, APIServer, ControllerManager, Scheduler, KWOK, Kueue}
+	for _, op := range operators() {
+		if op.StandIn != "" {
+			out = append(out, op.StandIn)
+		}
+		out = append(out, op.Name)
+	}
+	return out
 }
 
 // clientQPS is the request rate given to every controller: with client defaults each stage is
@@ -48,6 +58,39 @@ type spec struct {
 	process
 	ports  []int
 	health func(context.Context) error
+	// files are configuration files written to the config dir before the component starts.
+	files map[string]any
+}
+
+// operatorEnv is what the cluster gives an operator's Run.
+func (s *State) operatorEnv(op *render.Operator, bin string) render.OperatorEnv {
+	env := render.OperatorEnv{Binary: bin, Kubeconfig: s.Kubeconfig(), Ports: s.Ports.Operators[op.Name],
+		CertDir: s.path("certs", op.Name), ConfigDir: s.path("config"), QPS: clientQPS}
+	if op.StandIn != "" {
+		env.StandIn = hostPort(s.Ports.Operators[op.StandIn][standInPort])
+	}
+	return env
+}
+
+// operatorSpec is an operator's process as its Run describes it; one whose webhook server reads
+// its certificate from a fixed path runs in a private mount namespace with its own cert dir there.
+func (s *State) operatorSpec(op *render.Operator, bin string, probe *http.Client) spec {
+	env := s.operatorEnv(op, bin)
+	run := op.Run(env)
+	argv := run.Args
+	if op.Webhooks != nil && op.Webhooks.HardcodedCertDir != "" {
+		argv = privateCertDir(env.CertDir, op.Webhooks.HardcodedCertDir, argv)
+	}
+	var ports []int
+	for _, name := range op.Ports {
+		ports = append(ports, env.Ports[name])
+	}
+	return spec{
+		process: process{name: op.Name, bin: bin, argv: argv, env: run.Env},
+		ports:   ports,
+		health:  httpOK(probe, loopURL("http", env.Ports[run.HealthPort], run.HealthPath)),
+		files:   run.Files,
+	}
 }
 
 func loopURL(scheme string, port int, path string) string {
@@ -70,11 +113,6 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 	admin := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{adminCert}}}}
 	kcEnv := []string{"KUBECONFIG=" + kc}
 
-	trainingArgs := []string{bins[TrainingOperator], "--kubeconfig=" + kc,
-		"--enable-scheme=pytorchjob", "--enable-scheme=tfjob",
-		"--metrics-bind-address=" + hostPort(pt.TrainingMx), "--health-probe-bind-address=" + hostPort(pt.TrainingHealth),
-		"--webhook-server-port=" + strconv.Itoa(pt.TrainingWebhook),
-		"--kube-api-qps=" + strconv.Itoa(clientQPS), "--kube-api-burst=" + strconv.Itoa(clientQPS), "--controller-threads=4"}
 	out := map[string]spec{
 		Etcd: {
 			process: process{name: Etcd, bin: bins[Etcd], argv: []string{bins[Etcd],
@@ -138,34 +176,17 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 			ports:  []int{pt.KueueWebhook, pt.KueueHealth, pt.KueueMetrics},
 			health: httpOK(plain, loopURL("http", pt.KueueHealth, "/readyz")),
 		},
-		JobSet: {
-			process: process{name: JobSet, bin: bins[JobSet], env: kcEnv, argv: []string{bins[JobSet],
-				"--config=" + s.path("config", "jobset.yaml"), "--zap-log-level=info"}},
-			ports:  []int{pt.JobSetWebhook, pt.JobSetHealth, pt.JobSetMetrics},
-			health: httpOK(plain, loopURL("http", pt.JobSetHealth, "/readyz")),
-		},
-		TrainingOperator: {
-			process: process{name: TrainingOperator, bin: bins[TrainingOperator],
-				env:  append([]string{"MY_POD_NAMESPACE=kubeflow"}, kcEnv...),
-				argv: privateCertDir(s.path("certs", "training"), trainingCertDir, trainingArgs)},
-			ports:  []int{pt.TrainingWebhook, pt.TrainingHealth, pt.TrainingMx},
-			health: httpOK(plain, loopURL("http", pt.TrainingHealth, "/readyz")),
-		},
-		MPIOperator: {
-			process: process{name: MPIOperator, bin: bins[MPIOperator], env: kcEnv, argv: []string{bins[MPIOperator],
-				"--kubeConfig=" + kc, "--lock-namespace=" + mpiNamespace, "--health-address=" + hostPort(pt.MPIHealth),
-				"--kube-api-qps=" + strconv.Itoa(clientQPS), "--kube-api-burst=" + strconv.Itoa(clientQPS), "--threadiness=4"}},
-			ports:  []int{pt.MPIHealth},
-			health: httpOK(plain, loopURL("http", pt.MPIHealth, "/healthz")),
-		},
+	}
+	for _, op := range operators() {
+		out[op.Name] = s.operatorSpec(op, bins[op.Name], plain)
+		if op.StandIn != "" {
+			out[op.StandIn] = s.standInSpec(op.StandIn, bins[op.StandIn], plain)
+		}
 	}
 	return out, nil
 }
 
 func hostPort(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
-// trainingCertDir is where training-operator v1.9.3 waits for its serving cert (hard-coded).
-const trainingCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 // privateCertDir runs argv in a private mount namespace where dir is bind-mounted over the
 // hard-coded cert path, so the host's /tmp never holds the cluster's keys and two clusters never

@@ -44,10 +44,16 @@ func Down(ctx context.Context, root, name string, purge bool, out io.Writer) err
 		}
 	}
 	slices.Reverse(order)
+	bins := s.matchers()
 	for _, n := range order {
-		bin := filepath.Join(s.BinDir, n)
-		if s.BinDir == "" {
-			bin = n // half-created state: match on the binary name
+		bin, ok := bins[n]
+		if !ok {
+			// A name this build does not know: its binary in the bin dir, as a supervisor of the
+			// build that knew it ran it (an empty matcher would match any process).
+			bin = filepath.Join(s.BinDir, n)
+			if s.BinDir == "" {
+				bin = n
+			}
 		}
 		stopped, err := s.stop(ctx, n, bin, 15*time.Second)
 		if err != nil {

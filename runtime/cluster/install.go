@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -17,22 +18,46 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kueuelab/kueuelab/render"
 )
 
-// prerequisite is a CRD an existing cluster must serve, and how to get it.
+// prerequisite is a CRD an existing cluster must serve, and how to get it. Without an optional
+// one only its kinds are unavailable.
 type prerequisite struct {
 	crd, version, fix string
+	kinds             []string
+	optional          bool
 }
 
-var prerequisites = []prerequisite{
-	{"workloads.kueue.x-k8s.io", "v1beta1", "install Kueue v0.15.0: kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/v0.15.0/manifests.yaml"},
-	{"clusterqueues.kueue.x-k8s.io", "v1beta1", "install Kueue v0.15.0 (see above)"},
-	{"localqueues.kueue.x-k8s.io", "v1beta1", "install Kueue v0.15.0 (see above)"},
-	{"resourceflavors.kueue.x-k8s.io", "v1beta1", "install Kueue v0.15.0 (see above)"},
-	{"jobsets.jobset.x-k8s.io", "v1alpha2", "install JobSet v0.10.1: kubectl apply --server-side -f https://github.com/kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml"},
-	{"pytorchjobs.kubeflow.org", "v1", "install the Kubeflow training-operator v1.9.3: kubectl apply --server-side -k \"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.3\""},
-	{"mpijobs.kubeflow.org", "v2beta1", "install mpi-operator v0.7.0 (its v2beta1 MPIJob CRD, not training-operator's v1 one): kubectl apply --server-side -f https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.7.0/deploy/v2beta1/mpi-operator.yaml"},
-	{"stages.kwok.x-k8s.io", "v1alpha1", "install KWOK v0.7.0 with its Stage CRD: kubectl apply -f https://github.com/kubernetes-sigs/kwok/releases/download/v0.7.0/kwok.yaml"},
+// prerequisites are Kueue's and KWOK's CRDs, and those of every kind in render's registry: the
+// kinds of the default mapping that an operator runs are required, the others optional.
+func prerequisites() []prerequisite {
+	kueueFix := "install Kueue v0.15.0: kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/v0.15.0/manifests.yaml"
+	out := []prerequisite{
+		{crd: "workloads.kueue.x-k8s.io", version: "v1beta1", fix: kueueFix},
+		{crd: "clusterqueues.kueue.x-k8s.io", version: "v1beta1", fix: kueueFix},
+		{crd: "localqueues.kueue.x-k8s.io", version: "v1beta1", fix: kueueFix},
+		{crd: "resourceflavors.kueue.x-k8s.io", version: "v1beta1", fix: kueueFix},
+		{crd: "stages.kwok.x-k8s.io", version: "v1alpha1", fix: "install KWOK v0.7.0 with its Stage CRD: kubectl apply -f https://github.com/kubernetes-sigs/kwok/releases/download/v0.7.0/kwok.yaml"},
+	}
+	reg := render.DefaultRegistry()
+	defaults := render.DefaultMapping()
+	for _, in := range reg.Integrations() {
+		if len(in.CRDs) == 0 {
+			continue // a built-in kind
+		}
+		required := len(in.Operators) > 0 && slices.Contains(slices.Collect(maps.Values(defaults)), in.Name())
+		crd := in.Resource + "." + in.GVK.Group
+		i := slices.IndexFunc(out, func(p prerequisite) bool { return p.crd == crd })
+		if i < 0 {
+			out = append(out, prerequisite{crd: crd, version: in.GVK.Version, fix: in.CRDs[0].Install, optional: true})
+			i = len(out) - 1
+		}
+		out[i].kinds = append(out[i].kinds, in.Name())
+		out[i].optional = out[i].optional && !required
+	}
+	return out
 }
 
 // Install prepares an existing cluster (e.g. kind + KWOK with Kueue installed by its user): it
@@ -53,24 +78,28 @@ func Install(ctx context.Context, kubeconfig string, objs []client.Object, scori
 		return err
 	}
 	var problems []string
-	for _, p := range prerequisites {
+	for _, p := range prerequisites() {
 		var crd apiextensionsv1.CustomResourceDefinition
 		err := c.Get(ctx, client.ObjectKey{Name: p.crd}, &crd)
+		problem := ""
 		switch {
 		case apierrors.IsNotFound(err):
-			problems = append(problems, fmt.Sprintf("CRD %s missing: %s", p.crd, p.fix))
-			continue
+			problem = fmt.Sprintf("CRD %s missing: %s", p.crd, p.fix)
 		case err != nil:
 			return fmt.Errorf("read CRD %s: %w", p.crd, err)
-		}
-		served := slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+		case !slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
 			return v.Name == p.version && v.Served
-		})
-		if !served {
-			problems = append(problems, fmt.Sprintf("CRD %s does not serve %s: %s", p.crd, p.version, p.fix))
-			continue
+		}):
+			problem = fmt.Sprintf("CRD %s does not serve %s: %s", p.crd, p.version, p.fix)
 		}
-		fmt.Fprintf(out, "  ok  %s (%s)\n", p.crd, p.version)
+		switch {
+		case problem == "":
+			fmt.Fprintf(out, "  ok  %s (%s)\n", p.crd, p.version)
+		case p.optional:
+			fmt.Fprintf(out, "  --  %s unavailable (a mapping naming it will fail): %s\n", strings.Join(p.kinds, ", "), problem)
+		default:
+			problems = append(problems, problem)
+		}
 	}
 	var dep appsv1.Deployment
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: kueueNamespace, Name: "kueue-controller-manager"}, &dep); {

@@ -15,7 +15,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -25,13 +27,14 @@ import (
 //go:embed stages-complete.yaml
 var completionStages []byte
 
-const kwokNodeAnnotation = "kwok.x-k8s.io/node"
-
+// kwokNodeAnnotation marks the nodes the KWOK controller manages; kwokTaintKey is KWOK's taint
+// (NoSchedule, value fake) that keeps real pods off fake nodes.
 const (
-	kueueNamespace    = "kueue-system"
-	trainingNamespace = "kubeflow"
-	mpiNamespace      = "mpi-operator"
+	kwokNodeAnnotation = "kwok.x-k8s.io/node"
+	kwokTaintKey       = "kwok.x-k8s.io/node"
 )
+
+const kueueNamespace = "kueue-system"
 
 // decodeYAML splits a multi-document YAML stream into objects, skipping empty documents.
 func decodeYAML(r io.Reader, source string) ([]*unstructured.Unstructured, error) {
@@ -78,8 +81,9 @@ type manifests struct {
 	stages     []*unstructured.Unstructured
 	jobCRDs    []*unstructured.Unstructured // every job kind's CRD and Kueue's own
 	kueueHooks []*unstructured.Unstructured
-	jobsetHook []*unstructured.Unstructured
-	trainHook  []*unstructured.Unstructured
+	// opHooks and opObjects are each operator's webhook configurations and install objects.
+	opHooks   map[string][]*unstructured.Unstructured
+	opObjects map[string][]*unstructured.Unstructured
 }
 
 // kueueConversionCRDs are served in v1beta1 and v1beta2 and need Kueue's conversion webhook; they
@@ -89,19 +93,39 @@ var kueueConversionCRDs = []string{
 	"workloads.kueue.x-k8s.io", "multikueueclusters.kueue.x-k8s.io",
 }
 
-// kueueSkippedWebhooks belong to integrations this cluster does not enable; registering them
-// would make the API server call paths Kueue does not serve.
-var kueueSkippedWebhooks = []string{
-	"mpod.kb.io", "vpod.kb.io", "mdeployment.kb.io", "vdeployment.kb.io", "mstatefulset.kb.io", "vstatefulset.kb.io",
-	"mleaderworkerset.kb.io", "vleaderworkerset.kb.io", "mappwrapper.kb.io", "vappwrapper.kb.io",
-	"mraycluster.kb.io", "vraycluster.kb.io", "mrayjob.kb.io", "vrayjob.kb.io",
-	"mjaxjob.kb.io", "vjaxjob.kb.io", "mpaddlejob.kb.io", "vpaddlejob.kb.io", "mxgboostjob.kb.io", "vxgboostjob.kb.io",
+// kueueFrameworks are the Kueue integrations enabled: those of every kind in the registry.
+func kueueFrameworks() []string {
+	var out []string
+	for _, k := range render.DefaultRegistry().KueueIntegrations() {
+		out = append(out, k.Framework)
+	}
+	return out
 }
 
-// kueueFrameworks are the Kueue integrations enabled: one per job kind kueuelab renders.
-var kueueFrameworks = []string{
-	"batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/mpijob",
-	"trainer.kubeflow.org/trainjob",
+// kueueWebhookNeeded keeps Kueue's webhooks for its own objects and for the job kinds whose
+// integration is enabled; the rest belong to integrations this cluster does not enable
+// (Deployments, plain pods, AppWrappers, ...), and registering them would make the API server call
+// paths Kueue does not serve.
+func kueueWebhookNeeded(webhook map[string]any) bool {
+	enabled := map[string]bool{}
+	for _, k := range render.DefaultRegistry().KueueIntegrations() {
+		enabled[k.Kind.Group+"/"+k.Resource] = true
+	}
+	rules, _, _ := unstructured.NestedSlice(webhook, "rules")
+	for _, r := range rules {
+		rm, _ := r.(map[string]any)
+		groups, _, _ := unstructured.NestedStringSlice(rm, "apiGroups")
+		resources, _, _ := unstructured.NestedStringSlice(rm, "resources")
+		for _, g := range groups {
+			for _, res := range resources {
+				res, _, _ = strings.Cut(res, "/") // a subresource belongs to its resource
+				if g != kueuev1beta2.GroupVersion.Group && !enabled[g+"/"+res] {
+					return false
+				}
+			}
+		}
+	}
+	return len(rules) > 0
 }
 
 // storeVersion makes version the CRD's storage version. Kueue 0.15's controllers read and write
@@ -139,18 +163,14 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 		}
 		dir[m] = d
 	}
-	glob := func(mod, pattern string, exclude ...string) ([]string, error) {
-		ps, err := filepath.Glob(filepath.Join(dir[mod], pattern))
-		if err != nil {
-			return nil, err
+	in := func(mod string, rel ...string) []string {
+		out := make([]string, len(rel))
+		for i, r := range rel {
+			out[i] = filepath.Join(dir[mod], r)
 		}
-		ps = slices.DeleteFunc(ps, func(p string) bool { return slices.Contains(exclude, filepath.Base(p)) })
-		if len(ps) == 0 {
-			return nil, fmt.Errorf("manifests: nothing matches %s in %s", pattern, mod)
-		}
-		return ps, nil
+		return out
 	}
-	m := &manifests{}
+	m := &manifests{opHooks: map[string][]*unstructured.Unstructured{}, opObjects: map[string][]*unstructured.Unstructured{}}
 	var err error
 	kw := func(rel string) string { return filepath.Join(dir[tools.KWOKModule], "kustomize", rel) }
 	if m.stageCRD, err = decodeFiles(kw("crd/bases/kwok.x-k8s.io_stages.yaml")); err != nil {
@@ -167,24 +187,13 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	}
 	m.stages = append(m.stages, own...)
 
-	var crdFiles []string
-	for _, g := range []struct {
-		mod, pattern string
-		exclude      []string
-	}{
-		{tools.KueueModule, "config/components/crd/bases/*.yaml", nil},
-		{tools.JobSetModule, "config/components/crd/bases/*.yaml", nil},
-		// training-operator's v1 MPIJob CRD has the same name as mpi-operator's v2beta1 one.
-		{tools.TrainingModule, "manifests/base/crds/kubeflow.org_*.yaml", []string{"kubeflow.org_mpijobs.yaml"}},
-		{tools.MPIModule, "manifests/base/kubeflow.org_mpijobs.yaml", nil},
-		{tools.TrainerModule, "manifests/base/crds/trainer.kubeflow.org_*.yaml", nil},
-		{tools.KatibModule, "manifests/v1beta1/components/crd/experiment.yaml", nil},
-	} {
-		ps, err := glob(g.mod, g.pattern, g.exclude...)
-		if err != nil {
-			return nil, err
-		}
-		crdFiles = append(crdFiles, ps...)
+	crdFiles, err := filepath.Glob(filepath.Join(dir[tools.KueueModule], "config/components/crd/bases/*.yaml"))
+	if err != nil || len(crdFiles) == 0 {
+		return nil, fmt.Errorf("manifests: no Kueue CRDs in %s (%v)", tools.KueueModule, err)
+	}
+	reg := render.DefaultRegistry()
+	for _, src := range reg.CRDs() {
+		crdFiles = append(crdFiles, in(src.ModuleVersion(), src.Files...)...)
 	}
 	if m.jobCRDs, err = decodeFiles(crdFiles...); err != nil {
 		return nil, err
@@ -211,55 +220,61 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	if err != nil {
 		return nil, err
 	}
-	if m.kueueHooks, err = urlWebhooks(hooks, "kueue-", kueueURL, p.KueueCA.CertPEM, kueueSkippedWebhooks); err != nil {
+	if m.kueueHooks, err = urlWebhooks(hooks, urlHooks{prefix: "kueue-", baseURL: kueueURL, ca: p.KueueCA.CertPEM, keep: kueueWebhookNeeded}); err != nil {
 		return nil, err
 	}
-	if hooks, err = decodeFiles(filepath.Join(dir[tools.JobSetModule], "config/components/webhook/manifests.yaml")); err != nil {
-		return nil, err
-	}
-	if m.jobsetHook, err = urlWebhooks(hooks, "jobset-", loopURL("https", s.Ports.JobSetWebhook, ""), p.CA.CertPEM, nil); err != nil {
-		return nil, err
-	}
-	// As upstream's kustomize patch does: JobSet's pod webhooks only see JobSet pods, on create.
-	for _, h := range m.jobsetHook {
-		whs, _, _ := unstructured.NestedSlice(h.Object, "webhooks")
-		for _, w := range whs {
-			wm := w.(map[string]any)
-			if n := wm["name"]; n == "mpod.kb.io" || n == "vpod.kb.io" {
-				wm["objectSelector"] = map[string]any{"matchExpressions": []any{map[string]any{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}}}
-				wm["rules"] = []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"pods"}}}
+	for _, op := range reg.Operators() {
+		mod := op.Module + "@" + op.Version
+		if w := op.Webhooks; w != nil {
+			hooks, err := decodeFiles(in(mod, w.File)...)
+			if err != nil {
+				return nil, err
+			}
+			u := urlHooks{prefix: w.NamePrefix, name: w.Name, baseURL: loopURL("https", s.Ports.Operators[op.Name]["webhook"], ""),
+				ca: p.CA.CertPEM, adjust: w.Adjust,
+				keep: func(h map[string]any) bool { return !slices.Contains(w.Skip, fmt.Sprint(h["name"])) }}
+			if w.RotatorSecret != "" {
+				u.ca = p.rotators[rotatorCertName(op)].CA.CertPEM
+			}
+			if m.opHooks[op.Name], err = urlWebhooks(hooks, u); err != nil {
+				return nil, err
 			}
 		}
-		if err := unstructured.SetNestedSlice(h.Object, whs, "webhooks"); err != nil {
-			return nil, err
+		if len(op.InstallObjects) > 0 {
+			if m.opObjects[op.Name], err = decodeFiles(in(mod, op.InstallObjects...)...); err != nil {
+				return nil, err
+			}
 		}
-	}
-	if hooks, err = decodeFiles(filepath.Join(dir[tools.TrainingModule], "manifests/base/webhook/manifests.yaml")); err != nil {
-		return nil, err
-	}
-	skipTrain := []string{"validator.jaxjob.training-operator.kubeflow.org", "validator.paddlejob.training-operator.kubeflow.org",
-		"validator.xgboostjob.training-operator.kubeflow.org"}
-	if m.trainHook, err = urlWebhooks(hooks, "", loopURL("https", s.Ports.TrainingWebhook, ""), p.TrainCA.CertPEM, skipTrain); err != nil {
-		return nil, err
-	}
-	for _, h := range m.trainHook {
-		// The name training-operator's cert rotator injects its CA into.
-		h.SetName("validator.training-operator.kubeflow.org")
 	}
 	return m, nil
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
+// urlHooks says how urlWebhooks rewrites one operator's webhook configurations.
+type urlHooks struct {
+	// prefix is prepended to each configuration's name, or name replaces it.
+	prefix, name string
+	baseURL      string
+	ca           []byte
+	// keep selects the webhooks kept (nil: all); adjust edits each kept one (nil: none).
+	keep   func(map[string]any) bool
+	adjust func(map[string]any)
+}
+
 // urlWebhooks rewrites kubebuilder webhook configurations from in-cluster Services to URLs on
-// 127.0.0.1 (the controllers run out of cluster), names them prefix+name, and drops skipped hooks.
-func urlWebhooks(objs []*unstructured.Unstructured, prefix, baseURL string, ca []byte, skip []string) ([]*unstructured.Unstructured, error) {
+// 127.0.0.1 (the controllers run out of cluster), names them, and drops the webhooks not kept.
+func urlWebhooks(objs []*unstructured.Unstructured, u urlHooks) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, o := range objs {
 		if k := o.GetKind(); k != "MutatingWebhookConfiguration" && k != "ValidatingWebhookConfiguration" {
 			continue
 		}
-		o.SetName(prefix + o.GetName())
+		if u.name != "" {
+			o.SetName(u.name)
+		} else {
+			o.SetName(u.prefix + o.GetName())
+		}
 		whs, _, err := unstructured.NestedSlice(o.Object, "webhooks")
 		if err != nil {
 			return nil, fmt.Errorf("webhook %s: %w", o.GetName(), err)
@@ -270,16 +285,22 @@ func urlWebhooks(objs []*unstructured.Unstructured, prefix, baseURL string, ca [
 			if !ok {
 				return nil, fmt.Errorf("webhook %s: malformed entry", o.GetName())
 			}
-			if slices.Contains(skip, fmt.Sprint(wm["name"])) {
+			if u.keep != nil && !u.keep(wm) {
 				continue
 			}
 			path, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "path")
-			wm["clientConfig"] = map[string]any{"url": strings.TrimSuffix(baseURL, "/") + path, "caBundle": b64(ca)}
+			wm["clientConfig"] = map[string]any{"url": strings.TrimSuffix(u.baseURL, "/") + path, "caBundle": b64(u.ca)}
 			if _, ok := wm["namespaceSelector"]; !ok {
 				wm["namespaceSelector"] = map[string]any{"matchExpressions": []any{map[string]any{
 					"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []any{"kube-system"}}}}
 			}
+			if u.adjust != nil {
+				u.adjust(wm)
+			}
 			kept = append(kept, wm)
+		}
+		if len(kept) == 0 {
+			continue
 		}
 		if err := unstructured.SetNestedSlice(o.Object, kept, "webhooks"); err != nil {
 			return nil, err

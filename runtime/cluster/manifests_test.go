@@ -33,7 +33,8 @@ func TestURLWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := urlWebhooks(objs, "kueue-", "https://127.0.0.1:9443", []byte("CA"), []string{"mpod.kb.io"})
+	out, err := urlWebhooks(objs, urlHooks{prefix: "kueue-", baseURL: "https://127.0.0.1:9443", ca: []byte("CA"),
+		keep: func(w map[string]any) bool { return w["name"] != "mpod.kb.io" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +125,66 @@ func TestStoreVersion(t *testing.T) {
 			if m["storage"] != tt.want[m["name"].(string)] || m["served"] != true {
 				t.Errorf("%s: version %v storage %v served %v", tt.version, m["name"], m["storage"], m["served"])
 			}
+		}
+	}
+}
+
+// TestKueueWebhooksFollowRegistry: Kueue's webhooks for its own objects and the registry's job
+// kinds stay; those of integrations kueuelab does not enable go.
+func TestKueueWebhooksFollowRegistry(t *testing.T) {
+	rule := func(group, resource string) map[string]any {
+		return map[string]any{"rules": []any{map[string]any{"apiGroups": []any{group}, "resources": []any{resource}}}}
+	}
+	tests := []struct {
+		hook map[string]any
+		want bool
+	}{
+		{rule("kueue.x-k8s.io", "workloads"), true},
+		{rule("kueue.x-k8s.io", "workloads/status"), true},
+		{rule("batch", "jobs"), true},
+		{rule("ray.io", "rayjobs"), true},
+		{rule("trainer.kubeflow.org", "trainjobs"), true},
+		{rule("", "pods"), false},
+		{rule("apps", "deployments"), false},
+		{rule("kubeflow.org", "paddlejobs"), false},
+		{map[string]any{}, false},
+	}
+	for _, tc := range tests {
+		if got := kueueWebhookNeeded(tc.hook); got != tc.want {
+			t.Errorf("%v: kept %v, want %v", tc.hook, got, tc.want)
+		}
+	}
+}
+
+// TestPortsFollowRegistry: every component has distinct ports inside the block, and the first
+// operators keep the offsets they had before the registry (running clusters stay reachable).
+func TestPortsFollowRegistry(t *testing.T) {
+	const base = 20000
+	p := PortsFrom(base)
+	seen := map[int]bool{}
+	for _, port := range p.all() {
+		if seen[port] || port < base || port >= base+NumPorts() {
+			t.Errorf("port %d duplicated or outside [%d, %d)", port, base, base+NumPorts())
+		}
+		seen[port] = true
+	}
+	if len(seen) != NumPorts() {
+		t.Errorf("%d ports, NumPorts says %d", len(seen), NumPorts())
+	}
+	for op, want := range map[string]map[string]int{
+		"jobset":            {"webhook": base + 10, "health": base + 11, "metrics": base + 12},
+		"training-operator": {"webhook": base + 13, "health": base + 14, "metrics": base + 15},
+		"mpi-operator":      {"health": base + 16},
+	} {
+		for name, port := range want {
+			if got := p.Operators[op][name]; got != port {
+				t.Errorf("%s %s port %d, want %d", op, name, got, port)
+			}
+		}
+	}
+	for _, name := range Components() {
+		if _, infra := map[string]bool{Etcd: true, APIServer: true, ControllerManager: true, Scheduler: true, KWOK: true, Kueue: true}[name]; !infra && len(p.Operators[name]) == 0 {
+			t.Errorf("component %s has no ports", name)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kueuelab/kueuelab/render"
 )
 
 // keyPair is a PEM certificate and its PKCS#1 RSA key. The cert-controller rotators of Kueue and
@@ -121,8 +123,20 @@ type pki struct {
 	Webhook   *keyPair // 127.0.0.1 serving cert for webhooks without their own rotator
 	KueueCA   *keyPair // seeded into kueue-system/kueue-webhook-server-cert
 	Kueue     *keyPair
-	TrainCA   *keyPair // seeded into kubeflow/training-operator-webhook-cert
-	Train     *keyPair
+	// rotators hold, per operator with a certificate rotator (by rotatorCertName), the CA and
+	// serving certificate seeded into its Secret.
+	rotators map[string]rotatorPair
+}
+
+// rotatorPair is a CA of an operator's own and the serving certificate it signed.
+type rotatorPair struct{ CA, Serving *keyPair }
+
+// rotatorCertName names an operator's rotator certificates in the pki dir: <name>-ca, <name>-webhook.
+func rotatorCertName(op *render.Operator) string {
+	if n := op.Webhooks.CertName; n != "" {
+		return n
+	}
+	return op.Name
 }
 
 const tenYears = 10 * 365 * 24 * time.Hour
@@ -143,11 +157,12 @@ func ensurePKIReadOnly(dir string) (*pki, error) { return loadPKI(dir, false) }
 func loadPKI(dir string, create bool) (*pki, error) {
 	p := &pki{}
 	srv := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	steps := []struct {
+	type step struct {
 		name string
 		dst  **keyPair
 		spec func() certSpec
-	}{
+	}
+	steps := []step{
 		{"ca", &p.CA, func() certSpec { return certSpec{cn: "kueuelab-ca", isCA: true, valid: tenYears} }},
 		{"apiserver", &p.APIServer, func() certSpec {
 			return certSpec{cn: "kube-apiserver", parent: p.CA, usages: srv, valid: tenYears, ips: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1)},
@@ -168,13 +183,22 @@ func loadPKI(dir string, create bool) (*pki, error) {
 			return certSpec{cn: "kueue-webhook-service.kueue-system.svc", parent: p.KueueCA, usages: srv, valid: tenYears,
 				dns: []string{"kueue-webhook-service.kueue-system.svc"}, ips: loopback}
 		}},
-		{"training-ca", &p.TrainCA, func() certSpec {
-			return certSpec{cn: "training-operator-ca", isCA: true, dns: []string{"training-operator-ca"}, valid: tenYears}
-		}},
-		{"training-webhook", &p.Train, func() certSpec {
-			return certSpec{cn: "training-operator.kubeflow.svc", parent: p.TrainCA, usages: srv, valid: tenYears,
-				dns: []string{"training-operator.kubeflow.svc"}, ips: loopback}
-		}},
+	}
+	// Operators with a certificate rotator get a CA of their own, as their Secret expects.
+	p.rotators = map[string]rotatorPair{}
+	pairs := map[string]*rotatorPair{}
+	for _, op := range operators() {
+		if op.Webhooks == nil || op.Webhooks.RotatorSecret == "" {
+			continue
+		}
+		name, svc, cn := rotatorCertName(op), op.Webhooks.RotatorService, op.Name+"-ca"
+		pair := &rotatorPair{}
+		pairs[name] = pair
+		steps = append(steps,
+			step{name + "-ca", &pair.CA, func() certSpec { return certSpec{cn: cn, isCA: true, dns: []string{cn}, valid: tenYears} }},
+			step{name + "-webhook", &pair.Serving, func() certSpec {
+				return certSpec{cn: svc, parent: pair.CA, usages: srv, valid: tenYears, dns: []string{svc}, ips: loopback}
+			}})
 	}
 	for _, s := range steps {
 		kp, err := loadKeyPair(dir, s.name)
@@ -187,6 +211,9 @@ func loadPKI(dir string, create bool) (*pki, error) {
 			return nil, fmt.Errorf("pki %s: %w", s.name, err)
 		}
 		*s.dst = kp
+	}
+	for name, pair := range pairs {
+		p.rotators[name] = *pair
 	}
 	if !create {
 		return p, nil

@@ -24,7 +24,22 @@ func TestEnsurePKI(t *testing.T) {
 		{"apiserver", p.APIServer, p.CA, "kubernetes.default.svc", "127.0.0.1"},
 		{"webhook", p.Webhook, p.CA, "localhost", "127.0.0.1"},
 		{"kueue-webhook", p.Kueue, p.KueueCA, "kueue-webhook-service.kueue-system.svc", "127.0.0.1"},
-		{"training-webhook", p.Train, p.TrainCA, "training-operator.kubeflow.svc", "127.0.0.1"},
+	}
+	// Every operator with a certificate rotator gets its own CA (training-operator's files keep
+	// their names from before the registry: training-ca, training-webhook).
+	for _, op := range operators() {
+		if w := op.Webhooks; w != nil && w.RotatorSecret != "" {
+			pair := p.rotators[rotatorCertName(op)]
+			tests = append(tests, struct {
+				name    string
+				kp      *keyPair
+				issuer  *keyPair
+				dns, ip string
+			}{rotatorCertName(op) + "-webhook", pair.Serving, pair.CA, w.RotatorService, "127.0.0.1"})
+		}
+	}
+	if _, ok := p.rotators["training"]; !ok {
+		t.Errorf("no rotator certificates for training-operator")
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 // process is one component the cluster runs as a child process.
@@ -226,4 +228,39 @@ func rssKB(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// binaries is where each component's executable is (present or not): the set's file in the bin
+// dir, this executable for stand-ins.
+func (s *State) binaries() map[string]string {
+	out := map[string]string{}
+	for _, c := range tools.Pinned().Components {
+		out[c.Name] = filepath.Join(s.BinDir, c.FileName())
+	}
+	// A stand-in's spec matches on its command line, not on the executable.
+	exe, _ := os.Executable()
+	for _, op := range operators() {
+		if op.StandIn != "" {
+			out[op.StandIn] = exe
+		}
+	}
+	return out
+}
+
+// matchers is, per component, what its command line contains when it is this cluster's: the
+// executable's path, or a stand-in's arguments. In a half-created state without a bin dir the
+// binary's file name is matched.
+func (s *State) matchers() map[string]string {
+	out := s.binaries()
+	for name, bin := range out {
+		if s.BinDir == "" {
+			out[name] = filepath.Base(bin)
+		}
+	}
+	for _, op := range operators() {
+		if op.StandIn != "" {
+			out[op.StandIn] = standInArg + "\x00" + op.StandIn + "\x00" + s.Kubeconfig()
+		}
+	}
+	return out
 }

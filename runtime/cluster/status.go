@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -40,11 +39,7 @@ func Status(ctx context.Context, root, name string) (*State, *Health, []Componen
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	bins := map[string]string{}
-	for _, n := range Components() {
-		bins[n] = filepath.Join(s.BinDir, n)
-	}
-	specs, err := s.specs(bins, p)
+	specs, err := s.specs(s.binaries(), p)
 	if err != nil {
 		return nil, nil, nil, err
 	}

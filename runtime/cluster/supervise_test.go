@@ -358,24 +358,24 @@ func TestRestartWaitsForTheAPIServer(t *testing.T) {
 }
 
 func TestPreStartHookFailureIsNoCrash(t *testing.T) {
-	h := newHarness(t, MPIOperator)
+	h := newHarness(t, "mpi-operator")
 	fails := 3
-	h.sup.preStart = map[string]func(context.Context) error{MPIOperator: func(context.Context) error {
+	h.sup.preStart = map[string]func(context.Context) error{"mpi-operator": func(context.Context) error {
 		if fails > 0 {
 			fails--
 			return errors.New("API server unavailable")
 		}
 		return nil
 	}}
-	h.sup.enable(MPIOperator, 1)
+	h.sup.enable("mpi-operator", 1)
 	for i := 0; i < 3; i++ {
 		h.after(DefaultPolicy.InitialBackoff)
-		if c := h.member(MPIOperator); c.PID != 0 || !strings.Contains(c.Message, "before start: API server unavailable") {
+		if c := h.member("mpi-operator"); c.PID != 0 || !strings.Contains(c.Message, "before start: API server unavailable") {
 			t.Fatalf("try %d: %+v", i, c)
 		}
 	}
 	h.after(DefaultPolicy.InitialBackoff)
-	c := h.member(MPIOperator)
+	c := h.member("mpi-operator")
 	if c.State != StateStarting || c.PID == 0 || c.Restarts != 0 || len(h.run.starts) != 1 {
 		t.Fatalf("after the hook passed: %+v, %d starts", c, len(h.run.starts))
 	}
@@ -637,6 +637,35 @@ func TestAwaitReadyWaitsForTheNewEpoch(t *testing.T) {
 	}
 	if _, err := st.awaitReady(t.Context(), Kueue, 2, time.Minute); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPreStartHooksFollowTheRegistry: every operator that declares a stale lease or a
+// hard-coded cert dir gets a hook before each (re)start, and so does KWOK; no other component.
+func TestPreStartHooksFollowTheRegistry(t *testing.T) {
+	s := &State{Name: "hooks", Dir: t.TempDir()}
+	hooks := s.preStartHooks()
+	want := map[string]bool{KWOK: true}
+	for _, op := range operators() {
+		if op.StaleLease != "" || (op.Webhooks != nil && op.Webhooks.HardcodedCertDir != "") {
+			want[op.Name] = true
+		}
+	}
+	// The operators whose restarts the hooks were written for (issue 19) are among them.
+	for _, name := range []string{"mpi-operator", "training-operator"} {
+		if !want[name] {
+			t.Errorf("registry: %s declares neither a stale lease nor a hard-coded cert dir", name)
+		}
+	}
+	for name := range hooks {
+		if !want[name] {
+			t.Errorf("hook for %s, which declares nothing to prepare", name)
+		}
+	}
+	for name := range want {
+		if hooks[name] == nil {
+			t.Errorf("no pre-start hook for %s", name)
+		}
 	}
 }
 

@@ -58,6 +58,9 @@ func Supervise(ctx context.Context, root, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := addStandIns(bins); err != nil {
+		return err
+	}
 	p, err := ensurePKIReadOnly(s.path("pki"))
 	if err != nil {
 		return err
@@ -102,8 +105,9 @@ func (s *State) newSupervisor(specs map[string]spec, inProcess bool) (*Superviso
 	return sup, func() { logf.Close(); lock.Close() }, nil
 }
 
-// preStartHooks prepare a component's restart as Up prepared its first start. Keyed by
-// component; when the per-kind registry holds the operators, each kind can carry its own.
+// preStartHooks prepare a component's restart as Up prepared its first start, keyed by
+// component: KWOK's, and those the registry's operators declare (render.Operator.StaleLease,
+// OperatorWebhooks.HardcodedCertDir).
 func (s *State) preStartHooks() map[string]func(context.Context) error {
 	var (
 		mu sync.Mutex
@@ -126,24 +130,7 @@ func (s *State) preStartHooks() map[string]func(context.Context) error {
 		c, err = newClient(cfg, scheme)
 		return c, err
 	}
-	return map[string]func(context.Context) error{
-		// The mount point of the private cert dir must exist on the host (a /tmp cleaner may
-		// have removed it since the first start).
-		TrainingOperator: func(context.Context) error { return os.MkdirAll(trainingCertDir, 0o755) },
-		// mpi-operator's leader election is always on and its identity is new on every start:
-		// the lease a killed process held would make the new one wait up to its 15 s duration
-		// while already reporting healthy. The old process is gone, so its lease goes too.
-		MPIOperator: func(ctx context.Context) error {
-			c, err := apiClient()
-			if err != nil {
-				return err
-			}
-			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: mpiNamespace, Name: "mpi-operator"}}
-			if err := client.IgnoreNotFound(c.Delete(ctx, lease)); err != nil {
-				return fmt.Errorf("delete the stale mpi-operator lease: %w", err)
-			}
-			return nil
-		},
+	hooks := map[string]func(context.Context) error{
 		// KWOK drives a node's pods only while it holds the node's lease, under an identity that
 		// is new on every start: the leases a killed KWOK held would leave every pod unstarted
 		// and unfinished until they expire (--node-lease-duration-seconds, 40 s), while the new
@@ -169,6 +156,44 @@ func (s *State) preStartHooks() map[string]func(context.Context) error {
 			return nil
 		},
 	}
+	for _, op := range operators() {
+		var steps []func(context.Context) error
+		// The mount point of a private cert dir must exist on the host (a /tmp cleaner may have
+		// removed it since the first start).
+		if w := op.Webhooks; w != nil && w.HardcodedCertDir != "" {
+			dir := w.HardcodedCertDir
+			steps = append(steps, func(context.Context) error { return os.MkdirAll(dir, 0o755) })
+		}
+		// An operator whose leader election is always on has an identity that is new on every
+		// start (mpi-operator: hostname+UUID): the lease a killed process held would make the new
+		// one wait up to the lease duration while already reporting healthy. The old process is
+		// gone, so its lease goes too.
+		if op.StaleLease != "" {
+			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: op.Namespace, Name: op.StaleLease}}
+			steps = append(steps, func(ctx context.Context) error {
+				c, err := apiClient()
+				if err != nil {
+					return err
+				}
+				if err := client.IgnoreNotFound(c.Delete(ctx, lease.DeepCopy())); err != nil {
+					return fmt.Errorf("delete the stale %s lease %s/%s: %w", op.Name, lease.Namespace, lease.Name, err)
+				}
+				return nil
+			})
+		}
+		if len(steps) == 0 {
+			continue
+		}
+		hooks[op.Name] = func(ctx context.Context) error {
+			for _, step := range steps {
+				if err := step(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	return hooks
 }
 
 // ensureSupervisor starts the cluster's supervisor unless one is alive: the daemon when there is

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -69,6 +70,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	bins, err := tools.Locate(s.BinDir, tools.Pinned())
 	if err != nil {
+		return nil, err
+	}
+	if err := addStandIns(bins); err != nil {
 		return nil, err
 	}
 	p, err := ensurePKI(s.path("pki"))
@@ -135,8 +139,12 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	// KWOK: the Stage CRD and stages exist before the controller reads them.
+	// KWOK: the Stage CRD and stages exist before the controller reads them; the marker saying
+	// every node here is a KWOK node exists before any node is applied.
 	if err := u.step("KWOK stages", func() error {
+		if err := ApplyObjects(ctx, cfg, []client.Object{localMarker()}); err != nil {
+			return err
+		}
 		if err := applyCRDs(ctx, c, m.stageCRD); err != nil {
 			return err
 		}
@@ -186,50 +194,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	if err := u.step("JobSet config", func() error {
-		if err := writeCertDir(s.path("certs", "webhook"), p.Webhook, p.CA); err != nil {
-			return err
+	for _, op := range operators() {
+		if err := u.operator(ctx, cfg, c, m, p, op); err != nil {
+			return nil, err
 		}
-		return s.writeConfig("jobset.yaml", s.jobsetConfig())
-	}); err != nil {
-		return nil, err
-	}
-	if err := u.ensure(ctx, JobSet); err != nil {
-		return nil, err
-	}
-	if err := u.step("JobSet webhooks", func() error { return applyUnstructured(ctx, c, m.jobsetHook) }); err != nil {
-		return nil, err
-	}
-
-	// training-operator's rotator cannot be disabled: it needs its Secret, and its serving cert in
-	// the hard-coded cert dir (a private bind mount of the state dir's copy).
-	if err := u.step("training-operator certs and webhook", func() error {
-		if err := writeCertDir(s.path("certs", "training"), p.Train, p.TrainCA); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(trainingCertDir, 0o755); err != nil {
-			return err
-		}
-		if err := ApplyObjects(ctx, cfg, []client.Object{namespace(trainingNamespace),
-			seededSecret(trainingNamespace, "training-operator-webhook-cert", p.TrainCA, p.Train)}); err != nil {
-			return err
-		}
-		return applyUnstructured(ctx, c, m.trainHook)
-	}); err != nil {
-		return nil, err
-	}
-	if err := u.ensure(ctx, TrainingOperator); err != nil {
-		return nil, err
-	}
-	// mpi-operator's leader election is always on: its lease namespace must exist (a stale lease
-	// is deleted before every start, see preStartHooks).
-	if err := u.step("mpi-operator namespace", func() error {
-		return ApplyObjects(ctx, cfg, []client.Object{namespace(mpiNamespace)})
-	}); err != nil {
-		return nil, err
-	}
-	if err := u.ensure(ctx, MPIOperator); err != nil {
-		return nil, err
 	}
 	// Flavors and queues go through Kueue's webhooks, so the cluster objects come last.
 	// A spec's objects replace those of another spec on a cluster that was up already
@@ -274,8 +242,8 @@ func prepare(o Options) (*State, error) {
 	if s.PortBase == 0 {
 		s.PortBase = PortBaseFor(name)
 	}
-	if s.PortBase < 1024 || s.PortBase > 65535-20 {
-		return nil, fmt.Errorf("port base %d: want 1024..65515", s.PortBase)
+	if last := 65535 - NumPorts(); s.PortBase < 1024 || s.PortBase > last {
+		return nil, fmt.Errorf("port base %d: want 1024..%d (a cluster uses %d consecutive ports)", s.PortBase, last, NumPorts())
 	}
 	s.Ports = PortsFrom(s.PortBase)
 	if o.BinDir != "" {
@@ -311,7 +279,15 @@ type upper struct {
 // ensure asks the supervisor for name and waits until it is ready.
 func (u *upper) ensure(ctx context.Context, name string) error {
 	t0 := time.Now()
-	pidBefore, _ := u.s.running(name, u.specs[name].bin)
+	sp := u.specs[name]
+	pidBefore, _ := u.s.running(name, sp.bin)
+	// Written on every Up, not only before a first start: the supervisor restarts the component
+	// from these files, and a crash-looping one gets its good config back.
+	for f, v := range sp.files {
+		if err := u.s.writeConfig(f, v); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
 	config := u.configs[name]
 	// A component that runs with another configuration is restarted for it: that is not
 	// starting the cluster (Started stays empty for a cluster that was up).
@@ -342,6 +318,66 @@ func (u *upper) ensure(ctx context.Context, name string) error {
 		restarts = fmt.Sprintf(", restarts: %d", c.Restarts)
 	}
 	fmt.Fprintf(u.out, "  %-24s %s, healthy (pid %d, %s%s)\n", name, verb, c.PID, time.Since(t0).Round(10*time.Millisecond), restarts)
+	return nil
+}
+
+// operator prepares, starts and completes one operator of the registry: its namespace, serving
+// certificate (seeded into its rotator's Secret, with its webhooks registered first, when it has
+// a rotator), stand-in, process, then its webhooks and install objects once healthy. A stale
+// lease is deleted before every start by the supervisor (preStartHooks).
+func (u *upper) operator(ctx context.Context, cfg *rest.Config, c client.Client, m *manifests, p *pki, op *render.Operator) error {
+	w := op.Webhooks
+	rotator := w != nil && w.RotatorSecret != ""
+	if err := u.step(op.Name+" setup", func() error {
+		var objs []client.Object
+		if op.Namespace != "" {
+			objs = append(objs, namespace(op.Namespace))
+		}
+		if w != nil {
+			serving, ca := p.Webhook, p.CA
+			if rotator {
+				pair := p.rotators[rotatorCertName(op)]
+				serving, ca = pair.Serving, pair.CA
+				objs = append(objs, seededSecret(op.Namespace, w.RotatorSecret, pair.CA, pair.Serving))
+			}
+			if err := writeCertDir(u.s.path("certs", op.Name), serving, ca); err != nil {
+				return err
+			}
+			if w.HardcodedCertDir != "" {
+				// The mount point of the private bind mount; it stays empty on the host.
+				if err := os.MkdirAll(w.HardcodedCertDir, 0o755); err != nil {
+					return err
+				}
+			}
+		}
+		if err := ApplyObjects(ctx, cfg, objs); err != nil {
+			return err
+		}
+		if rotator {
+			return applyUnstructured(ctx, c, m.opHooks[op.Name])
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if op.StandIn != "" {
+		if err := u.ensure(ctx, op.StandIn); err != nil {
+			return err
+		}
+	}
+	if err := u.ensure(ctx, op.Name); err != nil {
+		return err
+	}
+	if hooks := m.opHooks[op.Name]; len(hooks) > 0 && !rotator {
+		if err := u.step(op.Name+" webhooks", func() error { return applyUnstructured(ctx, c, hooks) }); err != nil {
+			return err
+		}
+	}
+	if objs := m.opObjects[op.Name]; len(objs) > 0 {
+		if err := u.step(fmt.Sprintf("%s: %d install objects", op.Name, len(objs)), func() error { return applyUnstructured(ctx, c, objs) }); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -394,32 +430,25 @@ func (s *State) baseKueueConfig() map[string]any {
 		// The visibility API server needs an in-cluster APIService; nothing here uses it.
 		"featureGates":     map[string]any{"VisibilityOnDemand": false},
 		"clientConnection": map[string]any{"qps": clientQPS, "burst": clientQPS},
-		"integrations":     map[string]any{"frameworks": kueueFrameworks},
+		"integrations":     map[string]any{"frameworks": kueueFrameworks()},
 		// Without this every Kueue controller gets controller-runtime's single worker: a replayed
-		// trace then waits tens of seconds for Workload creation and Finished. These are the
-		// values of Kueue's shipped controller_manager_config.yaml, plus the job integrations.
-		"controller": map[string]any{"groupKindConcurrency": map[string]any{
-			"Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 5,
-			"JobSet.jobset.x-k8s.io": 5, "PyTorchJob.kubeflow.org": 5, "TFJob.kubeflow.org": 5,
-			"MPIJob.kubeflow.org": 5, "TrainJob.trainer.kubeflow.org": 5,
-			"LocalQueue.kueue.x-k8s.io": 1, "Cohort.kueue.x-k8s.io": 1,
-			"ClusterQueue.kueue.x-k8s.io": 1, "ResourceFlavor.kueue.x-k8s.io": 1,
-		}},
+		// trace then waits tens of seconds for Workload creation and Finished.
+		"controller": map[string]any{"groupKindConcurrency": groupKindConcurrency()},
 	}
 }
 
-func (s *State) jobsetConfig() map[string]any {
-	dir := s.path("certs", "webhook")
-	return map[string]any{
-		"apiVersion":             "config.jobset.x-k8s.io/v1alpha1",
-		"kind":                   "Configuration",
-		"leaderElection":         map[string]any{"leaderElect": false},
-		"internalCertManagement": map[string]any{"enable": false},
-		"webhook":                map[string]any{"host": "127.0.0.1", "port": s.Ports.JobSetWebhook, "certDir": dir},
-		"metrics":                map[string]any{"bindAddress": hostPort(s.Ports.JobSetMetrics), "certDir": dir},
-		"health":                 map[string]any{"healthProbeBindAddress": hostPort(s.Ports.JobSetHealth)},
-		"clientConnection":       map[string]any{"qps": clientQPS, "burst": clientQPS},
+// groupKindConcurrency is Kueue's shipped controller_manager_config.yaml's, plus 5 workers for
+// the kind of every enabled job integration.
+func groupKindConcurrency() map[string]any {
+	out := map[string]any{
+		"Pod": 5, "Workload.kueue.x-k8s.io": 5,
+		"LocalQueue.kueue.x-k8s.io": 1, "Cohort.kueue.x-k8s.io": 1,
+		"ClusterQueue.kueue.x-k8s.io": 1, "ResourceFlavor.kueue.x-k8s.io": 1,
 	}
+	for _, k := range render.DefaultRegistry().KueueIntegrations() {
+		out[k.Kind.GroupKind().String()] = 5
+	}
+	return out
 }
 
 // writeKubeconfig writes the admin kubeconfig with the certificates embedded (0600).

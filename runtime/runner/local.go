@@ -81,7 +81,9 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 		_, ok := p.Labels[contract.WorkloadLabel]
 		return ok && slices.Contains(nss, p.Namespace)
 	}
-	a, err := agent.InProcess(cs, clk, o.Seed, handoff)
+	// It simulates every pod of those namespaces, a user's own manifests too (by the contract's
+	// defaults), and none of another run's on the same cluster.
+	a, err := agent.InProcess(cs, clk, o.Seed, handoff, nss)
 	if err != nil {
 		return Config{}, err
 	}

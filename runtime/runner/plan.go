@@ -86,10 +86,14 @@ func newPlan(cfg *Config) (*plan, error) {
 			fmt.Fprintln(cfg.Out, "warning:", msg)
 		}
 	}
-	r, err := render.NewRenderer(render.DefaultRegistry(), mapping, render.Options{Target: render.TargetKWOK, Warn: warn})
+	reg := render.DefaultRegistry()
+	r, err := render.NewRenderer(reg, mapping, render.Options{Target: render.TargetKWOK, Warn: warn})
 	if err != nil {
 		return nil, err
 	}
+	// What the mapped kinds' objects refer to (a TrainJob's ClusterTrainingRuntime) goes in with
+	// the cluster side, before any workload.
+	p.clusterObjs = append(p.clusterObjs, reg.ClusterObjects(mapping, r.Options())...)
 	placer := spec.Placer(cfg.Seed, false)
 	nss := map[string]bool{}
 	for _, w := range cfg.Trace.Workloads {

@@ -645,6 +645,39 @@ defaultTeam: team
 	}
 }
 
+// TestPlanAppliesWhatMappedKindsNeed: a mapping's kinds bring their cluster objects (a TrainJob's
+// ClusterTrainingRuntime) into the cluster side, and only then: every create of a TrainJob is
+// denied by the admission webhooks while its runtime is missing.
+func TestPlanAppliesWhatMappedKindsNeed(t *testing.T) {
+	spec, err := rcluster.Load(repoFile(t, "examples/clusters/small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := render.DefaultRegistry()
+	for _, kind := range reg.FamilyKinds()[trace.DistributedTraining] {
+		m := render.DefaultMapping()
+		m[trace.DistributedTraining] = kind
+		p, err := newPlan(&Config{Trace: genTrace(t, 20, 7), Spec: spec, Mapping: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := reg.Integration(kind)
+		want := 0
+		if in.ClusterObjects != nil {
+			want = len(in.ClusterObjects(render.Options{Target: render.TargetKWOK}))
+		}
+		got := 0
+		for _, o := range p.clusterObjs {
+			if o.GetObjectKind().GroupVersionKind().Kind == "ClusterTrainingRuntime" {
+				got++
+			}
+		}
+		if got != want {
+			t.Errorf("%s: %d ClusterTrainingRuntimes in the cluster side, want %d", kind, got, want)
+		}
+	}
+}
+
 // TestWatcherPodsRunningBeforeReservation: the pod informer may show a workload's pods Running
 // before the Workload informer shows its reservation (two watch streams); the pods are then all
 // up at the reservation, and all_pods_running is recorded there.

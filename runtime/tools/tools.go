@@ -1,6 +1,7 @@
-// Package tools builds the pinned control-plane binaries (etcd, Kubernetes, KWOK, Kueue, JobSet,
-// training-operator, mpi-operator) from the Go module proxy into a versioned cache outside the
-// repository, and locates those binaries and the upstream manifests a local cluster installs.
+// Package tools builds the pinned control-plane binaries (etcd, Kubernetes, KWOK, Kueue, and the
+// operator of every kind in render's registry) from the Go module proxy into a versioned cache
+// outside the repository, and locates those binaries and the upstream manifests a local cluster
+// installs.
 package tools
 
 import (
@@ -8,8 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/kueuelab/kueuelab/render"
 )
 
 //go:embed patches/*.patch
@@ -104,25 +108,40 @@ type Set struct {
 	Components []Component
 }
 
-// Manifest modules: upstream modules whose CRDs and stages the cluster installs.
+// Manifest modules of the infrastructure: KWOK's stages and Stage CRD, Kueue's CRDs and webhooks.
 const (
-	KWOKModule     = "sigs.k8s.io/kwok@v0.7.0"
-	KueueModule    = "sigs.k8s.io/kueue@v0.15.0"
-	JobSetModule   = "sigs.k8s.io/jobset@v0.10.1"
-	TrainingModule = "github.com/kubeflow/training-operator@v1.9.3"
-	MPIModule      = "github.com/kubeflow/mpi-operator@v0.7.0"
-	TrainerModule  = "github.com/kubeflow/trainer/v2@v2.1.0"
-	KatibModule    = "github.com/kubeflow/katib@v0.14.0"
+	KWOKModule  = "sigs.k8s.io/kwok@v0.7.0"
+	KueueModule = "sigs.k8s.io/kueue@v0.15.0"
 )
 
-// ManifestModules lists the modules `up` reads manifests from; `tools install` downloads them.
+// ManifestModules lists the modules `up` reads manifests from (the infrastructure's, and every
+// kind's CRD and operator modules); `tools install` downloads them.
 func ManifestModules() []string {
-	return []string{KWOKModule, KueueModule, JobSetModule, TrainingModule, MPIModule, TrainerModule, KatibModule}
+	out := []string{KWOKModule, KueueModule}
+	add := func(m string) {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	reg := render.DefaultRegistry()
+	for _, c := range reg.CRDs() {
+		add(c.ModuleVersion())
+	}
+	for _, op := range reg.Operators() {
+		add(op.Module + "@" + op.Version)
+	}
+	return out
 }
 
 const k8sVersion = "v1.34.2"
 
-// Pinned is the version set kueuelab is tested with.
+// SetName names the cache directory of the pinned binaries. It is the name of the first set and
+// stays so: components added later (Trainer, KubeRay) carry their version in their file name
+// instead, so adding one builds that binary alone and never the others (TestAddedComponentsAreAdditive).
+const SetName = "k8s-1.34.2_etcd-3.5.21_kwok-0.7.0_kueue-0.15.0_jobset-0.10.1_to-1.9.3_mpi-0.7.0"
+
+// Pinned is the version set kueuelab is tested with: the infrastructure and the operator of
+// every kind in render's registry.
 func Pinned() Set {
 	k8sLD := []string{
 		"-X k8s.io/component-base/version.gitVersion=" + k8sVersion,
@@ -137,8 +156,8 @@ func Pinned() Set {
 	}
 	kcm := k8s("kube-controller-manager")
 	kcm.File, kcm.Package, kcm.main = "kube-controller-manager-jobbatch", "./kube-controller-manager", kcmMain
-	return Set{
-		Name: "k8s-1.34.2_etcd-3.5.21_kwok-0.7.0_kueue-0.15.0_jobset-0.10.1_to-1.9.3_mpi-0.7.0",
+	set := Set{
+		Name: SetName,
 		Components: []Component{
 			{Name: "etcd", Module: "go.etcd.io/etcd/server/v3", Version: "v3.5.21",
 				Package: "go.etcd.io/etcd/server/v3", method: wrapperModule},
@@ -149,13 +168,22 @@ func Pinned() Set {
 				Package: "sigs.k8s.io/kwok/cmd/kwok", method: goInstall},
 			{Name: "kueue", Module: "sigs.k8s.io/kueue", Version: "v0.15.0", Package: "./cmd/kueue",
 				method: sourceCopy, ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v0.15.0"}},
-			{Name: "jobset", Module: "sigs.k8s.io/jobset", Version: "v0.10.1", Package: ".", method: sourceCopy},
-			{Name: "training-operator", Module: "github.com/kubeflow/training-operator", Version: "v1.9.3",
-				Package: "github.com/kubeflow/training-operator/cmd/training-operator.v1", method: goInstall},
-			{Name: "mpi-operator", Module: "github.com/kubeflow/mpi-operator", Version: "v0.7.0",
-				Package: "./cmd/mpi-operator", method: sourceCopy, patch: "mpi-operator-v0.7.0-health-address.patch"},
 		},
 	}
+	for _, op := range render.DefaultRegistry().Operators() {
+		set.Components = append(set.Components, OperatorComponent(op))
+	}
+	return set
+}
+
+// OperatorComponent is how an operator of the registry is built.
+func OperatorComponent(op *render.Operator) Component {
+	c := Component{Name: op.Name, File: op.File, Module: op.Module, Version: op.Version, Package: op.Package,
+		method: goInstall, ldflags: op.LDFlags, patch: op.Patch}
+	if op.SourceCopy {
+		c.method = sourceCopy
+	}
+	return c
 }
 
 // Names returns the binary names of the set.

@@ -3,6 +3,7 @@ package tools
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -73,5 +74,39 @@ func TestBinDirPrecedence(t *testing.T) {
 	t.Setenv(BinDirEnv, "")
 	if got, _ := BinDir("", set); got != "/cache/kueuelab/bin/s" {
 		t.Errorf("default BinDir = %q, want /cache/kueuelab/bin/s", got)
+	}
+}
+
+// TestAddedComponentsAreAdditive: the cache dir keeps the first set's name, so a component whose
+// version that name does not record must carry the version in its file name; otherwise a
+// version bump would silently reuse the old binary, and adding a component would need a new dir
+// (and a 14-minute rebuild of everything).
+func TestAddedComponentsAreAdditive(t *testing.T) {
+	set := Pinned()
+	if set.Name != SetName {
+		t.Fatalf("set name %q, want SetName", set.Name)
+	}
+	files := map[string]string{}
+	for _, c := range set.Components {
+		v := strings.TrimPrefix(c.Version, "v")
+		if !strings.Contains(set.Name, "-"+v) && !strings.Contains(c.FileName(), c.Version) {
+			t.Errorf("component %s %s: neither the set name nor its file name %q records its version", c.Name, c.Version, c.FileName())
+		}
+		if prev, dup := files[c.FileName()]; dup {
+			t.Errorf("components %s and %s share the file name %s", prev, c.Name, c.FileName())
+		}
+		files[c.FileName()] = c.Name
+	}
+}
+
+func TestManifestModulesCoverOperatorsAndCRDs(t *testing.T) {
+	mods := ManifestModules()
+	for _, c := range Pinned().Components {
+		if c.method != goInstall && c.method != sourceCopy || c.Name == "kwok" || c.Name == "kueue" {
+			continue
+		}
+		if !slices.Contains(mods, c.Module+"@"+c.Version) {
+			t.Errorf("operator %s: its module %s@%s is not a manifest module (its webhooks would not be found)", c.Name, c.Module, c.Version)
+		}
 	}
 }

@@ -6,66 +6,35 @@ import (
 	"strings"
 	"testing"
 
-	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	kftov1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// kindCase is one job kind: the object, how to find its pods, and its own success state.
+// kindCase is one job kind: the object, how to find its pods, and which ones end it; whether it
+// is suspended or succeeded its integration says (render.Integration.Status).
 type kindCase struct {
-	obj       client.Object
-	pods      map[string]string // label selector of all its pods
-	podCount  int
-	toFinish  map[string]string // the pods whose completion finishes the job
-	selected  map[string]string // the pods that must carry the flavor's nodeSelector; nil: all
-	suspended func() bool
-	succeeded func() (bool, string)
+	obj      client.Object
+	pods     map[string]string // label selector of all its pods
+	podCount int
+	toFinish map[string]string // the pods whose completion finishes the job
+	selected map[string]string // the pods that must carry the flavor's nodeSelector; nil: all
 }
 
-// kinds builds a Job, a JobSet, a PyTorchJob and an MPIJob in ns on queue, 7 GPUs in all.
+// kinds builds a Job, a JobSet, a PyTorchJob and an MPIJob in ns on queue, 7 GPUs in all. Every
+// kind of the registry runs whole traces in TestEveryKindRunsItsFamilies.
 func kinds(ns, queue string) []kindCase {
 	job := makeJob(ns, "job", queue, 1)
 	js := makeJobSet(ns, "jobset", queue, 2, 1)
 	pt := makePyTorchJob(ns, "pytorch", queue, 1, 1)
 	mpi := makeMPIJob(ns, "mpi", queue, 2, 1)
 	return []kindCase{
-		{
-			obj: job, pods: map[string]string{"batch.kubernetes.io/job-name": job.Name}, podCount: 1,
-			suspended: func() bool { return job.Spec.Suspend == nil || *job.Spec.Suspend },
-			succeeded: func() (bool, string) {
-				for _, c := range job.Status.Conditions {
-					if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-						return true, ""
-					}
-				}
-				return false, fmt.Sprintf("succeeded=%d conditions=%v", job.Status.Succeeded, job.Status.Conditions)
-			},
-		},
-		{
-			obj: js, pods: map[string]string{jobsetv1alpha2.JobSetNameKey: js.Name}, podCount: 2,
-			suspended: func() bool { return js.Spec.Suspend == nil || *js.Spec.Suspend },
-			succeeded: func() (bool, string) {
-				c := condition(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted))
-				return c != nil && c.Status == metav1.ConditionTrue, "terminalState=" + js.Status.TerminalState
-			},
-		},
-		{
-			obj: pt, pods: map[string]string{"training.kubeflow.org/job-name": pt.Name}, podCount: 2,
-			suspended: func() bool { return pt.Spec.RunPolicy.Suspend == nil || *pt.Spec.RunPolicy.Suspend },
-			succeeded: func() (bool, string) {
-				for _, c := range pt.Status.Conditions {
-					if c.Type == kftov1.JobSucceeded && c.Status == corev1.ConditionTrue {
-						return true, ""
-					}
-				}
-				return false, fmt.Sprintf("conditions=%v", pt.Status.Conditions)
-			},
-		},
+		{obj: job, pods: map[string]string{"batch.kubernetes.io/job-name": job.Name}, podCount: 1},
+		{obj: js, pods: map[string]string{jobsetv1alpha2.JobSetNameKey: js.Name}, podCount: 2},
+		{obj: pt, pods: map[string]string{"training.kubeflow.org/job-name": pt.Name}, podCount: 2},
 		{
 			// Completing the launcher finishes an MPIJob; cleanPodPolicy Running removes the workers.
 			obj: mpi, pods: map[string]string{"training.kubeflow.org/job-name": mpi.Name}, podCount: 3,
@@ -73,16 +42,7 @@ func kinds(ns, queue string) []kindCase {
 			// mpi-operator v0.7.0 usually creates the launcher Job while the MPIJob is still suspended
 			// (both launcher creation policies) and on resume only flips its suspend flag, so the
 			// launcher pod keeps the template from before Kueue injected the flavor's nodeSelector.
-			selected:  map[string]string{"training.kubeflow.org/job-name": mpi.Name, "training.kubeflow.org/job-role": "worker"},
-			suspended: func() bool { return mpi.Spec.RunPolicy.Suspend == nil || *mpi.Spec.RunPolicy.Suspend },
-			succeeded: func() (bool, string) {
-				for _, c := range mpi.Status.Conditions {
-					if c.Type == mpiv2beta1.JobSucceeded && c.Status == corev1.ConditionTrue {
-						return true, ""
-					}
-				}
-				return false, fmt.Sprintf("conditions=%v", mpi.Status.Conditions)
-			},
+			selected: map[string]string{"training.kubeflow.org/job-name": mpi.Name, "training.kubeflow.org/job-role": "worker"},
 		},
 	}
 }
@@ -105,7 +65,8 @@ func TestAdmitEveryKind(t *testing.T) {
 		t.Run(kindName(k.obj), func(t *testing.T) {
 			awaitWorkloadCondition(t, k.obj, kueue.WorkloadAdmitted)
 			eventually(t, "unsuspended", func(ctx context.Context) (bool, string, error) {
-				return !k.suspended(), "still suspended", get(ctx, k.obj)
+				err := get(ctx, k.obj)
+				return err == nil && !kindStatus(t, k.obj).Suspended, "still suspended", err
 			})
 			awaitPodsRunning(t, ns, k.pods, k.podCount, k.selected)
 		})
@@ -173,8 +134,8 @@ func TestCompleteEveryKind(t *testing.T) {
 				if err := get(ctx, k.obj); err != nil {
 					return false, "", err
 				}
-				ok, detail := k.succeeded()
-				return ok, detail, nil
+				st := kindStatus(t, k.obj)
+				return st.Succeeded, st.Detail, nil
 			})
 			awaitWorkloadCondition(t, k.obj, kueue.WorkloadFinished)
 		})

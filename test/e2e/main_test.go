@@ -30,6 +30,10 @@ type env struct {
 var shared *env // set once by TestMain before any test runs, read-only afterwards
 
 func TestMain(m *testing.M) {
+	// The cluster runs its stand-ins (the Ray job API) as this test binary.
+	if ran, code := cluster.RunStandIn(); ran {
+		os.Exit(code)
+	}
 	// Errors reach the tests as return values; without a logger controller-runtime prints a stack trace.
 	ctrllog.SetLogger(logr.Discard())
 	// Re-executed as a test cluster's supervisor daemon (see testDaemon).
@@ -61,7 +65,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	name := fmt.Sprintf("e2e-%d", os.Getpid())
-	base, err := freePortBlock(27400, 17)
+	base, err := freePortBlock(27400, cluster.NumPorts())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1

@@ -62,7 +62,7 @@ func TestRunSurvivesControlPlaneFaults(t *testing.T) {
 		when func(admitted []kueue.Workload) bool
 	}{
 		{cluster.Kueue, func(a []kueue.Workload) bool { return len(a) >= 2 }},
-		{cluster.MPIOperator, func(a []kueue.Workload) bool {
+		{operatorOf("MPIJob"), func(a []kueue.Workload) bool {
 			return slices.ContainsFunc(a, func(w kueue.Workload) bool {
 				return len(w.OwnerReferences) > 0 && w.OwnerReferences[0].Kind == "MPIJob"
 			})
@@ -70,7 +70,7 @@ func TestRunSurvivesControlPlaneFaults(t *testing.T) {
 		{cluster.APIServer, func(a []kueue.Workload) bool { return len(a) >= 3 }},
 	} {
 		t.Run(tc.victim, func(t *testing.T) {
-			team := "outage-" + map[string]string{cluster.Kueue: "kueue", cluster.MPIOperator: "mpi", cluster.APIServer: "api"}[tc.victim]
+			team := "outage-" + map[string]string{cluster.Kueue: "kueue", operatorOf("MPIJob"): "mpi", cluster.APIServer: "api"}[tc.victim]
 			sp := filepath.Join(t.TempDir(), "spec.yaml")
 			if err := os.WriteFile(sp, []byte(runSpec(team, 8)), 0o644); err != nil {
 				t.Fatal(err)

@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
-	"github.com/kueuelab/kueuelab/render/cluster"
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/cluster"
 )
 
 // TestRenderDryRun: everything `kueuelab render` emits for a generated trace of a few hundred
@@ -32,7 +36,9 @@ func TestRenderDryRun(t *testing.T) {
 	jobs := map[string][]*trace.Job{}
 	families := map[trace.Family]int{}
 	for range 300 {
-		w, js := g.Next()
+		next, js := g.Next()
+		// The generator reuses its records for the next workload.
+		w, js := cloneWorkload(next), slices.Clone(js)
 		ws = append(ws, w)
 		for i := range js {
 			jobs[w.WorkloadID] = append(jobs[w.WorkloadID], &js[i])
@@ -45,11 +51,11 @@ func TestRenderDryRun(t *testing.T) {
 		}
 	}
 
-	spec, err := cluster.Load(filepath.Join(repoRoot(t), "examples", "clusters", "teams.yaml"))
+	spec, err := rcluster.Load(filepath.Join(repoRoot(t), "examples", "clusters", "teams.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusterObjs, err := spec.Objects(cluster.Options{KueueAPI: "v1beta1"})
+	clusterObjs, err := spec.Objects(rcluster.Options{KueueAPI: "v1beta1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,23 +77,11 @@ func TestRenderDryRun(t *testing.T) {
 	}
 
 	reg := render.DefaultRegistry()
+	// The default mapping, and mappings that between them render every family with every kind.
 	mappings := map[string]render.Mapping{"default": render.DefaultMapping()}
-	alt := func(name string, f trace.Family, kind string) {
-		m := render.DefaultMapping()
-		m[f] = kind
-		mappings[name] = m
+	for _, m := range kindMappings(reg) {
+		mappings[strings.Join(slices.Compact(slices.Sorted(slices.Values(mappingKinds(m)))), "+")] = m
 	}
-	alt("distributed-pytorchjob", trace.DistributedTraining, "PyTorchJob")
-	alt("distributed-jobset", trace.DistributedTraining, "JobSet")
-	alt("distributed-trainjob", trace.DistributedTraining, "TrainJob")
-	alt("ps-tfjob", trace.ParameterServerTraining, "TFJob")
-	alt("hpo-jobset", trace.HPOExperiment, "JobSet")
-	m := render.DefaultMapping()
-	for _, f := range []trace.Family{trace.SingleGPUTraining, trace.DebugEval, trace.CPUPreprocess, trace.CPUAnalytics} {
-		m[f] = "JobSet"
-	}
-	mappings["single-pod-jobset"] = m
-
 	placer := spec.Placer(7, false)
 	for name, m := range mappings {
 		t.Run(name, func(t *testing.T) {
@@ -95,7 +89,14 @@ func TestRenderDryRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			objs := render.TrainingRuntimes(r.Options())
+			// What the kinds refer to must exist for their admission webhooks (Kueue's TrainJob
+			// webhook reads the runtime); cluster-scoped and shared by these subtests.
+			var objs []client.Object
+			for _, o := range reg.ClusterObjects(m, r.Options()) {
+				if err := cluster.ApplyObjects(t.Context(), restConfig(t), []client.Object{o}); err != nil {
+					t.Fatalf("apply %s: %v", o.GetName(), err)
+				}
+			}
 			for _, w := range ws {
 				p, err := placer.Place(w)
 				if err != nil {
@@ -139,4 +140,13 @@ func repoRoot(t *testing.T) string {
 		t.Fatal("no caller information")
 	}
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func restConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	rc, err := cluster.RESTConfig(shared.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }

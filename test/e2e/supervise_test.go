@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
@@ -199,7 +200,12 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 		for _, victim := range sc.health().Components {
 			before, _ := sc.health().Component(victim.Name)
 			// The leases a killed KWOK or mpi-operator held must not hold their successor back.
-			leases := map[string]string{cluster.KWOK: corev1.NamespaceNodeLease, cluster.MPIOperator: "mpi-operator"}
+			leases := map[string]string{cluster.KWOK: corev1.NamespaceNodeLease}
+			for _, op := range render.DefaultRegistry().Operators() {
+				if op.StaleLease != "" {
+					leases[op.Name] = op.Namespace
+				}
+			}
 			var held []coordinationv1.Lease
 			if ns, ok := leases[victim.Name]; ok {
 				held = sc.leases(ns)
@@ -272,7 +278,8 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 	})
 
 	t.Run("CrashLoop", func(t *testing.T) {
-		victim := cluster.JobSet
+		// JobSet's operator reads its configuration from config/jobset.yaml (render/kind_jobset.go).
+		victim := "jobset"
 		before, _ := sc.health().Component(victim)
 		killed := time.Now()
 		if err := os.WriteFile(filepath.Join(sc.dir, "config", "jobset.yaml"), []byte("apiVersion: [broken\n"), 0o644); err != nil {

@@ -1,6 +1,6 @@
 // Package crdsource lists the upstream CRD files kueuelab validates against and finds them in the
 // Go module cache. The generator copies them into render/validate/crds/ and a test checks the
-// copies still match the module cache, so both use this one list.
+// copies still match the module cache, so both use this one list, built from the kinds' registry.
 package crdsource
 
 import (
@@ -10,13 +10,16 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+
+	"github.com/kueuelab/kueuelab/render"
 )
 
 // Source is one upstream module and the CRD files taken from it.
 type Source struct {
 	// Module is the Go module path.
 	Module string
-	// Version pins modules that go.mod does not require; empty means "the version go.mod requires".
+	// Version is the version the files come from; empty means "the version go.mod requires". A
+	// module go.mod requires must be at that version (TestEmbeddedCRDsMatchModules).
 	Version string
 	// Dir is the directory under crds/ the files are copied to.
 	Dir string
@@ -24,41 +27,32 @@ type Source struct {
 	Files []string
 }
 
-// Sources are the CRDs of every kind kueuelab emits. training-operator's kubeflow.org_mpijobs.yaml
-// (MPIJob v1) is left out on purpose: kubeflow.org/MPIJob comes from mpi-operator (v2beta1).
-var Sources = []Source{
-	{Module: "sigs.k8s.io/kueue", Dir: "kueue", Files: []string{
-		"config/components/crd/bases/kueue.x-k8s.io_admissionchecks.yaml",
-		"config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml",
-		"config/components/crd/bases/kueue.x-k8s.io_cohorts.yaml",
-		"config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml",
-		"config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml",
-		"config/components/crd/bases/kueue.x-k8s.io_topologies.yaml",
-		"config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml",
-	}},
-	{Module: "sigs.k8s.io/jobset", Dir: "jobset", Files: []string{
-		"config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml",
-	}},
-	{Module: "github.com/kubeflow/training-operator", Dir: "training-operator", Files: []string{
-		"manifests/base/crds/kubeflow.org_pytorchjobs.yaml",
-		"manifests/base/crds/kubeflow.org_tfjobs.yaml",
-	}},
-	{Module: "github.com/kubeflow/mpi-operator", Dir: "mpi-operator", Files: []string{
-		"manifests/base/kubeflow.org_mpijobs.yaml",
-	}},
-	{Module: "github.com/kubeflow/trainer/v2", Dir: "trainer", Files: []string{
-		"manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
-		"manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml",
-		"manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml",
-	}},
-	{Module: "github.com/kubeflow/katib", Dir: "katib", Files: []string{
-		"manifests/v1beta1/components/crd/experiment.yaml",
-	}},
-	// kwok is not imported (its dependency tree is large and only its controller binary is
-	// used), so go.mod does not require it; this version matches the binary the runtime builds.
-	{Module: "sigs.k8s.io/kwok", Version: "v0.7.0", Dir: "kwok", Files: []string{
-		"kustomize/crd/bases/kwok.x-k8s.io_stages.yaml",
-	}},
+// Sources are the CRDs kueuelab validates against: Kueue's own and KWOK's Stage, then those of
+// every kind in the registry (render.Integration.CRDs), which is where a kind's CRD source is
+// declared.
+var Sources = sources()
+
+func sources() []Source {
+	out := []Source{
+		{Module: "sigs.k8s.io/kueue", Dir: "kueue", Files: []string{
+			"config/components/crd/bases/kueue.x-k8s.io_admissionchecks.yaml",
+			"config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml",
+			"config/components/crd/bases/kueue.x-k8s.io_cohorts.yaml",
+			"config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml",
+			"config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml",
+			"config/components/crd/bases/kueue.x-k8s.io_topologies.yaml",
+			"config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml",
+		}},
+		// kwok is not imported (its dependency tree is large and only its controller binary is
+		// used), so go.mod does not require it; this version matches the binary the runtime builds.
+		{Module: "sigs.k8s.io/kwok", Version: "v0.7.0", Dir: "kwok", Files: []string{
+			"kustomize/crd/bases/kwok.x-k8s.io_stages.yaml",
+		}},
+	}
+	for _, c := range render.DefaultRegistry().CRDs() {
+		out = append(out, Source{Module: c.Module, Version: c.Version, Dir: c.Dir, Files: c.Files})
+	}
+	return out
 }
 
 // Located is a Source resolved to a version and a directory in the module cache.
@@ -79,6 +73,22 @@ func Locate(ctx context.Context, root string, src Source) (Located, error) {
 		}
 		version = m.Version
 	}
+	return locate(ctx, root, src, version)
+}
+
+// GoModVersion returns the version of module that go.mod requires, "" when it requires none.
+func GoModVersion(ctx context.Context, root, module string) (string, error) {
+	var m struct{ Version string }
+	if err := goJSON(ctx, root, &m, "list", "-m", "-json", module); err != nil {
+		if strings.Contains(err.Error(), "not a known dependency") {
+			return "", nil
+		}
+		return "", err
+	}
+	return m.Version, nil
+}
+
+func locate(ctx context.Context, root string, src Source, version string) (Located, error) {
 	var d struct{ Dir, Error string }
 	if err := goJSON(ctx, root, &d, "mod", "download", "-json", src.Module+"@"+version); err != nil {
 		return Located{}, fmt.Errorf("download %s@%s: %w", src.Module, version, err)
