@@ -192,7 +192,7 @@ func (RayJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 			SubmitterConfig:      &rayv1.SubmitterConfig{BackoffLimit: ptr.To(int32(0))},
 			SubmitterPodTemplate: &submitter,
 			RayClusterSpec: &rayv1.RayClusterSpec{
-				RayVersion:    RayVersion,
+				RayVersion:       RayVersion,
 				HeadGroupSpec:    rayv1.HeadGroupSpec{RayStartParams: map[string]string{}, Template: head},
 				WorkerGroupSpecs: groups,
 			},
