@@ -24,6 +24,7 @@ queued through Kueue), and replays traces on a real control plane with KWOK GPU 
 		newRenderCmd(),
 		newExperimentCmd(), newReportCmd(),
 		newRunCmd(),
+		newImageCmd(),
 	)
 	return root
 }
