@@ -161,7 +161,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad strategy", header("variants:\n- name: a\n  kueueConfig: {fairSharing: {enable: true, preemptionStrategies: [X]}}\n"),
 			[]string{"exp.yaml:8: variants[0].kueueConfig: fairSharing.preemptionStrategies"}},
 		{"wait without timeout", header("variants:\n- name: a\n  kueueConfig: {waitForPodsReady: {enable: true}}\n"),
-			[]string{"waitForPodsReady.timeout: want a positive trace-time duration"}},
+			[]string{"waitForPodsReady.timeout: required, a trace-time duration"}},
 		{"wrong kind", strings.Replace(header("variants: [{name: a}]\n"), "kind: Experiment", "kind: Exp", 1), []string{"exp.yaml:2: kind: must be \"Experiment\""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
