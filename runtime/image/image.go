@@ -81,8 +81,8 @@ type Info struct {
 
 // LayerInfo is one layer of a written image.
 type LayerInfo struct {
-	Name                              string
-	Digest                            string
+	Name                               string
+	Digest                             string
 	CompressedBytes, UncompressedBytes int64
 }
 

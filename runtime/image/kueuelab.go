@@ -175,10 +175,10 @@ func binaryLayer(bin string) Layer {
 
 func labels(o Options, title, desc string) map[string]string {
 	l := map[string]string{
-		LabelTitle:    title,
-		LabelDesc:     desc,
-		LabelVersion:  o.Version,
-		LabelSource:   "https://github.com/kueuelab/kueuelab",
+		LabelTitle:   title,
+		LabelDesc:    desc,
+		LabelVersion: o.Version,
+		LabelSource:  "https://github.com/kueuelab/kueuelab",
 	}
 	if o.Revision != "" {
 		l[LabelRevision] = o.Revision
