@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,9 +66,10 @@ func newExperimentCheckCmd() *cobra.Command {
 
 func newExperimentRunCmd() *cobra.Command {
 	var (
-		out, kubeconfig, binDir, name, agentMode string
-		repeats, portBase                        int
-		verbose                                  bool
+		out, kubeconfig, binDir, name, indexEnv string
+		repeats, portBase, parallel, index      int
+		verbose                                 bool
+		remoteF                                 remoteFlags
 	)
 	c := &cobra.Command{
 		Use:   "run FILE",
@@ -78,8 +82,18 @@ with a generator, a trace generated with generator.seed + k, shared by every var
 Each run writes OUT/<variant>/r<k>/ and, once finished, a 'done' marker holding its summary: a
 rerun skips finished runs and redoes cut-short ones. A run that reaches the experiment's timeout
 counts as finished (its unfinished workloads are reported). Compare the variants with
-'kueuelab report OUT'.`,
+'kueuelab report OUT'.
+
+--parallel N runs N variant × repeat runs at once, each on its own local cluster (named
+<name>-<i>, its ports 100 apart from --port-base): about 2 cores and 2-3 GB of memory each.
+--index I (or --index-from-env VAR, e.g. JOB_COMPLETION_INDEX) runs only run number I: variant
+I ÷ repeats, repeat I mod repeats, as one pod of 'kueuelab experiment render-job' does.
+
+With --kubeconfig the agent runs in this process on the exact trace clock, reading that
+cluster's Kueue and kube-scheduler metrics as 'kueuelab run --kubeconfig' does.`,
 		Example: `  kueuelab experiment run examples/experiments/quota-sweep.yaml --out results/quota-sweep
+  kueuelab experiment run examples/experiments/quota-sweep.yaml --out results/quota-sweep --parallel 3
+  JOB_COMPLETION_INDEX=2 kueuelab experiment run sweep.yaml --out results/sweep --index-from-env JOB_COMPLETION_INDEX
   kueuelab report results/quota-sweep --out quota-sweep.html`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -90,20 +104,38 @@ counts as finished (its unfinished workloads are reported). Compare the variants
 			if out == "" {
 				out = filepath.Join("results", strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0])))
 			}
-			o := experiment.Options{OutDir: out, Repeats: repeats, Out: cmd.OutOrStdout()}
+			o := experiment.Options{OutDir: out, Repeats: repeats, Parallel: parallel, Out: cmd.OutOrStdout()}
 			if verbose {
 				o.Log = cmd.ErrOrStderr()
+			}
+			if cmd.Flags().Changed("index") && indexEnv != "" {
+				return errors.New("give --index or --index-from-env, not both")
+			}
+			if cmd.Flags().Changed("index") {
+				o.Index = &index
+			}
+			if indexEnv != "" {
+				v, ok := os.LookupEnv(indexEnv)
+				i, err := strconv.Atoi(v)
+				if !ok || err != nil {
+					return fmt.Errorf("--index-from-env %s: $%s=%q, want a run index (0, 1, ...)", indexEnv, indexEnv, v)
+				}
+				o.Index = &i
 			}
 			if kubeconfig != "" {
 				if o.REST, err = cluster.RESTConfig(kubeconfig); err != nil {
 					return err
 				}
-				switch agentMode {
-				case "in-process":
-				case "cluster":
-					o.AgentInCluster = true
-				default:
-					return fmt.Errorf("--agent %q: want cluster or in-process", agentMode)
+				if o.AgentInCluster, err = remoteF.agentInClusterMode(); err != nil {
+					return err
+				}
+				if !o.AgentInCluster {
+					r, err := connectRemote(cmd.Context(), o.REST, &remoteF, cmd.OutOrStdout())
+					if err != nil {
+						return err
+					}
+					defer r.close()
+					o.KueueMetrics, o.SchedulerMetrics, o.Timers = r.kueue, r.scheduler, r.timers
 				}
 			} else {
 				dir, err := tools.BinDir(binDir, tools.Pinned())
@@ -125,10 +157,13 @@ counts as finished (its unfinished workloads are reported). Compare the variants
 	f.StringVar(&out, "out", "", "output directory (default results/<experiment file name>)")
 	f.IntVar(&repeats, "repeats", 0, "runs per variant (default: the file's repeats)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "run on this cluster instead of a fresh local cluster per run")
-	f.StringVar(&agentMode, "agent", "in-process", "with --kubeconfig: 'in-process' (this process drives the pods; exact trace clock) or 'cluster' (the chart's agent Deployment; wall-time clock)")
 	f.StringVar(&binDir, "bin-dir", "", "control-plane binaries (env "+tools.BinDirEnv+"; default: the tools cache)")
 	f.StringVar(&name, "name", "experiment", "name of the local cluster the runs use (replaced at each run)")
-	f.IntVar(&portBase, "port-base", 0, fmt.Sprintf("first of the local cluster's 17 loopback ports (default %d)", cluster.DefaultPortBase))
+	f.IntVar(&portBase, "port-base", 0, "first of the local cluster's loopback ports (default: derived from --name); parallel runs add 100 per run")
+	f.IntVar(&parallel, "parallel", 1, "runs at once, each on its own local cluster (not with --kubeconfig)")
+	f.IntVar(&index, "index", 0, "run only this run number (variant = index ÷ repeats, repeat = index mod repeats)")
+	f.StringVar(&indexEnv, "index-from-env", "", "read --index from this environment variable (JOB_COMPLETION_INDEX in an Indexed Job)")
+	remoteF.register(f)
 	f.BoolVarP(&verbose, "verbose", "v", false, "show cluster start/stop and each run's summary table on stderr")
 	return c
 }
