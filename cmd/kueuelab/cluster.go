@@ -126,17 +126,28 @@ func newClusterKubeconfigCmd(name *string) *cobra.Command {
 }
 
 func newClusterInstallCmd() *cobra.Command {
-	var kubeconfig, spec string
-	var withNodes bool
+	var kubeconfig, spec, kueueURL, schedulerURL string
+	var withNodes, inexact bool
+	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "install",
-		Short: "Prepare an existing cluster: check Kueue, JobSet, Kubeflow and KWOK, install kueuelab's completion stages",
-		Long: `For a cluster you run yourself (e.g. kind + KWOK with Kueue installed): checks that the Kueue,
-JobSet, training-operator, mpi-operator and KWOK Stage CRDs are served (and Kueue's version from its
-controller Deployment), then installs only what kueuelab owns: the KWOK completion stages and, with
---cluster, the spec's namespaces, flavors, queues and KWOK nodes.`,
-		Example: "  kueuelab cluster install --kubeconfig ~/.kube/config",
-		Args:    cobra.NoArgs,
+		Short: "Prepare an existing cluster: check Kueue, KWOK and the operators, install KWOK's and kueuelab's stages",
+		Long: `For a cluster you run yourself (e.g. kind + KWOK with Kueue installed). First it checks what
+kueuelab cannot install and refuses, listing every problem with its fix:
+  - the Kueue, JobSet, training-operator, mpi-operator and KWOK Stage CRDs are served;
+  - Kueue is v0.15.x (its controller image, and its kueue_build_info metric);
+  - Kueue's integrations (its Configuration in the ConfigMap its Deployment mounts) include the
+    frameworks of the default kinds (batch/job, jobset, mpijob; the others are reported);
+  - no KWOK Stage ends pods on its own (KWOK's stock pod-complete would end every Job pod at once);
+  - Kueue's and kube-scheduler's metrics can be read (the exact trace clock needs them): through a
+    port-forward to their pods, or the URLs given with --kueue-metrics / --scheduler-metrics.
+Then it installs what kueuelab owns: KWOK's node and pod lifecycle stages that the cluster lacks
+(node-initialize, node-heartbeat-with-lease, pod-ready, pod-delete), kueuelab's completion
+stages, the metrics reader's ServiceAccount and RBAC (GET /metrics only), and with --cluster the
+spec's namespaces, flavors, queues and KWOK nodes, waiting until the nodes are Ready.`,
+		Example: `  kueuelab cluster install --kubeconfig ~/.kube/config --cluster examples/clusters/small.yaml
+  kueuelab run --kubeconfig ~/.kube/config --cluster examples/clusters/small.yaml --gen-jobs 100`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
 				return errors.New("--kubeconfig is required")
@@ -145,12 +156,18 @@ controller Deployment), then installs only what kueuelab owns: the KWOK completi
 			if err != nil {
 				return err
 			}
-			return cluster.Install(cmd.Context(), kubeconfig, objs, cmd.OutOrStdout())
+			return cluster.Install(cmd.Context(), cluster.InstallOptions{Kubeconfig: kubeconfig, Objects: objs,
+				Metrics: cluster.RemoteMetricsOptions{KueueURL: kueueURL, SchedulerURL: schedulerURL}, Inexact: inexact,
+				Timeout: timeout, Out: cmd.OutOrStdout()})
 		},
 	}
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the existing cluster")
 	c.Flags().StringVar(&spec, "cluster", "", "cluster spec whose namespaces, flavors and queues to apply")
 	c.Flags().BoolVar(&withNodes, "nodes", true, "with --cluster, also apply the spec's KWOK nodes")
+	c.Flags().StringVar(&kueueURL, "kueue-metrics", "", "Kueue's https /metrics URL (default: port-forward to its controller pod)")
+	c.Flags().StringVar(&schedulerURL, "scheduler-metrics", "", "kube-scheduler's https /metrics URL (default: port-forward to its pod in kube-system)")
+	c.Flags().BoolVar(&inexact, "inexact", false, "accept a cluster whose metrics cannot be read (its runs then need --inexact or --agent in-cluster)")
+	c.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the spec's KWOK nodes to be Ready")
 	return c
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -10,9 +11,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
+	"github.com/kueuelab/kueuelab/runtime/image"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -25,7 +28,7 @@ each a list of typed patch operations on the spec (quotas, cohorts, preemption, 
 priorities, power caps, node counts), Kueue settings (fair sharing, waitForPodsReady) and an optional
 JSON merge patch. See examples/experiments/.`,
 	}
-	cmd.AddCommand(newExperimentRunCmd(), newExperimentCheckCmd())
+	cmd.AddCommand(newExperimentRunCmd(), newExperimentCheckCmd(), newExperimentRenderJobCmd(), newExperimentMergeCmd())
 	return cmd
 }
 
@@ -165,5 +168,142 @@ cluster's Kueue and kube-scheduler metrics as 'kueuelab run --kubeconfig' does.`
 	f.StringVar(&indexEnv, "index-from-env", "", "read --index from this environment variable (JOB_COMPLETION_INDEX in an Indexed Job)")
 	remoteF.register(f)
 	f.BoolVarP(&verbose, "verbose", "v", false, "show cluster start/stop and each run's summary table on stderr")
+	return c
+}
+
+func newExperimentRenderJobCmd() *cobra.Command {
+	var o experiment.JobOptions
+	var out string
+	c := &cobra.Command{
+		Use:   "render-job FILE",
+		Short: "Render the experiment as a Kubernetes Indexed Job: one pod per variant × repeat",
+		Long: `Writes a ConfigMap holding the experiment's inputs (the experiment file, its cluster spec, its trace
+or profile) and an Indexed Job whose completion index i runs run i of the experiment (variant
+i ÷ repeats, repeat i mod repeats) in the runner image (` + "`make image`" + `): each pod starts its own local
+cluster and writes <results>/<name>/<variant>/r<k>/, the layout 'experiment run' writes. Each pod
+requests what one replay needs (default 2 CPUs, 3Gi; limit 6Gi) and an 8Gi scratch emptyDir.
+
+--results pvc:CLAIM[/DIR] writes to a ReadWriteMany PersistentVolumeClaim; --results
+gs://BUCKET[/PREFIX] to Cloud Storage through GKE's Cloud Storage FUSE CSI driver (give a
+--service-account with write access). The command that collects and merges the results into one
+report is printed at the top of the output.
+
+A pod runs exactly this, in /work with inputs/ and results/ mounted:
+  kueuelab experiment run inputs/experiment.yaml --out results/<name> --index-from-env JOB_COMPLETION_INDEX
+so one index can be run on a workstation the same way (see the README).`,
+		Example: `  kueuelab experiment render-job examples/experiments/quota-sweep.yaml --results pvc:kueuelab-results --out sweep-job.yaml
+  kubectl apply -f sweep-job.yaml && kubectl wait --for=condition=Complete job/quota-sweep --timeout=2h`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := experiment.Load(args[0])
+			if err != nil {
+				return err
+			}
+			if o.Image == "" {
+				v := kueuelabVersion()
+				if v == "devel" {
+					return errors.New("--image is required (this kueuelab was built without a version; make build sets the chart's appVersion)")
+				}
+				o.Image = image.RunnerRepository + ":" + v
+			}
+			b, err := experiment.RenderJob(e, o)
+			if err != nil {
+				return err
+			}
+			var doc bytes.Buffer
+			fmt.Fprintf(&doc, "# kueuelab experiment %s as an Indexed Job: %d pods (variants × repeats), %d at once, image %s.\n%s",
+				e.Metadata.Name, *b.Job.Spec.Completions, *b.Job.Spec.Parallelism, o.Image, b.Collect)
+			for _, obj := range []any{b.ConfigMap, b.Job} {
+				y, err := sigsyaml.Marshal(obj)
+				if err != nil {
+					return err
+				}
+				doc.WriteString("---\n")
+				doc.Write(stripStatus(y))
+			}
+			if out == "" || out == "-" {
+				_, err = cmd.OutOrStdout().Write(doc.Bytes())
+				return err
+			}
+			if err := os.WriteFile(out, doc.Bytes(), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: ConfigMap %s and Indexed Job %s (%d completions)\n%s", out, b.ConfigMap.Name, b.Job.Name, *b.Job.Spec.Completions, b.Collect)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&out, "out", "", "file to write (default: stdout)")
+	f.StringVar(&o.Name, "name", "", "name of the Job and its ConfigMap (default: the experiment's metadata.name)")
+	f.StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the Job (default: none, kubectl's)")
+	f.StringVar(&o.Image, "image", "", "runner image (default "+image.RunnerRepository+":<this version>)")
+	f.StringVar(&o.Results, "results", "", "where the pods write: pvc:CLAIM[/DIR] or gs://BUCKET[/PREFIX] (required)")
+	f.IntVar(&o.Repeats, "repeats", 0, "runs per variant (default: the file's repeats)")
+	f.IntVar(&o.Parallelism, "parallelism", 0, "pods at once (default: all)")
+	f.StringVar(&o.CPU, "cpu", "2", "CPU request per pod")
+	f.StringVar(&o.Memory, "memory", "3Gi", "memory request per pod")
+	f.StringVar(&o.MemoryLimit, "memory-limit", "6Gi", "memory limit per pod")
+	f.StringVar(&o.ServiceAccount, "service-account", "", "service account of the pods")
+	_ = c.MarkFlagRequired("results")
+	return c
+}
+
+// stripStatus drops the empty status blocks the typed objects marshal.
+func stripStatus(y []byte) []byte {
+	var m map[string]any
+	if err := sigsyaml.Unmarshal(y, &m); err != nil {
+		return y
+	}
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	if spec, ok := m["spec"].(map[string]any); ok {
+		if tmpl, ok := spec["template"].(map[string]any); ok {
+			if md, ok := tmpl["metadata"].(map[string]any); ok {
+				delete(md, "creationTimestamp")
+			}
+		}
+	}
+	out, err := sigsyaml.Marshal(m)
+	if err != nil {
+		return y
+	}
+	return out
+}
+
+func newExperimentMergeCmd() *cobra.Command {
+	var out string
+	var partial bool
+	c := &cobra.Command{
+		Use:   "merge SRC... --out DIR",
+		Short: "Gather the finished runs of one experiment from several result directories",
+		Long: `Copies the finished runs (those with a done marker) of one experiment from each SRC into DIR, in
+the layout 'experiment run' writes, and lists the runs no SRC finished by their index (the
+completion index of 'experiment render-job''s Job, which can be rerun alone). It exits non-zero
+when a run is missing, unless --partial. Then: kueuelab report DIR.`,
+		Example: `  kueuelab experiment merge fetched/quota-sweep --out results/quota-sweep && kueuelab report results/quota-sweep`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return errors.New("--out is required")
+			}
+			missing, err := experiment.Merge(out, args, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			if len(missing) > 0 {
+				msg := fmt.Sprintf("%d runs not finished in any source: %s", len(missing), strings.Join(missing, ", "))
+				if !partial {
+					return errors.New(msg + " (--partial merges what is there)")
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), msg)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "  kueuelab report %s\n", out)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "the merged results directory")
+	c.Flags().BoolVar(&partial, "partial", false, "succeed with runs missing")
 	return c
 }

@@ -171,16 +171,16 @@ func findKueuePod(ctx context.Context, cs kubernetes.Interface) (podPort, error)
 	}
 	pod, err := runningPod(ctx, cs, k.Deployment.Namespace, sel, k.leaseHolder(ctx, cs))
 	if err != nil {
-		return podPort{}, fmt.Errorf("Kueue: %w", err)
+		return podPort{}, fmt.Errorf("kueue: %w", err)
 	}
 	port := 8443
 	if k.Config != nil && k.Config.MetricsBindAddress != "" {
 		_, p, err := net.SplitHostPort(k.Config.MetricsBindAddress)
-		if n, perr := strconv.Atoi(p); err != nil || perr != nil || n <= 0 {
-			return podPort{}, fmt.Errorf("Kueue's metrics.bindAddress %q (%s): want HOST:PORT", k.Config.MetricsBindAddress, k.ConfigSource)
-		} else {
-			port = n
+		n, perr := strconv.Atoi(p)
+		if err != nil || perr != nil || n <= 0 {
+			return podPort{}, fmt.Errorf("metrics.bindAddress %q of Kueue's configuration (%s): want HOST:PORT", k.Config.MetricsBindAddress, k.ConfigSource)
 		}
+		port = n
 	}
 	return podPort{namespace: pod.Namespace, pod: pod.Name, port: port}, nil
 }

@@ -89,7 +89,7 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 		src := fmt.Sprintf("ConfigMap %s/%s key %s", ref[0], ref[1], kueueConfigKey)
 		s, err := parseKueueConfig([]byte(doc))
 		if err != nil {
-			return nil, fmt.Errorf("Kueue's configuration (%s): %w", src, err)
+			return nil, fmt.Errorf("configuration of Kueue (%s): %w", src, err)
 		}
 		k.Config, k.ConfigSource = s, src
 		break

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,6 +36,12 @@ type Options struct {
 	// restart a Kueue that is already running. Fields the local cluster needs (webhook, health,
 	// metrics, namespace, internalCertManagement, leaderElection) cannot be overridden.
 	KueueConfig map[string]any
+	// Bare starts the control plane and operators as a user's own cluster (kind + KWOK + Kueue)
+	// is before "cluster install": KWOK's Stage CRD but no stages, no cluster objects or
+	// nodes (Objects is ignored), Kueue's configuration also published as the ConfigMap
+	// kueue-system/kueue-manager-config as Kueue's manifests do, and kube-controller-manager with
+	// upstream's 1 s Job sync batch period.
+	Bare bool
 }
 
 // Cluster is a running local cluster.
@@ -74,6 +81,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	specs, err := s.specs(bins, p)
 	if err != nil {
 		return nil, err
+	}
+	if o.Bare {
+		kcm := specs[ControllerManager]
+		kcm.env = nil
+		specs[ControllerManager] = kcm
 	}
 	// Check every port of the components that are not running before starting anything.
 	for _, name := range Components() {
@@ -123,6 +135,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err := waitEstablished(ctx, c, names(m.stageCRD), o.Timeout); err != nil {
 			return err
 		}
+		if o.Bare {
+			return nil
+		}
 		return applyUnstructured(ctx, c, m.stages)
 	}); err != nil {
 		return nil, err
@@ -154,8 +169,15 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err := s.writeConfig("kueue.yaml", kcfg); err != nil {
 			return err
 		}
-		if err := ApplyObjects(ctx, cfg, []client.Object{namespace(kueueNamespace),
-			seededSecret(kueueNamespace, "kueue-webhook-server-cert", p.KueueCA, p.Kueue)}); err != nil {
+		objs := []client.Object{namespace(kueueNamespace), seededSecret(kueueNamespace, "kueue-webhook-server-cert", p.KueueCA, p.Kueue)}
+		if o.Bare {
+			cm, err := kueueConfigMap(kcfg)
+			if err != nil {
+				return err
+			}
+			objs = append(objs, cm)
+		}
+		if err := ApplyObjects(ctx, cfg, objs); err != nil {
 			return err
 		}
 		return applyUnstructured(ctx, c, m.kueueHooks)
@@ -190,6 +212,14 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err := os.MkdirAll(trainingCertDir, 0o755); err != nil {
 			return err
 		}
+		if sharedCertDir() {
+			if err := s.claimCertDir(trainingCertDir, TrainingOperator, specs[TrainingOperator].bin); err != nil {
+				return err
+			}
+			if err := writeCertDir(trainingCertDir, p.Train, p.TrainCA); err != nil {
+				return err
+			}
+		}
 		if err := ApplyObjects(ctx, cfg, []client.Object{namespace(trainingNamespace),
 			seededSecret(trainingNamespace, "training-operator-webhook-cert", p.TrainCA, p.Train)}); err != nil {
 			return err
@@ -218,6 +248,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if err := u.ensure(ctx, MPIOperator); err != nil {
 		return nil, err
+	}
+	if o.Bare {
+		fmt.Fprintf(out, "cluster %s up (bare) in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
+		cl.Config, cl.Started = cfg, u.started
+		return cl, nil
 	}
 	// Flavors and queues go through Kueue's webhooks, so the cluster objects come last.
 	objs := o.Objects
@@ -400,4 +435,15 @@ func (s *State) writeKubeconfig(p *pki) error {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return os.Chmod(filepath.Clean(s.Kubeconfig()), 0o600)
+}
+
+// kueueConfigMap is the ConfigMap Kueue's release manifests hold its Configuration in.
+func kueueConfigMap(cfg map[string]any) (*corev1.ConfigMap, error) {
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: kueueNamespace, Name: "kueue-manager-config"},
+		Data:       map[string]string{kueueConfigKey: string(b)}}, nil
 }

@@ -409,8 +409,8 @@ func TestIndex(t *testing.T) {
 	if m, ok := ReadDone(filepath.Join(out, "b", "r1")); !ok || m.Seed != 11 {
 		t.Errorf("done marker %+v", m)
 	}
-	if _, err := os.Stat(filepath.Join(out, "a", SpecFile)); !os.IsNotExist(err) {
-		t.Errorf("index 3 wrote variant a's spec (%v): sharded runs write their own variant's files only", err)
+	if _, err := os.Stat(filepath.Join(out, "a", "r0")); !os.IsNotExist(err) {
+		t.Errorf("index 3 touched variant a's run directory (%v)", err)
 	}
 	if _, err := os.Stat(filepath.Join(out, ManifestFile)); err != nil {
 		t.Errorf("experiment.json: %v", err)

@@ -195,9 +195,8 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 			continue
 		}
 		specs[i] = s
-		if o.Index != nil && *o.Index/repeats != i {
-			continue // other runs of a sharded experiment write their own variant's spec
-		}
+		// Every run of a sharded experiment writes every variant's spec (the same bytes, through
+		// a temp file of its own), so the tree is complete whichever runs are done.
 		dir := filepath.Join(o.OutDir, v.Name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err

@@ -235,6 +235,9 @@ func TestRunnerImage(t *testing.T) {
 			t.Errorf("env %v lacks %s", a.config.Config.Env, want)
 		}
 	}
+	if w := a.files[WorkDir]; w.typ != tar.TypeDir || w.uid != UID || a.config.Config.WorkingDir != WorkDir {
+		t.Errorf("work dir %+v, working directory %q", w, a.config.Config.WorkingDir)
+	}
 	if l := a.config.Config.Labels; l[LabelToolSet] != "test-set" || l[LabelTools] != "etcd,kube-controller-manager-jobbatch" {
 		t.Errorf("labels %v", l)
 	}

@@ -34,6 +34,9 @@ const (
 	// mounts an emptyDir there).
 	Home       = "/home/nonroot"
 	ScratchDir = "/tmp/kueuelab"
+	// WorkDir is the runner's working directory: `experiment render-job` mounts the inputs and
+	// the results volume under it.
+	WorkDir = "/work"
 	// UID and GID are distroless' "nonroot" user: the chart's runAsNonRoot needs a numeric user.
 	UID = 65532
 	GID = 65532
@@ -126,8 +129,10 @@ func Runner(o RunnerOptions) (Spec, error) {
 		modFiles = append(modFiles, fs...)
 	}
 	s.Ref = RunnerRepository + ":" + o.Tag
+	s.Layers[0].Files = append(s.Layers[0].Files, File{Path: WorkDir, Dir: true, Mode: 0o755, UID: UID, GID: GID})
+	s.WorkingDir = WorkDir
 	s.Layers = append(s.Layers, Layer{Name: "control plane " + o.Set.Name, Files: binFiles},
-		Layer{Name: "manifests of " + strings.Join(mods, ", "), Files: modFiles})
+		Layer{Name: fmt.Sprintf("YAML of %d manifest modules", len(mods)), Files: modFiles})
 	s.Env = append(s.Env,
 		tools.BinDirEnv+"="+setDir,
 		tools.ModuleDirEnv+"="+ModulesRoot,
