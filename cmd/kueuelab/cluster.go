@@ -28,6 +28,7 @@ func newClusterUpCmd(name *string) *cobra.Command {
 	var binDir, spec string
 	var portBase int
 	var timeout time.Duration
+	var bare bool
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local cluster (a no-op that reports health when it is running)",
@@ -52,7 +53,10 @@ cluster gets 4 KWOK nodes with 8 nvidia.com/gpu each.`,
 				}
 				dir = d
 			}
-			cl, err := cluster.Up(cmd.Context(), cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Out: cmd.OutOrStdout()})
+			if bare && spec != "" {
+				return errors.New("--bare starts a cluster without objects: prepare it with `kueuelab cluster install --cluster`")
+			}
+			cl, err := cluster.Up(cmd.Context(), cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Bare: bare, Out: cmd.OutOrStdout()})
 			if err != nil {
 				return err
 			}
@@ -65,6 +69,7 @@ cluster gets 4 KWOK nodes with 8 nvidia.com/gpu each.`,
 	c.Flags().StringVar(&spec, "cluster", "", "cluster spec whose nodes, flavors and queues to apply")
 	c.Flags().IntVar(&portBase, "port-base", 0, "first of 17 consecutive loopback ports (default: the cluster's previous base, else 16400 for \"default\" and a block derived from --name otherwise)")
 	c.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "readiness deadline per component")
+	c.Flags().BoolVar(&bare, "bare", false, "start it as a user's own kind + KWOK + Kueue cluster is before `cluster install`: no KWOK stages, no nodes or queues, Kueue's config in the ConfigMap kueue-system/kueue-manager-config, upstream's Job batch period")
 	return c
 }
 
