@@ -129,6 +129,9 @@ cluster's Kueue and kube-scheduler metrics as 'kueuelab run --kubeconfig' does.`
 				if o.REST, err = cluster.RESTConfig(kubeconfig); err != nil {
 					return err
 				}
+				if err := cluster.CheckInstalled(cmd.Context(), o.REST); err != nil {
+					return err
+				}
 				if o.AgentInCluster, err = remoteF.agentInClusterMode(); err != nil {
 					return err
 				}

@@ -209,6 +209,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		if err != nil {
 			return err
 		}
+		if err := cluster.CheckInstalled(ctx, rc); err != nil {
+			return err
+		}
 		if inCluster {
 			if f.speedup == 0 {
 				return errors.New("--agent in-cluster: the agent runs in that cluster on wall time, so --speedup needs a number (e.g. 100)")

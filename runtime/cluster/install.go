@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/render"
@@ -288,4 +289,32 @@ func imageTag(image string) string {
 		return ""
 	}
 	return image[i+1:]
+}
+
+// CheckInstalled reports whether `cluster install` prepared the cluster: kueuelab's completion
+// stages are there (install applies them last of the stages). A run on an unprepared cluster would
+// wait for pods that no stage ever starts.
+func CheckInstalled(ctx context.Context, rc *rest.Config) error {
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	c, err := newClient(rc, scheme)
+	if err != nil {
+		return err
+	}
+	stages, err := listStages(ctx, c)
+	if err != nil {
+		return err
+	}
+	complete, err := decodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")
+	if err != nil {
+		return err
+	}
+	for _, want := range complete {
+		if !slices.ContainsFunc(stages, func(s unstructured.Unstructured) bool { return s.GetName() == want.GetName() }) {
+			return fmt.Errorf("the cluster has no KWOK stage %s: prepare it first with `kueuelab cluster install --kubeconfig ...`", want.GetName())
+		}
+	}
+	return nil
 }

@@ -109,7 +109,12 @@ func TestRunOnAnotherCluster(t *testing.T) {
 	metrics := []string{"--kueue-metrics", fmt.Sprintf("https://127.0.0.1:%d/metrics", cl.State.Ports.KueueMetrics),
 		"--scheduler-metrics", fmt.Sprintf("https://127.0.0.1:%d/metrics", cl.State.Ports.Scheduler)}
 
-	out, err := cli(t, ctx, "", nil, "cluster", "install", "--kubeconfig", kc, "--cluster", specPath)
+	out, err := cli(t, ctx, "", nil, append([]string{"run", "--kubeconfig", kc, "--trace", tracePath, "--cluster", specPath,
+		"--out", t.TempDir()}, metrics...)...)
+	if err == nil || !strings.Contains(out, "prepare it first with `kueuelab cluster install") {
+		t.Fatalf("run on a cluster not prepared: err %v; want a refusal pointing at cluster install", err)
+	}
+	out, err = cli(t, ctx, "", nil, "cluster", "install", "--kubeconfig", kc, "--cluster", specPath)
 	if err == nil || !strings.Contains(out, "no Deployment kueue-controller-manager") || !strings.Contains(out, "give its metrics URL") {
 		t.Fatalf("install without a way to Kueue's metrics: err %v; want a refusal naming the metrics", err)
 	}
