@@ -30,16 +30,19 @@ variants:
 - name: borrowing-limited
 EOF
 
-# peak_rss PID FILE: samples, every second until PID exits, the summed RSS (MiB) of the processes
-# whose command line names the pass's state root or is the kueuelab run itself; keeps the maximum.
-peak_rss() {
-  local pid=$1 root=$2 file=$3 peak=0 now
+# sample PID ROOT FILE: every second until PID exits, the summed RSS (MiB) of the processes whose
+# command line names the pass's state root or is the kueuelab run itself (keeps the maximum), and
+# the machine's 1-minute load average (keeps the mean): other work on the machine shows there.
+sample() {
+  local pid=$1 root=$2 file=$3 peak=0 now load=0 n=0
   while kill -0 "$pid" 2>/dev/null; do
     now=$(ps -eo rss=,args= | awk -v r="$root" -v p="$bin experiment run" 'index($0, r) || index($0, p) { s += $1 } END { printf "%d", s / 1024 }')
     ((now > peak)) && peak=$now
+    load=$(awk -v l="$load" '{ print l + $1 }' /proc/loadavg)
+    n=$((n + 1))
     sleep 1
   done
-  echo "$peak" >"$file"
+  echo "peak RSS $peak MiB, mean load $(awk -v l="$load" -v n="$n" 'BEGIN { printf "%.1f", l / (n ? n : 1) }')" >"$file"
 }
 
 for p in 1 2; do
@@ -48,12 +51,20 @@ for p in 1 2; do
   XDG_STATE_HOME=$root "$bin" experiment run "$out/exp.yaml" --out "$out/p$p" --parallel "$p" --name "pbench$p" \
     >"$out/p$p.log" 2>&1 &
   run=$!
-  peak_rss "$run" "$root" "$out/p$p.rss" &
+  sample "$run" "$root" "$out/p$p.rss" &
   sampler=$!
   wait "$run"
   wait "$sampler"
   t1=$(date +%s.%N)
-  echo "parallel $p: $(echo "$t1 - $t0" | bc) s wall, peak RSS $(cat "$out/p$p.rss") MiB ($(nproc) cores)" | tee -a "$out/summary.txt"
+  echo "parallel $p: $(echo "$t1 - $t0" | bc) s wall, $(cat "$out/p$p.rss") on $(nproc) cores" | tee -a "$out/summary.txt"
+  for d in "$out/p$p"/*/r0; do
+    python3 - "$d/done" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+m = json.load(open(sys.argv[1]))
+s = m["summary"]
+print(f"  {m['variant']}: {m['wallSec']:.0f} s (replay {s['wallSec']:.0f} s, clock held {s['heldWallSec']:.0f} s)")
+PY
+  done
   rm -rf "$root"
 done
 "$bin" report "$out/p1" --out "$out/p1.html" >/dev/null
