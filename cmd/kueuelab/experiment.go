@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
@@ -213,22 +211,15 @@ so one index can be run on a workstation the same way (see the README).`,
 			if err != nil {
 				return err
 			}
-			var doc bytes.Buffer
-			fmt.Fprintf(&doc, "# kueuelab experiment %s as an Indexed Job: %d pods (variants × repeats), %d at once, image %s.\n%s",
-				e.Metadata.Name, *b.Job.Spec.Completions, *b.Job.Spec.Parallelism, o.Image, b.Collect)
-			for _, obj := range []any{b.ConfigMap, b.Job} {
-				y, err := sigsyaml.Marshal(obj)
-				if err != nil {
-					return err
-				}
-				doc.WriteString("---\n")
-				doc.Write(stripStatus(y))
-			}
-			if out == "" || out == "-" {
-				_, err = cmd.OutOrStdout().Write(doc.Bytes())
+			doc, err := b.YAML()
+			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(out, doc.Bytes(), 0o644); err != nil {
+			if out == "" || out == "-" {
+				_, err = cmd.OutOrStdout().Write(doc)
+				return err
+			}
+			if err := os.WriteFile(out, doc, 0o644); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: ConfigMap %s and Indexed Job %s (%d completions)\n%s", out, b.ConfigMap.Name, b.Job.Name, *b.Job.Spec.Completions, b.Collect)
@@ -249,30 +240,6 @@ so one index can be run on a workstation the same way (see the README).`,
 	f.StringVar(&o.ServiceAccount, "service-account", "", "service account of the pods")
 	_ = c.MarkFlagRequired("results")
 	return c
-}
-
-// stripStatus drops the empty status blocks the typed objects marshal.
-func stripStatus(y []byte) []byte {
-	var m map[string]any
-	if err := sigsyaml.Unmarshal(y, &m); err != nil {
-		return y
-	}
-	delete(m, "status")
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
-	}
-	if spec, ok := m["spec"].(map[string]any); ok {
-		if tmpl, ok := spec["template"].(map[string]any); ok {
-			if md, ok := tmpl["metadata"].(map[string]any); ok {
-				delete(md, "creationTimestamp")
-			}
-		}
-	}
-	out, err := sigsyaml.Marshal(m)
-	if err != nil {
-		return y
-	}
-	return out
 }
 
 func newExperimentMergeCmd() *cobra.Command {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // The layout of a runner pod of `experiment render-job`: the experiment's inputs (a ConfigMap) and
@@ -306,4 +307,49 @@ func mappingValue(n *yaml.Node, keys ...string) *yaml.Node {
 		n = next
 	}
 	return n
+}
+
+// YAML is the bundle as one file for kubectl apply: a comment saying what it is and how to collect
+// the results, then the ConfigMap and the Job (without the empty status and creation timestamps the
+// typed objects marshal).
+func (b *JobBundle) YAML() ([]byte, error) {
+	var doc bytes.Buffer
+	c := b.Job.Spec.Template.Spec.Containers[0]
+	fmt.Fprintf(&doc, "# kueuelab experiment %s as an Indexed Job: %d pods (one per variant × repeat), %d at once, image %s.\n%s",
+		b.Job.Name, *b.Job.Spec.Completions, *b.Job.Spec.Parallelism, c.Image, b.Collect)
+	for _, obj := range []any{b.ConfigMap, b.Job} {
+		y, err := sigsyaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := sigsyaml.Unmarshal(y, &m); err != nil {
+			return nil, err
+		}
+		delete(m, "status")
+		for _, md := range []any{m["metadata"], nested(m, "spec", "template", "metadata")} {
+			if md, ok := md.(map[string]any); ok {
+				delete(md, "creationTimestamp")
+			}
+		}
+		if y, err = sigsyaml.Marshal(m); err != nil {
+			return nil, err
+		}
+		doc.WriteString("---\n")
+		doc.Write(y)
+	}
+	return doc.Bytes(), nil
+}
+
+// nested returns m[k0][k1]... (nil when a level is missing).
+func nested(m map[string]any, keys ...string) any {
+	var v any = m
+	for _, k := range keys {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[k]
+	}
+	return v
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/render/validate"
@@ -70,6 +71,24 @@ func TestRenderJob(t *testing.T) {
 	}
 	if !strings.Contains(b.Collect, "kueuelab experiment merge DIR/quota-sweep --out results/quota-sweep && kueuelab report results/quota-sweep") {
 		t.Errorf("collect:\n%s", b.Collect)
+	}
+
+	// The file kubectl applies: the comment, then the two objects, strict, without empty status.
+	doc, err := b.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(string(doc), "\n---\n")
+	if len(parts) != 3 || !strings.HasPrefix(parts[0], "# kueuelab experiment quota-sweep as an Indexed Job: 6 pods") ||
+		strings.Contains(string(doc), "status:") || strings.Contains(string(doc), "creationTimestamp") {
+		t.Errorf("YAML:\n%s", doc)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict([]byte(parts[1]), &cm); err != nil || cm.Name != "quota-sweep-inputs" {
+		t.Errorf("ConfigMap document: %v", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(parts[2]), &back); err != nil || back.Name != "quota-sweep" {
+		t.Errorf("Job document: %v", err)
 	}
 
 	// The inputs, written out as the pod sees them, load as the same experiment.
