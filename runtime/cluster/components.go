@@ -159,6 +159,12 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 			health: httpOK(plain, loopURL("http", pt.MPIHealth, "/healthz")),
 		},
 	}
+	if s.Bare {
+		// A user's cluster: upstream's 1 s Job sync batch period, not the local cluster's 10 ms.
+		kcm := out[ControllerManager]
+		kcm.env = nil
+		out[ControllerManager] = kcm
+	}
 	return out, nil
 }
 
