@@ -24,7 +24,7 @@ func newImageCmd() *cobra.Command {
 }
 
 func newImageBuildCmd() *cobra.Command {
-	var which, out, tag, binary, binDir, revision string
+	var which, out, tag, binary, binDir, revision, format string
 	var level int
 	c := &cobra.Command{
 		Use:   "build",
@@ -35,6 +35,9 @@ archive that kind, containerd, Docker and Podman load:
   kind load image-archive FILE          # into every node of a kind cluster
   ctr -n k8s.io images import FILE       # into containerd
   docker load -i FILE
+
+--format docker (default) writes docker save's layout; --format oci a tar of an OCI image layout
+with OCI media types (ctr, kind, podman, Docker v25+ and skopeo's oci-archive: read it).
 
 --image agent: ` + image.AgentRepository + `:TAG, the kueuelab binary as entrypoint, run as user
 65532. charts/kueuelab-agent runs it (its default tag is the chart's appVersion, the tag ` + "`make image`" + `
@@ -52,6 +55,10 @@ so the same inputs give the same image digest.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return errors.New("--out is required")
+			}
+			f, err := image.ParseFormat(format)
+			if err != nil {
+				return fmt.Errorf("--format: %w", err)
 			}
 			if tag == "" {
 				tag = kueuelabVersion()
@@ -76,7 +83,6 @@ so the same inputs give the same image digest.`,
 			}
 			o := image.Options{Binary: binary, Tag: tag, Version: kueuelabVersion(), Revision: revision, Created: created, CompressionLevel: level}
 			var spec image.Spec
-			var err error
 			switch which {
 			case "agent":
 				spec, err = image.Agent(o)
@@ -101,13 +107,13 @@ so the same inputs give the same image digest.`,
 				return err
 			}
 			t0 := time.Now()
-			info, err := image.WriteArchive(out, spec)
+			info, err := image.Write(out, spec, f)
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%s\n  archive %s: %s (layers %s compressed, %s uncompressed), built in %s\n  digest %s\n",
-				info.Ref, out, mib(info.ArchiveBytes), mib(info.CompressedBytes), mib(info.UncompressedBytes),
+			fmt.Fprintf(w, "%s\n  %s archive %s: %s (layers %s compressed, %s uncompressed), built in %s\n  digest %s\n",
+				info.Ref, f, out, mib(info.ArchiveBytes), mib(info.CompressedBytes), mib(info.UncompressedBytes),
 				time.Since(t0).Round(100*time.Millisecond), info.Digest)
 			for _, l := range info.Layers {
 				fmt.Fprintf(w, "  layer %-60s %10s compressed %10s\n", l.Name, mib(l.CompressedBytes), mib(l.UncompressedBytes))
@@ -122,6 +128,7 @@ so the same inputs give the same image digest.`,
 	f.StringVar(&tag, "tag", "", "image tag (default: this kueuelab's version)")
 	f.StringVar(&binary, "binary", "", "static kueuelab binary to put in the image (default: this one)")
 	f.StringVar(&binDir, "bin-dir", "", "runner: control-plane binaries (env "+tools.BinDirEnv+"; default: the tools cache)")
+	f.StringVar(&format, "format", string(image.Docker), "archive layout: docker (docker save's, every loader reads it) or oci (a tar of an OCI image layout, OCI media types)")
 	f.StringVar(&revision, "revision", "", "source revision for the image's labels (make image: git rev-parse HEAD)")
 	f.IntVar(&level, "gzip-level", 0, "gzip level of the layers, 1 (fast) to 9 (small); default 6")
 	return c

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -24,8 +25,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // File is one entry of a layer.
@@ -86,24 +89,68 @@ type LayerInfo struct {
 	CompressedBytes, UncompressedBytes int64
 }
 
-// WriteArchive builds spec and writes it to path as an image archive (the docker-archive layout:
-// manifest.json naming the reference, the config and one gzipped tar per layer).
+// Format is an image archive's layout.
+type Format string
+
+const (
+	// Docker is the docker-archive layout (`docker save`): manifest.json naming the reference, the
+	// config and one gzipped tar per layer, with Docker's media types. Every loader takes it,
+	// Docker before v25 included.
+	Docker Format = "docker"
+	// OCI is a tar of an OCI image layout (oci-layout, index.json, blobs/sha256/...) with OCI
+	// media types, the reference in index.json's annotations: what `ctr images import`, `kind load
+	// image-archive`, `podman load`, Docker v25+ and skopeo's oci-archive: transport read.
+	OCI Format = "oci"
+)
+
+// ParseFormat checks an archive format's name.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case Docker, OCI:
+		return f, nil
+	}
+	return "", fmt.Errorf("image format %q: want %s or %s", s, Docker, OCI)
+}
+
+// AnnotationImageName is containerd's annotation for an image's full reference in an OCI
+// layout's index.json (`ctr images import` names the image by it; the OCI ref.name annotation
+// carries only the tag, as `docker save` v25+ writes it).
+const AnnotationImageName = "io.containerd.image.name"
+
+// AnnotationRefName is the OCI image-spec's annotation naming a manifest in an index.
+const AnnotationRefName = "org.opencontainers.image.ref.name"
+
+// WriteArchive builds spec and writes it to path as a docker-archive image archive.
 func WriteArchive(path string, spec Spec) (*Info, error) {
+	return Write(path, spec, Docker)
+}
+
+// Write builds spec and writes it to path as an image archive in format f. The file appears
+// complete or not at all.
+func Write(path string, spec Spec, f Format) (*Info, error) {
 	ref, err := name.NewTag(spec.Ref, name.StrictValidation)
 	if err != nil {
 		return nil, fmt.Errorf("image %q: %w", spec.Ref, err)
+	}
+	if _, err := ParseFormat(string(f)); err != nil {
+		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "kueuelab-image-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	img, infos, err := build(spec, tmp)
+	img, infos, err := build(spec, tmp, f)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", spec.Ref, err)
 	}
 	part := path + ".part"
-	if err := tarball.WriteToFile(part, ref, img); err != nil {
+	if f == OCI {
+		err = writeOCIArchive(part, filepath.Join(tmp, "layout"), ref, img, spec.Created)
+	} else {
+		err = tarball.WriteToFile(part, ref, img)
+	}
+	if err != nil {
 		os.Remove(part)
 		return nil, fmt.Errorf("image %s: write %s: %w", spec.Ref, path, err)
 	}
@@ -126,8 +173,45 @@ func WriteArchive(path string, spec Spec) (*Info, error) {
 	return info, nil
 }
 
+// writeOCIArchive writes img as an OCI image layout in dir and tars that directory to path:
+// entries sorted, dated created, owned by root, so the archive is as reproducible as the image.
+func writeOCIArchive(path, dir string, ref name.Tag, img v1.Image, created time.Time) error {
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{
+		AnnotationRefName:   ref.TagStr(),
+		AnnotationImageName: ref.String(),
+	})); err != nil {
+		return err
+	}
+	if created.IsZero() {
+		created = time.Unix(0, 0)
+	}
+	var files []File
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		files = append(files, File{Path: "/" + filepath.ToSlash(rel), Source: p, Dir: d.IsDir()})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The layout's tar has relative names (oci-layout, index.json, blobs/...), as an
+	// oci-archive has; writeLayer's absolute paths are made relative by the tar it writes.
+	_, err = writeLayer(path, Layer{Name: "oci-layout", Files: files}, created.UTC())
+	return err
+}
+
 // build assembles the image; layer tar streams are written under tmp.
-func build(spec Spec, tmp string) (v1.Image, []LayerInfo, error) {
+func build(spec Spec, tmp string, f Format) (v1.Image, []LayerInfo, error) {
 	created := spec.Created
 	if created.IsZero() {
 		created = time.Unix(0, 0)
@@ -145,7 +229,11 @@ func build(spec Spec, tmp string) (v1.Image, []LayerInfo, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("layer %q: %w", l.Name, err)
 		}
-		layer, err := tarball.LayerFromFile(p, tarball.WithCompressionLevel(level), tarball.WithCompressedCaching)
+		opts := []tarball.LayerOption{tarball.WithCompressionLevel(level), tarball.WithCompressedCaching}
+		if f == OCI {
+			opts = append(opts, tarball.WithMediaType(types.OCILayer))
+		}
+		layer, err := tarball.LayerFromFile(p, opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("layer %q: %w", l.Name, err)
 		}
@@ -161,7 +249,11 @@ func build(spec Spec, tmp string) (v1.Image, []LayerInfo, error) {
 		adds = append(adds, mutate.Addendum{Layer: layer, History: v1.History{
 			Created: v1.Time{Time: created}, CreatedBy: "kueuelab image build", Comment: l.Name}})
 	}
-	img, err := mutate.Append(empty.Image, adds...)
+	base := empty.Image
+	if f == OCI {
+		base = mutate.MediaType(mutate.ConfigMediaType(base, types.OCIConfigJSON), types.OCIManifestSchema1)
+	}
+	img, err := mutate.Append(base, adds...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,7 +17,10 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/runtime/tools"
@@ -325,5 +328,129 @@ func TestChartRunsTheAgentImage(t *testing.T) {
 	}
 	if got := strings.TrimSpace(out.String()); got != chart.AppVersion || got == "" {
 		t.Errorf("make image tags %q, the chart runs tag %q (appVersion)", got, chart.AppVersion)
+	}
+}
+
+// TestOCIArchive: --format oci writes a tar of an OCI image layout that an OCI reader takes as
+// it is: oci-layout and index.json at the top, the manifest named by its full reference
+// (containerd's annotation) and its tag (the OCI one), OCI media types, every blob's digest and
+// size right (validate.Image reads them all), and the same files, config and layer contents as
+// the docker archive, byte for byte the same archive when built again.
+func TestOCIArchive(t *testing.T) {
+	bin := staticHelper(t)
+	spec, err := Agent(Options{Binary: bin, Tag: "1.2.3", Version: "1.2.3", Revision: "abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "agent-oci.tar")
+	info, err := Write(p, spec, OCI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unpack the archive as `ctr images import` reads it.
+	lay := filepath.Join(dir, "layout")
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		if strings.HasPrefix(h.Name, "/") || strings.Contains(h.Name, "..") || !h.ModTime.Equal(time.Unix(0, 0)) {
+			t.Errorf("entry %s (mtime %s): want a relative name dated the epoch", h.Name, h.ModTime)
+		}
+		dst := filepath.Join(lay, h.Name)
+		if h.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"oci-layout", "index.json", "blobs/sha256/"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("archive entries %v lack %s", names, want)
+		}
+	}
+	idx, err := layout.ImageIndexFromPath(lay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 {
+		t.Fatalf("index.json: %d manifests, want 1", len(im.Manifests))
+	}
+	desc := im.Manifests[0]
+	if a := desc.Annotations; a[AnnotationImageName] != AgentRepository+":1.2.3" || a[AnnotationRefName] != "1.2.3" {
+		t.Errorf("index.json annotations %v", a)
+	}
+	if desc.MediaType != types.OCIManifestSchema1 || desc.Digest.String() != info.Digest {
+		t.Errorf("index.json manifest %s %s, want %s %s", desc.MediaType, desc.Digest, types.OCIManifestSchema1, info.Digest)
+	}
+	img, err := idx.Image(desc.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(img); err != nil {
+		t.Errorf("the OCI layout's image does not validate: %v", err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.MediaType != types.OCIConfigJSON {
+		t.Errorf("config media type %s", m.Config.MediaType)
+	}
+	for _, l := range m.Layers {
+		if l.MediaType != types.OCILayer {
+			t.Errorf("layer media type %s", l.MediaType)
+		}
+	}
+
+	// The same image as the docker archive, but for the media types.
+	dp := filepath.Join(dir, "agent-docker.tar")
+	if _, err := Write(dp, spec, Docker); err != nil {
+		t.Fatal(err)
+	}
+	docker := readArchive(t, dp)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cf.Config, docker.config.Config) || !reflect.DeepEqual(cf.RootFS.DiffIDs, docker.config.RootFS.DiffIDs) {
+		t.Errorf("OCI config %+v layers %v, docker archive's %+v layers %v", cf.Config, cf.RootFS.DiffIDs, docker.config.Config, docker.config.RootFS.DiffIDs)
+	}
+
+	again := filepath.Join(dir, "again.tar")
+	if _, err := Write(again, spec, OCI); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(p)
+	b, _ := os.ReadFile(again)
+	if !bytes.Equal(a, b) {
+		t.Errorf("the OCI archive built twice differs (%d vs %d bytes): not reproducible", len(a), len(b))
+	}
+	if _, err := ParseFormat("tar"); err == nil {
+		t.Errorf("format tar: no error")
 	}
 }
