@@ -72,11 +72,13 @@ exits again after 5 restarts within 2 minutes is left down as crash-looping unti
 'cluster up'. 'cluster status' shows each component's state and restarts. State (certificates,
 configs, PIDs, logs, etcd data, status.json) lives in $XDG_STATE_HOME/kueuelab/<name> (default
 ~/.local/state/kueuelab/<name>). Without --cluster the cluster gets 4 KWOK nodes with 8
-nvidia.com/gpu each.`,
+nvidia.com/gpu each. The kube-scheduler runs with the spec's scheduler section (upstream's
+default profile without one) and is restarted when it changes; without --cluster it keeps the
+configuration it has.`,
 		Example: "  kueuelab cluster up\n  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := clusterSpecObjects(spec, false)
+			sp, objs, err := clusterSpecObjects(spec, false)
 			if err != nil {
 				return err
 			}
@@ -92,7 +94,11 @@ nvidia.com/gpu each.`,
 			if bare && spec != "" {
 				return errors.New("--bare starts a cluster without objects: prepare it with `kueuelab cluster install --cluster`")
 			}
-			cl, err := cluster.Up(cmd.Context(), cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Bare: bare, Out: cmd.OutOrStdout()})
+			o := cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Bare: bare, Out: cmd.OutOrStdout()}
+			if sp != nil {
+				o.Scheduler = sp.KubeSchedulerConfiguration()
+			}
+			cl, err := cluster.Up(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -188,7 +194,9 @@ kueuelab cannot install and refuses, listing every problem with its fix:
 Then it installs what kueuelab owns: KWOK's node and pod lifecycle stages that the cluster lacks
 (node-initialize, node-heartbeat-with-lease, pod-ready, pod-delete), kueuelab's completion
 stages, the metrics reader's ServiceAccount and RBAC (GET /metrics only), and with --cluster the
-spec's namespaces, flavors, queues and KWOK nodes, waiting until the nodes are Ready.`,
+spec's namespaces, flavors, queues and KWOK nodes, waiting until the nodes are Ready. It reports
+what the cluster's kube-scheduler does (its pods' image and flags, and whether it runs a
+configuration file) without changing it: a spec's scheduler section applies to the local cluster only.`,
 		Example: `  kueuelab cluster install --kubeconfig ~/.kube/config --cluster examples/clusters/small.yaml
   kueuelab run --kubeconfig ~/.kube/config --cluster examples/clusters/small.yaml --gen-jobs 100`,
 		Args: cobra.NoArgs,
@@ -196,13 +204,17 @@ spec's namespaces, flavors, queues and KWOK nodes, waiting until the nodes are R
 			if kubeconfig == "" {
 				return errors.New("--kubeconfig is required")
 			}
-			objs, err := clusterSpecObjects(spec, !withNodes)
+			sp, objs, err := clusterSpecObjects(spec, !withNodes)
 			if err != nil {
 				return err
 			}
+			var scoring string
+			if sp != nil && sp.Scheduler != nil {
+				scoring = sp.Scoring().String()
+			}
 			return cluster.Install(cmd.Context(), cluster.InstallOptions{Kubeconfig: kubeconfig, Objects: objs,
 				Metrics: cluster.RemoteMetricsOptions{KueueURL: kueueURL, SchedulerURL: schedulerURL}, Inexact: inexact,
-				Timeout: timeout, Out: cmd.OutOrStdout()})
+				Scoring: scoring, Timeout: timeout, Out: cmd.OutOrStdout()})
 		},
 	}
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the existing cluster")
@@ -216,13 +228,14 @@ spec's namespaces, flavors, queues and KWOK nodes, waiting until the nodes are R
 }
 
 // clusterSpecObjects loads a cluster spec and renders its objects; nil without a spec.
-func clusterSpecObjects(path string, omitNodes bool) ([]client.Object, error) {
+func clusterSpecObjects(path string, omitNodes bool) (*rcluster.Spec, []client.Object, error) {
 	if path == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	spec, err := rcluster.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return spec.Objects(rcluster.Options{OmitNodes: omitNodes})
+	objs, err := spec.Objects(rcluster.Options{OmitNodes: omitNodes})
+	return spec, objs, err
 }

@@ -91,7 +91,10 @@ counts as finished (its unfinished workloads are reported). Compare the variants
 I ÷ repeats, repeat I mod repeats, as one pod of 'kueuelab experiment render-job' does.
 
 With --kubeconfig the agent runs in this process on the exact trace clock, reading that
-cluster's Kueue and kube-scheduler metrics as 'kueuelab run --kubeconfig' does.`,
+cluster's Kueue and kube-scheduler metrics as 'kueuelab run --kubeconfig' does.
+
+An experiment with 'engine: sim' runs every variant through Kueue's scheduler in virtual time
+instead (runtime/sim: no cluster, seconds per run); 'sim: {cycle, podStart}' sets its timing.`,
 		Example: `  kueuelab experiment run examples/experiments/quota-sweep.yaml --out results/quota-sweep
   kueuelab experiment run examples/experiments/quota-sweep.yaml --out results/quota-sweep --parallel 3
   JOB_COMPLETION_INDEX=2 kueuelab experiment run sweep.yaml --out results/sweep --index-from-env JOB_COMPLETION_INDEX

@@ -26,6 +26,8 @@ import (
 
 type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
+	engine                                              string
+	sim                                                 simFlags
 	speedup                                             speedupFlag
 	qps                                                 float64
 	timeout, stall                                      time.Duration
@@ -106,12 +108,17 @@ named), when it stopped before every workload finished (--timeout, Ctrl-C, or a 
 changed for --stall-timeout), or when results could not be written.
 
 --gen-jobs N generates an N-workload trace with the default profile (saved as trace.jsonl in --out)
-instead of reading --trace; --gen-span spreads its submissions over that much trace time.`,
+instead of reading --trace; --gen-span spreads its submissions over that much trace time.
+
+--engine sim replays the same trace, cluster spec and mapping through Kueue v0.15.0's own
+scheduler, imported as a library, in virtual time: no cluster, no processes, the same results
+files. ` + simHelp,
 		Example: `  kueuelab run --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml
   kueuelab run --trace trace.jsonl --cluster examples/clusters/teams.yaml --out results/base
   kueuelab cluster install --kubeconfig ~/.kube/config --cluster spec.yaml
   kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config
-  kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --agent in-cluster --speedup 100 --keep`,
+  kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --agent in-cluster --speedup 100 --keep
+  kueuelab run --engine sim --gen-jobs 100000 --seed 1 --cluster examples/clusters/teams.yaml --out results/sim`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, &f) },
 	}
@@ -132,6 +139,8 @@ instead of reading --trace; --gen-span spreads its submissions over that much tr
 	fl.DurationVar(&f.genSpan, "gen-span", 0, "trace time the --gen-jobs submissions cover, e.g. 24h (default: the profile's mean inter-arrival of 30s)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of --gen-jobs, the placer and Katib's parameter sampling")
 	f.remote.register(fl)
+	fl.StringVar(&f.engine, "engine", "cluster", "cluster (a real Kueue on a cluster) or sim (Kueue's scheduler in virtual time)")
+	f.sim.register(fl)
 	return c
 }
 
@@ -146,6 +155,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if (f.tracePath == "") == (f.genJobs == 0) {
 		return errors.New("give exactly one of --trace and --gen-jobs")
+	}
+	if f.engine != "cluster" && f.engine != "sim" {
+		return fmt.Errorf("--engine %q: want cluster or sim", f.engine)
+	}
+	if err := f.sim.check(f.engine, cmd.Flags()); err != nil {
+		return err
 	}
 	if f.out == "" {
 		f.out = filepath.Join("results", time.Now().Format("20060102-150405"))
@@ -169,6 +184,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			return err
 		}
 		fmt.Fprintf(out, "generated %d workloads (seed %d) into %s\n", f.genJobs, f.seed, f.tracePath)
+	}
+	if f.engine == "sim" {
+		return runSim(cmd, f, spec, mapping)
 	}
 	tr, err := trace.LoadWorkloads(ctx, f.tracePath, trace.Options{})
 	if err != nil {
@@ -201,6 +219,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			return err
 		}
 	} else {
+		if spec.Scheduler != nil {
+			return fmt.Errorf("%s: the scheduler section sets up the local cluster's kube-scheduler; the cluster behind --kubeconfig keeps its own (`kueuelab cluster install --kubeconfig` shows it): leave the section out to run there", f.specPath)
+		}
 		inCluster, err := f.remote.agentInClusterMode()
 		if err != nil {
 			return err
@@ -289,5 +310,5 @@ func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.
 	if err != nil {
 		return nil, err
 	}
-	return cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Out: out})
+	return cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Scheduler: spec.KubeSchedulerConfiguration(), Out: out})
 }

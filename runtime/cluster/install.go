@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +58,9 @@ type InstallOptions struct {
 	Go string
 	// Timeout bounds the wait for the spec's KWOK nodes to be Ready (default 2 minutes).
 	Timeout time.Duration
+	// Scoring is the node scoring strategy a spec's scheduler section asks for: install only
+	// reports that it is not applied (kueuelab never changes a foreign cluster's scheduler).
+	Scoring string
 	Out     io.Writer
 }
 
@@ -135,6 +139,7 @@ func Install(ctx context.Context, o InstallOptions) error {
 		}
 		m.Close()
 	}
+	reportScheduler(ctx, c, o.Scoring, out)
 	if len(problems) > 0 {
 		return fmt.Errorf("cluster prerequisites not met:\n  - %s", strings.Join(problems, "\n  - "))
 	}
@@ -317,4 +322,59 @@ func CheckInstalled(ctx context.Context, rc *rest.Config) error {
 		}
 	}
 	return nil
+}
+
+// schedulerSelector selects the kube-scheduler static pods kubeadm and kind run in kube-system.
+const schedulerSelector = "component=kube-scheduler"
+
+// reportScheduler prints what places the cluster's pods, as far as the API shows it: kueuelab
+// never changes a foreign cluster's scheduler, so a replay there runs under whatever it does.
+func reportScheduler(ctx context.Context, c client.Client, scoring string, out io.Writer) {
+	var pods corev1.PodList
+	sel, err := labels.Parse(schedulerSelector)
+	if err == nil {
+		err = c.List(ctx, &pods, client.InNamespace("kube-system"), client.MatchingLabelsSelector{Selector: sel})
+	}
+	if err != nil {
+		fmt.Fprintf(out, "  ??  kube-scheduler: cannot list its pods in kube-system (%v)\n", err)
+	} else {
+		for _, line := range describeSchedulers(pods.Items) {
+			fmt.Fprintf(out, "  %s\n", line)
+		}
+	}
+	if scoring != "" {
+		fmt.Fprintf(out, "  !!  the spec's scheduler section (%s) is not applied: kueuelab does not change this cluster's scheduler, it sets up the local cluster's\n", scoring)
+	}
+}
+
+// describeSchedulers says, per kube-scheduler pod, its image and what configures it.
+func describeSchedulers(pods []corev1.Pod) []string {
+	if len(pods) == 0 {
+		return []string{"??  kube-scheduler: no pod labelled " + schedulerSelector + " in kube-system (a managed control plane?): how it scores nodes is not visible through the API"}
+	}
+	var out []string
+	for _, p := range pods {
+		for _, ctr := range p.Spec.Containers {
+			if ctr.Name != "kube-scheduler" {
+				continue
+			}
+			args := append(slices.Clone(ctr.Command), ctr.Args...)
+			config := ""
+			var flags []string
+			for _, a := range args {
+				if v, ok := strings.CutPrefix(a, "--config="); ok {
+					config = v
+				}
+				if strings.HasPrefix(a, "--") && !strings.Contains(a, "kubeconfig") && !strings.Contains(a, "bind-address") {
+					flags = append(flags, a)
+				}
+			}
+			what := "no --config: upstream's default profile (NodeResourcesFit LeastAllocated on cpu and memory), spreading pods over nodes"
+			if config != "" {
+				what = "configuration file " + config + " on its node (the API does not show it; look there for NodeResourcesFit's scoringStrategy)"
+			}
+			out = append(out, fmt.Sprintf("ok  kube-scheduler %s (pod %s): %s; flags %s", ctr.Image, p.Name, what, strings.Join(flags, " ")))
+		}
+	}
+	return out
 }

@@ -20,6 +20,9 @@ import (
 // Tick(0) advances nothing but brings every pod's speed and power up to date with the current state
 // (pods started or stopped, caps changed), which NextFinish and NodePower read.
 func (e *Engine) Tick(dt float64) []Finished {
+	if e.ev != nil {
+		return e.AdvanceTo(e.now + dt)
+	}
 	e.finished = e.finished[:0]
 	if !(dt >= 0) {
 		return e.finished
@@ -35,7 +38,7 @@ func (e *Engine) Tick(dt float64) []Finished {
 		if !p.inUse || !p.running || p.done {
 			continue
 		}
-		e.advance(PodID(i), p, dt)
+		e.advance(PodID(i), p, e.now, dt)
 	}
 	e.now += dt
 	return e.finished
@@ -43,30 +46,37 @@ func (e *Engine) Tick(dt float64) []Finished {
 
 func (e *Engine) updateGangs() {
 	for gi := range e.gangs {
-		g := &e.gangs[gi]
-		if !g.inUse {
-			continue
-		}
-		present, active := 0, false
-		for _, pid := range g.members {
-			p := &e.pods[pid]
-			if p.running || p.done {
-				present++
-			}
-			if p.running && !p.done {
-				active = true
-			}
-		}
-		g.ready = present >= g.size
-		switch {
-		case !g.ready && active:
-			if !g.blocked {
-				g.blocked, g.blockedSince = true, e.now
-			}
-		default:
-			g.blocked = false
+		if e.gangs[gi].inUse {
+			e.updateGang(int32(gi))
 		}
 	}
+}
+
+// updateGang sets whether the gang has every member present (running or done) and whether it
+// is blocked (some member running, not all present); it reports whether readiness changed.
+func (e *Engine) updateGang(gi int32) bool {
+	g := &e.gangs[gi]
+	present, active := 0, false
+	for _, pid := range g.members {
+		p := &e.pods[pid]
+		if p.running || p.done {
+			present++
+		}
+		if p.running && !p.done {
+			active = true
+		}
+	}
+	was := g.ready
+	g.ready = present >= g.size
+	switch {
+	case !g.ready && active:
+		if !g.blocked {
+			g.blocked, g.blockedSince = true, e.now
+		}
+	default:
+		g.blocked = false
+	}
+	return was != g.ready
 }
 
 func (e *Engine) tickNode(n *node, dt float64) {
@@ -127,6 +137,7 @@ func (e *Engine) tickNode(n *node, dt float64) {
 			}
 			p.speed = gf * (1 - p.sens.CPU*(1-cpuShare*freq))
 		}
+		p.nat = p.speed
 		gpuW += p.podGPUW
 	}
 	if free := n.gpus - usedGPUs; free > 0 {
@@ -144,28 +155,39 @@ func (e *Engine) tickNode(n *node, dt float64) {
 
 func (e *Engine) syncGangSpeeds() {
 	for gi := range e.gangs {
-		g := &e.gangs[gi]
-		if !g.inUse || !g.ready {
-			continue
+		if e.gangs[gi].inUse {
+			e.syncGangSpeed(int32(gi))
 		}
-		slowest := -1.0
-		for _, pid := range g.members {
-			p := &e.pods[pid]
-			if p.running && !p.done && (slowest < 0 || p.speed < slowest) {
-				slowest = p.speed
-			}
+	}
+}
+
+// syncGangSpeed runs a ready gang's running members at the slowest one's own speed (as tickNode
+// last computed it for each).
+func (e *Engine) syncGangSpeed(gi int32) {
+	g := &e.gangs[gi]
+	if !g.ready {
+		return
+	}
+	slowest := -1.0
+	for _, pid := range g.members {
+		p := &e.pods[pid]
+		if p.running && !p.done && (slowest < 0 || p.nat < slowest) {
+			slowest = p.nat
 		}
-		for _, pid := range g.members {
-			if p := &e.pods[pid]; p.running && !p.done {
-				p.speed = slowest
-			}
+	}
+	for _, pid := range g.members {
+		if p := &e.pods[pid]; p.running && !p.done {
+			p.speed = slowest
 		}
 	}
 }
 
 // AdvanceTo ticks to trace time t exactly (no rounding drift from summing ticks); a t in the
-// past advances nothing.
+// past advances nothing. An event-driven engine (NewEventDriven) advances only what changes.
 func (e *Engine) AdvanceTo(t float64) []Finished {
+	if e.ev != nil {
+		return e.advanceEvents(t)
+	}
 	if !(t > e.now) {
 		return e.Tick(0)
 	}
@@ -175,8 +197,12 @@ func (e *Engine) AdvanceTo(t float64) []Finished {
 }
 
 // NextFinish is the trace time at which the next running pod will finish (or fail) if nothing
-// changes, as of the last Tick; ok is false when no pod is progressing.
+// changes, as of the last Tick (an event-driven engine: as of now); ok is false when no pod is
+// progressing.
 func (e *Engine) NextFinish() (t float64, ok bool) {
+	if e.ev != nil {
+		return e.nextFinishEvents()
+	}
 	t = math.Inf(1)
 	for i := range e.pods {
 		p := &e.pods[i]
@@ -194,7 +220,9 @@ func (e *Engine) NextFinish() (t float64, ok bool) {
 // pod counts as done: a tick to a predicted finish time can leave a rounding residue.
 const finishTolerance = 1e-9
 
-func (e *Engine) advance(id PodID, p *pod, dt float64) {
+// advance moves a running pod dt seconds of progress from time t0 at its current speed and power;
+// a pod that finishes on the way stops at its exact finish time.
+func (e *Engine) advance(id PodID, p *pod, t0, dt float64) {
 	if p.speed <= 0 {
 		p.energy += p.power * dt
 		return
@@ -215,7 +243,7 @@ func (e *Engine) advance(id PodID, p *pod, dt float64) {
 	p.done, p.failed, p.running = true, p.failRemaining > 0, false
 	// The node kept drawing this pod's GPU power for the whole tick; after tf those GPUs idle.
 	e.nodes[p.node].energy -= (p.podGPUW - p.podGPUIdleW) * (dt - tf)
-	e.finished = append(e.finished, Finished{Pod: id, Key: p.key, WorkloadID: p.workload, AtSec: e.now + tf, Failed: p.failed, EnergyJ: p.energy})
+	e.finished = append(e.finished, Finished{Pod: id, Key: p.key, WorkloadID: p.workload, AtSec: t0 + tf, Failed: p.failed, EnergyJ: p.energy})
 }
 
 // checkpoint records the workload's checkpoints during t seconds of progress from remaining start.
