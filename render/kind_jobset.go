@@ -1,6 +1,9 @@
 package render
 
 import (
+	"strconv"
+	"strings"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -10,8 +13,10 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-// JobSet renders any workload as a JobSet with one replicatedJob per role, named after the role
-// (launcher, worker, ps, controller, main; trials are laid out by trialReplicatedJob).
+// JobSet renders any workload as a JobSet with one replicatedJob per pod group, named after its
+// role (launcher, worker, ps, controller, main; trials are laid out by trialReplicatedJob). A role
+// the trace gives in several groups of different requests (Joulie's HPO trials) keeps each group's
+// requests in its own replicatedJob, named role-1, role-2, ...
 type JobSet struct{}
 
 // Name implements Kind.
@@ -35,11 +40,12 @@ func (JobSet) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 			Network:        &jobsetv1alpha2.Network{EnableDNSHostnames: ptr.To(true), PublishNotReadyAddresses: ptr.To(true)},
 			SuccessPolicy:  &jobsetv1alpha2.SuccessPolicy{Operator: jobsetv1alpha2.OperatorAll},
 			StartupPolicy:  &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: jobsetv1alpha2.AnyOrder},
-			ReplicatedJobs: make([]jobsetv1alpha2.ReplicatedJob, 0, len(b.roles)),
+			ReplicatedJobs: make([]jobsetv1alpha2.ReplicatedJob, 0, len(b.groups)),
 		},
 	}
-	for i := range b.roles {
-		r := &b.roles[i]
+	nth := map[string]int{}
+	for i := range b.groups {
+		r := &b.groups[i]
 		tmpl, err := b.podTemplate(r, "main", corev1.RestartPolicyNever)
 		if err != nil {
 			return nil, err
@@ -50,9 +56,34 @@ func (JobSet) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 		} else {
 			rj = replicatedJob(r.Role, 1, r.Replicas, tmpl)
 		}
+		if len(b.groups) > len(b.roles) && b.groupsOf(r.Role) > 1 {
+			nth[r.Role]++
+			rj.Name = groupName(r.Role, nth[r.Role])
+		}
 		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, rj)
 	}
 	return []client.Object{js}, nil
+}
+
+// groupName names the n-th replicatedJob of a role with several pod groups: role-n, the role cut
+// so the name keeps to the 10 characters MaxNameLength leaves for it.
+func groupName(role string, n int) string {
+	suffix := "-" + strconv.Itoa(n)
+	if len(role)+len(suffix) > 10 {
+		role = strings.TrimRight(role[:10-len(suffix)], "-")
+	}
+	return role + suffix
+}
+
+// groupsOf counts the pod groups of a role.
+func (b *build) groupsOf(role string) int {
+	n := 0
+	for i := range b.groups {
+		if b.groups[i].Role == role {
+			n++
+		}
+	}
+	return n
 }
 
 // replicatedJob is replicas Jobs of pods indexed pods each; a pod failure fails its Job (the trace

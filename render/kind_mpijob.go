@@ -13,7 +13,9 @@ import (
 )
 
 // MPIJob renders a distributed training run as an mpi-operator v2beta1 MPIJob: the CPU-only
-// launcher as Launcher, the workers as Worker.
+// launcher as Launcher, the workers as Worker. A run the trace gives as workers only (Joulie's
+// diurnal mode writes a multi-GPU run as one worker pod) becomes what mpi-operator offers for it:
+// the first worker is the Launcher and runs ranks too (runLauncherAsWorker), the others are Workers.
 type MPIJob struct{}
 
 // Name implements Kind.
@@ -32,25 +34,40 @@ func (MPIJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 		return nil, err
 	}
 	l, wk := b.roleIndex(trace.RoleLauncher), b.roleIndex(trace.RoleWorker)
-	if l < 0 || wk < 0 || b.roles[l].Replicas != 1 {
-		return nil, fmt.Errorf("an MPIJob needs one launcher and at least one worker")
+	if wk < 0 || (l >= 0 && b.roles[l].Replicas != 1) {
+		return nil, fmt.Errorf("an MPIJob needs at most one launcher and at least one worker")
+	}
+	type spec struct {
+		r        *role
+		replicas int
+		typ      mpiv2beta1.MPIReplicaType
+		restart  mpiv2beta1.RestartPolicy
+	}
+	// mpi-operator's defaults: the launcher Job retries on failure, workers do not.
+	parts := []spec{
+		{&b.roles[wk], b.roles[wk].Replicas, mpiv2beta1.MPIReplicaTypeWorker, mpiv2beta1.DefaultRestartPolicy},
+	}
+	launcherAsWorker := l < 0
+	if launcherAsWorker {
+		parts[0].replicas--
+		parts = append(parts, spec{&b.roles[wk], 1, mpiv2beta1.MPIReplicaTypeLauncher, mpiv2beta1.DefaultLauncherRestartPolicy})
+	} else {
+		parts = append(parts, spec{&b.roles[l], 1, mpiv2beta1.MPIReplicaTypeLauncher, mpiv2beta1.DefaultLauncherRestartPolicy})
 	}
 	specs := make(map[mpiv2beta1.MPIReplicaType]*mpiv2beta1.ReplicaSpec, 2)
-	for _, x := range []struct {
-		i       int
-		typ     mpiv2beta1.MPIReplicaType
-		restart mpiv2beta1.RestartPolicy
-	}{
-		// mpi-operator's defaults: the launcher Job retries on failure, workers do not.
-		{l, mpiv2beta1.MPIReplicaTypeLauncher, mpiv2beta1.DefaultLauncherRestartPolicy},
-		{wk, mpiv2beta1.MPIReplicaTypeWorker, mpiv2beta1.DefaultRestartPolicy},
-	} {
-		r := &b.roles[x.i]
-		tmpl, err := b.podTemplate(r, "mpi", corev1.RestartPolicy(x.restart))
+	for _, x := range parts {
+		if x.replicas == 0 {
+			continue
+		}
+		tmpl, err := b.podTemplate(x.r, "mpi", corev1.RestartPolicy(x.restart))
 		if err != nil {
 			return nil, err
 		}
-		specs[x.typ] = &mpiv2beta1.ReplicaSpec{Replicas: ptr.To(int32(r.Replicas)), RestartPolicy: x.restart, Template: tmpl}
+		specs[x.typ] = &mpiv2beta1.ReplicaSpec{Replicas: ptr.To(int32(x.replicas)), RestartPolicy: x.restart, Template: tmpl}
+	}
+	var asWorker *bool
+	if launcherAsWorker {
+		asWorker = ptr.To(true)
 	}
 	job := &mpiv2beta1.MPIJob{
 		TypeMeta:   typeMeta(mpiv2beta1.SchemeGroupVersion.String(), mpiv2beta1.Kind),
@@ -62,6 +79,7 @@ func (MPIJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 				CleanPodPolicy: ptr.To(mpiv2beta1.CleanPodPolicyRunning),
 				Suspend:        ptr.To(true),
 			},
+			RunLauncherAsWorker:    asWorker,
 			SSHAuthMountPath:       "/root/.ssh",
 			MPIImplementation:      mpiv2beta1.MPIImplementationOpenMPI,
 			LauncherCreationPolicy: mpiv2beta1.LauncherCreationPolicyAtStartup,

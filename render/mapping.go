@@ -10,6 +10,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/kueuelab/kueuelab/internal/yamldoc"
+	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
@@ -49,44 +51,44 @@ func ParseMapping(data []byte, source string, reg *Registry) (Mapping, error) {
 		if errors.Is(err, io.EOF) {
 			return m, nil
 		}
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, yamldoc.Errors(source, err)
 	}
 	if len(doc.Content) == 0 {
 		return m, nil
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s:%d: want a mapping with a kinds field", source, root.Line)
+		return nil, fielderr.New(source, root.Line, "", "want a mapping with a kinds field")
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key, val := root.Content[i], root.Content[i+1]
 		if key.Value != "kinds" {
-			return nil, fmt.Errorf("%s:%d: unknown field %q (want kinds)", source, key.Line, key.Value)
+			return nil, fielderr.New(source, key.Line, key.Value, "unknown field (want kinds)")
 		}
 		if val.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("%s:%d: kinds: want a map of family to kind", source, val.Line)
+			return nil, fielderr.New(source, val.Line, "kinds", "want a map of family to kind")
 		}
 		for j := 0; j+1 < len(val.Content); j += 2 {
 			fk, kv := val.Content[j], val.Content[j+1]
 			f := trace.Family(fk.Value)
 			if !f.Known() {
-				return nil, fmt.Errorf("%s:%d: kinds.%s: unknown family (want one of %s)", source, fk.Line, fk.Value, familyList())
+				return nil, fielderr.New(source, fk.Line, "kinds."+fk.Value, "unknown family (want one of %s)", familyList())
 			}
 			if kv.Kind != yaml.ScalarNode {
-				return nil, fmt.Errorf("%s:%d: kinds.%s: want a kind name", source, kv.Line, fk.Value)
+				return nil, fielderr.New(source, kv.Line, "kinds."+fk.Value, "want a kind name")
 			}
 			if _, ok := reg.Kind(kv.Value); !ok {
-				return nil, fmt.Errorf("%s:%d: kinds.%s: unknown kind %q (want one of %s)", source, kv.Line, fk.Value, kv.Value, strings.Join(reg.Names(), ", "))
+				return nil, fielderr.New(source, kv.Line, "kinds."+fk.Value, "unknown kind %q (want one of %s)", kv.Value, strings.Join(reg.Names(), ", "))
 			}
 			if !reg.Supports(kv.Value, f) {
-				return nil, fmt.Errorf("%s:%d: kinds.%s: kind %s cannot render this family", source, kv.Line, fk.Value, kv.Value)
+				return nil, fielderr.New(source, kv.Line, "kinds."+fk.Value, "kind %s cannot render this family", kv.Value)
 			}
 			m[f] = kv.Value
 		}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: want a single YAML document", source)
+		return nil, fielderr.New(source, extra.Line, "", "want a single YAML document")
 	}
 	return m, nil
 }

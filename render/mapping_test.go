@@ -23,7 +23,7 @@ func TestParseMapping(t *testing.T) {
 		{"kinds:\n  distributed_training: RayJob\n", "m.yaml:2: kinds.distributed_training: unknown kind \"RayJob\""},
 		{"kinds:\n  quantum: Job\n", "m.yaml:2: kinds.quantum: unknown family"},
 		{"kinds:\n  debug_eval: MPIJob\n", "m.yaml:2: kinds.debug_eval: kind MPIJob cannot render this family"},
-		{"kind:\n  debug_eval: Job\n", "m.yaml:1: unknown field \"kind\""},
+		{"kind:\n  debug_eval: Job\n", "m.yaml:1: kind: unknown field (want kinds)"},
 		{"kinds: [Job]\n", "m.yaml:1: kinds: want a map"},
 		{"kinds:\n  debug_eval: [Job]\n", "m.yaml:2: kinds.debug_eval: want a kind name"},
 		{"kinds: {}\n---\nkinds: {}\n", "single YAML document"},
@@ -56,7 +56,7 @@ func TestRendererErrors(t *testing.T) {
 		w    *trace.Workload
 		want string
 	}{
-		{"no launcher", makeWorkload("workload-1", trace.DistributedTraining).pods(trace.RoleWorker, 2, "1", "1Gi", 1).obj(), "one launcher"},
+		{"two launchers", makeWorkload("workload-1", trace.DistributedTraining).pods(trace.RoleLauncher, 2, "1", "1Gi", 0).pods(trace.RoleWorker, 2, "1", "1Gi", 1).obj(), "at most one launcher"},
 		{"bad quantity", makeWorkload("workload-2", trace.DebugEval).pods(trace.RoleMain, 1, "4Gii", "1Gi", 1).obj(), "requests.cpu"},
 		{"two groups in a Job", makeWorkload("workload-3", trace.CPUPreprocess).pods(trace.RoleMain, 1, "1", "1Gi", 0).pods(trace.RoleWorker, 1, "1", "1Gi", 0).obj(), "one pod group"},
 		{"zero replicas", makeWorkload("workload-4", trace.DebugEval).pods(trace.RoleMain, 0, "1", "1Gi", 1).obj(), "replicas 0"},

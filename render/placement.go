@@ -27,6 +27,10 @@ type Placement struct {
 	// TopologyLevel is the node label of the topology level a gang should be packed in
 	// (kueue.x-k8s.io/podset-preferred-topology); "" when the cluster declares no Topology.
 	TopologyLevel string
+	// NodeLabelKeys are the label keys the cluster's nodes carry (shared, read-only). A trace's
+	// node-affinity hint is rendered only on these keys; hints on others are dropped with a
+	// warning, because no node could satisfy them. Nil drops every hint.
+	NodeLabelKeys map[string]bool
 }
 
 // Placer decides the Placement of a workload from a cluster spec.

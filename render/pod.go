@@ -20,27 +20,38 @@ import (
 // kwokToleration lets a pod land on KWOK's fake nodes.
 var kwokToleration = corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}
 
-// role is one pod group of a workload, ready to become a pod template.
+// role is pods of one shape of a workload, ready to become a pod template: one pod group of the
+// trace (b.groups) or every group of one role together (b.roles).
 type role struct {
 	trace.PodGroup
 	resources corev1.ResourceRequirements
 	gpu       bool
 	gang      bool
 	contract  contract.Pod
+	// affinity is the node affinity of the first job record, what of it the cluster can honour.
+	affinity *corev1.Affinity
 }
 
 // build is the per-workload state every kind starts from.
 type build struct {
-	w     *trace.Workload
-	p     Placement
-	o     Options
-	name  string
-	ns    string
+	w    *trace.Workload
+	p    Placement
+	o    Options
+	name string
+	ns   string
+	// roles has one entry per role, in the order roles first appear. A role the trace gives in
+	// several pod groups (Joulie's HPO trials, one group per trial with its own requests) is their
+	// envelope: the replicas summed, each resource the largest any group asks for, the work the mean
+	// over the role's pods. Kinds with one pod template per role (MPIJob, PyTorchJob, TFJob,
+	// TrainJob, Katib's trialTemplate, Job) render these.
 	roles []role
+	// groups has one entry per distinct pod group (groups of one role with equal requests and gang
+	// merged), each with its own requests and work: JobSet renders these, one replicatedJob each.
+	groups []role
 }
 
 // newBuild checks w and jobs and computes what every kind needs: names, resources and the
-// contract of each role.
+// contract of each role and pod group.
 func newBuild(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) (*build, error) {
 	o, err := o.withDefaults()
 	if err != nil {
@@ -58,7 +69,8 @@ func newBuild(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) (*bu
 		flagged = flagged || g.Gang
 	}
 	gangSize := 0
-	b.roles = make([]role, len(w.Pods))
+	// groupOf maps each trace pod group to its entry in b.groups.
+	groupOf := make([]int, len(w.Pods))
 	for i, g := range w.Pods {
 		if g.Replicas < 1 {
 			return nil, fmt.Errorf("pods[%d] (role %s): replicas %d, want ≥ 1", i, g.Role, g.Replicas)
@@ -66,82 +78,133 @@ func newBuild(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) (*bu
 		if msgs := validation.IsDNS1035Label(g.Role); len(msgs) > 0 || len(g.Role) > 10 {
 			return nil, fmt.Errorf("pods[%d]: role %q is not a DNS-1035 label of ≤ 10 characters", i, g.Role)
 		}
-		for j := range i {
-			if w.Pods[j].Role == g.Role {
-				return nil, fmt.Errorf("pods[%d]: role %s appears twice", i, g.Role)
-			}
-		}
-		r := role{PodGroup: g, gang: g.Gang || (w.Gang && !flagged)}
-		r.resources, r.gpu, err = resources(g.Requests, p.GPUResource)
-		if err != nil {
-			return nil, fmt.Errorf("pods[%d] (role %s): %w", i, g.Role, err)
-		}
-		if r.gang {
+		gang := g.Gang || (w.Gang && !flagged)
+		if gang {
 			gangSize += g.Replicas
 		}
-		b.roles[i] = r
-	}
-	for i := range b.roles {
-		r := &b.roles[i]
-		r.contract = contract.Pod{
-			WorkloadID:            w.WorkloadID,
-			Family:                w.WorkloadType,
-			Role:                  r.Role,
-			DurationSec:           w.DurationSec,
-			Profile:               w.SharedIntensityProfile,
-			SubmitOffsetSec:       w.SubmitTimeOffsetSec,
-			IntentClass:           w.Intent(),
-			CheckpointIntervalSec: w.CheckpointIntervalSec,
-			Work: trace.Work{
-				CPUUnits: work.Units(w.DurationSec, r.Requests.Value(trace.ResourceCPU), w.SharedIntensityProfile.CPUUtilization, o.Rates.CPUPerCore, r.Role),
-				GPUUnits: work.Units(w.DurationSec, float64(r.Requests.GPUs()), w.SharedIntensityProfile.GPUUtilization, o.Rates.GPUPerGPU, r.Role),
-			},
+		groupOf[i] = -1
+		for k := range b.groups {
+			if x := &b.groups[k]; x.Role == g.Role && x.gang == gang && trace.SameRequests(x.Requests, g.Requests) {
+				x.Replicas += g.Replicas
+				groupOf[i] = k
+				break
+			}
 		}
-		if r.gang {
-			r.contract.GangSize = gangSize
+		if groupOf[i] < 0 {
+			groupOf[i] = len(b.groups)
+			b.groups = append(b.groups, role{PodGroup: trace.PodGroup{Role: g.Role, Replicas: g.Replicas, Requests: g.Requests, Gang: g.Gang}, gang: gang})
 		}
 	}
-	if err := b.applyJobs(jobs); err != nil {
+	for _, g := range b.groups {
+		if i := b.roleIndex(g.Role); i >= 0 {
+			r := &b.roles[i]
+			r.Replicas += g.Replicas
+			r.Requests = envelope(r.Requests, g.Requests)
+			r.gang = r.gang || g.gang
+			r.Gang = r.Gang || g.Gang
+			continue
+		}
+		b.roles = append(b.roles, g)
+	}
+	for _, set := range [][]role{b.groups, b.roles} {
+		for i := range set {
+			r := &set[i]
+			r.resources, r.gpu, err = resources(r.Requests, p.GPUResource)
+			if err != nil {
+				return nil, fmt.Errorf("role %s: %w", r.Role, err)
+			}
+			r.contract = contract.Pod{
+				WorkloadID:            w.WorkloadID,
+				Family:                w.WorkloadType,
+				Role:                  r.Role,
+				DurationSec:           w.DurationSec,
+				Profile:               w.SharedIntensityProfile,
+				SubmitOffsetSec:       w.SubmitTimeOffsetSec,
+				IntentClass:           w.Intent(),
+				CheckpointIntervalSec: w.CheckpointIntervalSec,
+				Work: trace.Work{
+					CPUUnits: work.Units(w.DurationSec, r.Requests.Value(trace.ResourceCPU), w.SharedIntensityProfile.CPUUtilization, o.Rates.CPUPerCore, r.Role),
+					GPUUnits: work.Units(w.DurationSec, float64(r.Requests.GPUs()), w.SharedIntensityProfile.GPUUtilization, o.Rates.GPUPerGPU, r.Role),
+				},
+			}
+			if r.gang {
+				r.contract.GangSize = gangSize
+			}
+		}
+	}
+	if err := b.applyJobs(jobs, groupOf); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// applyJobs replaces the modelled work and sensitivity of each role by the mean over its job
-// records: the generator writes identical records per role, so the mean is exact for its traces.
-func (b *build) applyJobs(jobs []*trace.Job) error {
+// envelope returns requests asking for each resource the larger of a and b.
+func envelope(a, b trace.Requests) trace.Requests {
+	out := make(trace.Requests, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		if _, ok := out[k]; !ok || b.Value(k) > a.Value(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// applyJobs replaces the modelled work and sensitivity of each pod group and role by the mean over
+// its job records: the generators write identical records per group, so the mean is exact for
+// their traces; an envelope role of several groups does the mean of all its pods' work.
+func (b *build) applyJobs(jobs []*trace.Job, groupOf []int) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	type acc struct {
-		n    int
-		work trace.Work
-		sens trace.Sensitivity
-	}
-	sums := make([]acc, len(b.roles))
 	for _, j := range jobs {
 		if j.WorkloadID != b.w.WorkloadID {
 			return fmt.Errorf("job %s belongs to workload %s", j.JobID, j.WorkloadID)
 		}
-		i := b.roleIndex(j.PodRole)
-		if i < 0 {
-			return fmt.Errorf("job %s: role %s is not among the workload's pods", j.JobID, j.PodRole)
+	}
+	traceGroup, err := b.w.JobGroups(jobs)
+	if err != nil {
+		return err
+	}
+	type acc struct {
+		n     int
+		work  trace.Work
+		sens  trace.Sensitivity
+		first *trace.Job
+	}
+	add := func(s *acc, j *trace.Job) {
+		if s.n == 0 {
+			s.first = j
 		}
-		s := &sums[i]
 		s.n++
 		s.work.CPUUnits += j.Work.CPUUnits
 		s.work.GPUUnits += j.Work.GPUUnits
 		s.sens.CPU += j.Sensitivity.CPU
 		s.sens.GPU += j.Sensitivity.GPU
 	}
-	for i, s := range sums {
-		if s.n == 0 {
-			continue
+	groupSums, roleSums := make([]acc, len(b.groups)), make([]acc, len(b.roles))
+	for k, j := range jobs {
+		add(&groupSums[groupOf[traceGroup[k]]], j)
+		add(&roleSums[b.roleIndex(j.PodRole)], j)
+	}
+	for _, x := range []struct {
+		set  []role
+		sums []acc
+	}{{b.groups, groupSums}, {b.roles, roleSums}} {
+		for i, s := range x.sums {
+			if s.n == 0 {
+				continue
+			}
+			n := float64(s.n)
+			c := &x.set[i].contract
+			c.Work = trace.Work{CPUUnits: s.work.CPUUnits / n, GPUUnits: s.work.GPUUnits / n}
+			c.Sensitivity = &trace.Sensitivity{CPU: s.sens.CPU / n, GPU: s.sens.GPU / n}
+			if x.set[i].affinity, err = b.nodeAffinity(s.first.PodTemplate.Affinity); err != nil {
+				return fmt.Errorf("job %s: %w", s.first.JobID, err)
+			}
 		}
-		n := float64(s.n)
-		c := &b.roles[i].contract
-		c.Work = trace.Work{CPUUnits: s.work.CPUUnits / n, GPUUnits: s.work.GPUUnits / n}
-		c.Sensitivity = &trace.Sensitivity{CPU: s.sens.CPU / n, GPU: s.sens.GPU / n}
 	}
 	return nil
 }
@@ -156,8 +219,8 @@ func (b *build) roleIndex(name string) int {
 }
 
 // resources turns trace requests into requirements: requests as written, and limits = requests
-// for extended resources (GPUs), which Kubernetes requires and does not overcommit. The trace
-// always says nvidia.com/gpu; gpuResource, when set, is the name the placed family's device
+// for extended resources (GPUs), which Kubernetes requires and does not overcommit. The trace says
+// nvidia.com/gpu or amd.com/gpu; gpuResource, when set, is the name the placed family's device
 // plugin advertises (amd.com/gpu on MI300X nodes), so the pod asks for what the node has.
 func resources(req trace.Requests, gpuResource corev1.ResourceName) (corev1.ResourceRequirements, bool, error) {
 	var rr corev1.ResourceRequirements
@@ -172,7 +235,7 @@ func resources(req trace.Requests, gpuResource corev1.ResourceName) (corev1.Reso
 			return rr, false, fmt.Errorf("requests.%s: %s is negative", name, s)
 		}
 		rn := corev1.ResourceName(name)
-		if name == trace.ResourceGPU && gpuResource != "" {
+		if trace.IsGPUResource(name) && gpuResource != "" {
 			rn = gpuResource
 		}
 		rr.Requests[rn] = q
@@ -181,7 +244,7 @@ func resources(req trace.Requests, gpuResource corev1.ResourceName) (corev1.Reso
 				rr.Limits = corev1.ResourceList{}
 			}
 			rr.Limits[rn] = q
-			if name == trace.ResourceGPU && !q.IsZero() {
+			if trace.IsGPUResource(name) && !q.IsZero() {
 				gpu = true
 			}
 		}
@@ -221,6 +284,7 @@ func (b *build) podTemplate(r *role, container string, restart corev1.RestartPol
 		RestartPolicy: restart,
 		Containers:    []corev1.Container{c},
 		Tolerations:   b.tolerations(),
+		Affinity:      r.affinity.DeepCopy(),
 	}
 	if r.gpu && len(b.p.GPUNodeSelector) > 0 {
 		spec.NodeSelector = make(map[string]string, len(b.p.GPUNodeSelector))

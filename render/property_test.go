@@ -52,8 +52,9 @@ func podSets(t *testing.T, obj client.Object) []podSet {
 	case *mpiv2beta1.MPIJob:
 		var out []podSet
 		for _, typ := range []mpiv2beta1.MPIReplicaType{mpiv2beta1.MPIReplicaTypeLauncher, mpiv2beta1.MPIReplicaTypeWorker} {
-			r := o.Spec.MPIReplicaSpecs[typ]
-			out = append(out, ps(*r.Replicas, &r.Template, o.Labels))
+			if r := o.Spec.MPIReplicaSpecs[typ]; r != nil { // a launcher-less run has no Worker with one pod
+				out = append(out, ps(*r.Replicas, &r.Template, o.Labels))
+			}
 		}
 		return out
 	case *kftov1.PyTorchJob:

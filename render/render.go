@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"text/template"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +48,9 @@ type Options struct {
 	Command *template.Template
 	// Rates convert durations to work units when the trace has no job records (zero: work.DefaultRates).
 	Rates work.Rates
+	// Warn receives what render leaves out of a workload and why (a trace's node-affinity hint on a
+	// label no node carries). A Renderer passes each distinct message on once. Nil discards them.
+	Warn func(msg string)
 }
 
 // CommandData is what a command template sees.
@@ -96,7 +100,25 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Rates == (work.Rates{}) {
 		o.Rates = work.DefaultRates()
 	}
+	if o.Warn == nil {
+		o.Warn = func(string) {}
+	}
 	return o, nil
+}
+
+// onceEach wraps warn so that each distinct message reaches it once, one call at a time: a
+// Renderer renders on several goroutines.
+func onceEach(warn func(string)) func(string) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[msg] {
+			seen[msg] = true
+			warn(msg)
+		}
+	}
 }
 
 // Kind renders workloads of some families as one upstream kind. Adding a kind is adding one
@@ -171,6 +193,7 @@ func NewRenderer(reg *Registry, m Mapping, o Options) (*Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.Warn = onceEach(o.Warn)
 	for _, f := range trace.Families {
 		name, ok := m[f]
 		if !ok {

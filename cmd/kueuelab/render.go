@@ -82,7 +82,8 @@ func runRender(cmd *cobra.Command, f *renderFlags) error {
 	if format != render.YAML && format != render.JSON {
 		return fmt.Errorf("--output %q: want yaml or json", f.output)
 	}
-	opts := render.Options{Target: render.Target(f.target), Speedup: f.speedup, Image: f.image}
+	opts := render.Options{Target: render.Target(f.target), Speedup: f.speedup, Image: f.image,
+		Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }}
 	tmpl, err := render.ParseCommandTemplate(f.command)
 	if err != nil {
 		return fmt.Errorf("--command-template: %w", err)

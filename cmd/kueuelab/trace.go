@@ -15,10 +15,10 @@ func newTraceCmd() *cobra.Command {
 		Short: "Work with trace files (schema v2 JSON Lines)",
 		Long: `Commands on kueuelab traces: JSON Lines files of type=workload and type=job records
 (schema v2), plain or gzip-compressed.`,
-		Example: "  kueuelab trace inspect t.jsonl",
+		Example: "  kueuelab trace inspect t.jsonl\n  kueuelab trace import --format helios cluster_log.csv --out helios.jsonl",
 		Args:    cobra.NoArgs,
 	}
-	cmd.AddCommand(newTraceInspectCmd())
+	cmd.AddCommand(newTraceInspectCmd(), newTraceImportCmd())
 	return cmd
 }
 

@@ -81,8 +81,8 @@ func TestTraceInspectErrors(t *testing.T) {
 		wantErr string
 		wantOut string
 	}{
-		{"strict", []string{"trace", "inspect", bad}, "bad.jsonl:3: field pods[1].requests.memory: bad quantity \"12Gii\": unknown suffix \"Gii\"", ""},
-		{"lenient", []string{"trace", "inspect", "--lenient", bad}, "", "skipped: " + bad + ":3: field pods[1].requests.memory"},
+		{"strict", []string{"trace", "inspect", bad}, "bad.jsonl:3: pods[1].requests.memory: bad quantity \"12Gii\": unknown suffix \"Gii\"", ""},
+		{"lenient", []string{"trace", "inspect", "--lenient", bad}, "", "skipped: " + bad + ":3: pods[1].requests.memory"},
 		{"missing file", []string{"trace", "inspect", filepath.Join(dir, "nope")}, "no such file", ""},
 		{"bad output", []string{"trace", "inspect", "-o", "yaml", bad}, `--output "yaml": want table or json`, ""},
 		{"no file", []string{"trace", "inspect"}, "accepts 1 arg", ""},

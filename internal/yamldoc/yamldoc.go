@@ -14,28 +14,61 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kueuelab/kueuelab/model/fielderr"
 )
 
 // Root decodes data as exactly one YAML document and returns its root node. name is the file
-// in error messages and what the kind of file ("cluster spec", "experiment file").
+// in error messages and what the kind of file ("cluster spec", "experiment file"). Errors are
+// fielderr errors naming the line.
 func Root(name, what string, data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty %s", name, what)
+			return nil, fielderr.New(name, 0, "", "empty %s", what)
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, Errors(name, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s:%d: a %s is a single YAML document", name, extra.Line, what)
+		return nil, fielderr.New(name, extra.Line, "", "a %s is a single YAML document", what)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
 	return root, nil
+}
+
+// Errors turns a YAML decoding error into fielderr errors of file: a yaml.TypeError's messages
+// ("line 13: cannot unmarshal ...") one each, a syntax error ("yaml: line 4: ...") with its line.
+func Errors(file string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		var l fielderr.List
+		for _, m := range te.Errors {
+			line, msg := lineOf(m)
+			l = append(l, fielderr.New(file, line, "", "%s", msg))
+		}
+		return l.Err()
+	}
+	line, msg := lineOf(strings.TrimPrefix(err.Error(), "yaml: "))
+	return fielderr.New(file, line, "", "%s", msg)
+}
+
+// lineOf splits "line N: message" into N and the message (0 and m when m has no line).
+func lineOf(m string) (int, string) {
+	rest, ok := strings.CutPrefix(m, "line ")
+	if !ok {
+		return 0, m
+	}
+	num, msg, ok := strings.Cut(rest, ": ")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil {
+		return 0, m
+	}
+	return n, msg
 }
 
 // Path is a field path of string keys and int indexes, printed as a.b[0]["nvidia.com/gpu"].

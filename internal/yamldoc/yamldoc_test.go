@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kueuelab/kueuelab/model/fielderr"
 )
 
 func TestRoot(t *testing.T) {
@@ -17,7 +19,7 @@ func TestRoot(t *testing.T) {
 		{"mapping", "a: 1\nb: 2\n", "", yaml.MappingNode},
 		{"empty", "", "f.yaml: empty spec", 0},
 		{"two documents", "a: 1\n---\nb: 2\n", "f.yaml:2: a spec is a single YAML document", 0},
-		{"syntax error", "a: [1\n", "f.yaml: yaml:", 0},
+		{"syntax error", "a: [1\n", "f.yaml:1: did not find expected", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,5 +103,22 @@ func TestUnknownFields(t *testing.T) {
 	want := []string{"3 items[0].b [a]", "5 byKey.k.c [a]", "7 extra [byKey items ptr]"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("reports %q, want %q", got, want)
+	}
+}
+
+func TestErrorsAreFieldErrors(t *testing.T) {
+	root, err := Root("f.yaml", "spec", []byte("a: 1\nb: x\nc: y\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		A int `yaml:"a"`
+		B int `yaml:"b"`
+		C int `yaml:"c"`
+	}
+	err = Errors("f.yaml", root.Decode(&v))
+	all := fielderr.All(err)
+	if len(all) != 2 || all[0].Line != 2 || all[1].Line != 3 || !strings.HasPrefix(err.Error(), "f.yaml:2: cannot unmarshal") {
+		t.Fatalf("%v (%d errors)", err, len(all))
 	}
 }

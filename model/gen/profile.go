@@ -13,6 +13,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kueuelab/kueuelab/internal/yamldoc"
+	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
@@ -169,6 +171,29 @@ func (r *Range) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// MarshalYAML writes [min, max] on one line.
+func (r Range) MarshalYAML() (any, error) {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+	for _, v := range []float64{r.Min, r.Max} {
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: strconv.FormatFloat(v, 'g', -1, 64)})
+	}
+	return n, nil
+}
+
+// YAML returns the profile as a profile file (what ParseProfile reads back).
+func (p *Profile) YAML() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(p); err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
 // familyRoles lists the pod roles each family's structure uses (fixed by the model, not the profile).
 func familyRoles(f trace.Family) []string {
 	switch f {
@@ -228,22 +253,22 @@ func ParseProfile(name string, data []byte) (*Profile, error) {
 	var p Profile
 	if err := dec.Decode(&p); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("profile %s: empty", name)
+			return nil, fielderr.New(name, 0, "", "empty profile")
 		}
-		return nil, fmt.Errorf("profile %s: %w", name, err)
+		return nil, yamldoc.Errors(name, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("profile %s: more than one YAML document", name)
+		return nil, fielderr.New(name, extra.Line, "", "a profile is a single YAML document")
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("profile %s: %w", name, err)
+		return nil, yamldoc.Errors(name, err)
 	}
 	v := &validator{name: name, root: &root}
 	p.validate(v)
-	if len(v.errs) > 0 {
-		return nil, errors.Join(v.errs...)
+	if err := v.errs.Err(); err != nil {
+		return nil, err
 	}
 	return &p, nil
 }
@@ -252,7 +277,7 @@ func ParseProfile(name string, data []byte) (*Profile, error) {
 func (p *Profile) Validate(name string) error {
 	v := &validator{name: name}
 	p.validate(v)
-	return errors.Join(v.errs...)
+	return v.errs.Err()
 }
 
 // Family returns the spec of family f, nil when the profile has none.
@@ -269,15 +294,11 @@ func (p *Profile) Family(f trace.Family) *FamilySpec {
 type validator struct {
 	name string
 	root *yaml.Node
-	errs []error
+	errs fielderr.List
 }
 
 func (v *validator) fail(path string, format string, args ...any) {
-	loc := v.name
-	if line := v.line(path); line > 0 {
-		loc += ":" + strconv.Itoa(line)
-	}
-	v.errs = append(v.errs, fmt.Errorf("profile %s: %s: %s", loc, path, fmt.Sprintf(format, args...)))
+	v.errs = append(v.errs, fielderr.New(v.name, v.line(path), path, format, args...))
 }
 
 // line finds the line of a field path like "families[2].duration.sigma" in the YAML tree; for a

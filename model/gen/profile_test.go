@@ -45,7 +45,7 @@ func TestProfileErrors(t *testing.T) {
 		old, new string // replaced once in the default profile
 		want     []string
 	}{
-		{"unknown field", "gpuRatio: 0.8", "gpuRatio: 0.8\ngpuRatoi: 0.7", []string{"line 44", "gpuRatoi", "not found"}},
+		{"unknown field", "gpuRatio: 0.8", "gpuRatio: 0.8\ngpuRatoi: 0.7", []string{"custom.yaml:44:", "gpuRatoi", "not found"}},
 		{"wrong version", "version: 1", "version: 2", []string{"custom.yaml:4", "version", "unsupported profile version 2"}},
 		{"probabilities do not sum to 1", "    probability: 0.45", "    probability: 0.46", []string{"families (GPU families)", "sum to 1.01"}},
 		{"probability above 1", "gpuRatio: 0.8", "gpuRatio: 1.5", []string{"custom.yaml:43", "gpuRatio", "not in [0, 1]"}},
@@ -54,7 +54,7 @@ func TestProfileErrors(t *testing.T) {
 		{"sigma not positive", "sigma: 1.2", "sigma: 0", []string{"families[2].duration.sigma", "positive"}},
 		{"range reversed", "cpuUtilization: [0.20, 0.40]", "cpuUtilization: [0.40, 0.20]", []string{"custom.yaml:110", "families[0].cpuUtilization", "min <= max"}},
 		{"range outside [0,1]", "ioIntensity: [0.10, 0.30]", "ioIntensity: [0.10, 1.30]", []string{"families[0].ioIntensity"}},
-		{"range not a pair", "ioIntensity: [0.10, 0.30]", "ioIntensity: [0.10]", []string{"line 112", "[min, max]"}},
+		{"range not a pair", "ioIntensity: [0.10, 0.30]", "ioIntensity: [0.10]", []string{"custom.yaml:112:", "[min, max]"}},
 		{"23 hourly multipliers", "    - 0.95 # 23:00\n", "", []string{"custom.yaml:10", "arrival.hourlyMultipliers", "needs 24 values"}},
 		{"mean inter-arrival", "meanInterArrivalSec: 30", "meanInterArrivalSec: -1", []string{"custom.yaml:8", "arrival.meanInterArrivalSec"}},
 		{"bad namespace", "namespace: team-b", "namespace: Team_B", []string{"custom.yaml:54", "teams[1].namespace", "DNS-1123"}},
@@ -62,7 +62,7 @@ func TestProfileErrors(t *testing.T) {
 		{"role the family lacks", "main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}",
 			"main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}\n      ps: {cpu: 1, memoryGi: 1}", []string{"families[0].roles.ps", "has no pod role"}},
 		{"hpo range", "  min: 2", "  min: 9", []string{"custom.yaml:78", "hpoTrials"}},
-		{"wrong type", "gpuRatio: 0.8", "gpuRatio: lots", []string{"line 43", "lots"}},
+		{"wrong type", "gpuRatio: 0.8", "gpuRatio: lots", []string{"custom.yaml:43:", "lots"}},
 		{"cpu choices sum", "- {cores: 4, probability: 0.45}", "- {cores: 4, probability: 0.5}", []string{"families[6].roles.main.cpuChoices", "sum to"}},
 	}
 	for _, tt := range tests {
@@ -113,7 +113,7 @@ func TestValidateInCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Intent.PerformanceRatio, p.Intent.EcoRatio = 0.7, 0.6
-	if err := p.Validate("flags"); err == nil || !strings.Contains(err.Error(), "profile flags: intent") {
+	if err := p.Validate("flags"); err == nil || !strings.Contains(err.Error(), "flags: intent: performanceRatio + ecoRatio") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"sort"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kueuelab/kueuelab/internal/yamldoc"
+	"github.com/kueuelab/kueuelab/model/fielderr"
 )
 
 //go:embed catalog.yaml
@@ -72,13 +75,13 @@ func parseCatalog(name string, data []byte) (*Catalog, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("catalog %s: empty file", name)
+			return nil, fielderr.New(name, 0, "", "empty catalog")
 		}
-		return nil, fmt.Errorf("catalog %s: %w", name, err)
+		return nil, yamldoc.Errors(name, err)
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", name, err)
+		return nil, yamldoc.Errors(name, err)
 	}
 	if err := c.validate(name, &root); err != nil {
 		return nil, err
@@ -105,12 +108,15 @@ func lineOf(root *yaml.Node, key string, i int) int {
 }
 
 func (c *Catalog) validate(name string, root *yaml.Node) error {
-	var errs []error
+	var errs fielderr.List
 	bad := func(key string, i int, id, field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("catalog %s:%d: %s[%s].%s: %s", name, lineOf(root, key, i), key, id, field, fmt.Sprintf(format, args...)))
+		errs = append(errs, fielderr.New(name, lineOf(root, key, i), fmt.Sprintf("%s[%s].%s", key, id, field), format, args...))
+	}
+	top := func(field, format string, args ...any) {
+		errs = append(errs, fielderr.New(name, 0, field, format, args...))
 	}
 	if len(c.GPUs) == 0 {
-		errs = append(errs, fmt.Errorf("catalog %s: gpus: at least one GPU family is required", name))
+		top("gpus", "at least one GPU family is required")
 	}
 	seen := map[string]bool{}
 	for i, g := range c.GPUs {
@@ -148,7 +154,7 @@ func (c *Catalog) validate(name string, root *yaml.Node) error {
 		}
 	}
 	if len(c.CPUs) == 0 {
-		errs = append(errs, fmt.Errorf("catalog %s: cpus: at least one CPU model is required", name))
+		top("cpus", "at least one CPU model is required")
 	}
 	seen = map[string]bool{}
 	for i, m := range c.CPUs {
@@ -189,9 +195,9 @@ func (c *Catalog) validate(name string, root *yaml.Node) error {
 		}
 	}
 	if c.DefaultCPU == "" {
-		errs = append(errs, fmt.Errorf("catalog %s: defaultCPU: must name one of cpus", name))
+		top("defaultCPU", "must name one of cpus")
 	} else if !seen[c.DefaultCPU] {
-		errs = append(errs, fmt.Errorf("catalog %s: defaultCPU: %q is not a model in cpus", name, c.DefaultCPU))
+		top("defaultCPU", "%q is not a model in cpus", c.DefaultCPU)
 	}
 	profiles := make([]string, 0, len(c.CapProfiles))
 	for p := range c.CapProfiles {
@@ -200,10 +206,10 @@ func (c *Catalog) validate(name string, root *yaml.Node) error {
 	sort.Strings(profiles)
 	for _, p := range profiles {
 		if f := c.CapProfiles[p]; f <= 0 || f > 1 {
-			errs = append(errs, fmt.Errorf("catalog %s: capProfiles.%s: fraction of maxW must be in (0, 1], got %g", name, p, f))
+			top("capProfiles."+p, "fraction of maxW must be in (0, 1], got %g", f)
 		}
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // GPU returns the family's entry.

@@ -92,7 +92,7 @@ defaultCPU: m
 		name, body string
 		want       []string
 	}{
-		{"unknown field", "gpus:\n" + okGPU + okCPU + "extra: 1\n", []string{"hw.yaml", "line 6", "extra"}},
+		{"unknown field", "gpus:\n" + okGPU + okCPU + "extra: 1\n", []string{"hw.yaml", "hw.yaml:6:", "extra"}},
 		{"unknown gpu field", "gpus:\n  - {family: G, maxW: 500, minCapW: 200, idleW: 50, utilExponent: 1, memoryPowerDrop: 0, gamma: 1, memoryEpsilon: 0.2, memoryGamma: 2, tdp: 3}\n" + okCPU, []string{"hw.yaml", "tdp"}},
 		{"min cap above max", "gpus:\n  - {family: G, maxW: 500, minCapW: 600, idleW: 50, utilExponent: 1, memoryPowerDrop: 0, gamma: 1, memoryEpsilon: 0.2, memoryGamma: 2}\n" + okCPU, []string{"hw.yaml:2", "gpus[G].minCapW"}},
 		{"idle above min cap", "gpus:\n  - {family: G, maxW: 500, minCapW: 200, idleW: 250, utilExponent: 1, memoryPowerDrop: 0, gamma: 1, memoryEpsilon: 0.2, memoryGamma: 2}\n" + okCPU, []string{"hw.yaml:2", "gpus[G].idleW"}},
@@ -102,7 +102,7 @@ defaultCPU: m
 		{"curve decreasing", "gpus:\n" + okGPU + "cpus:\n  - {model: m, cores: 8, curveW: [10, 20, 30, 40, 35, 60, 70, 80, 90, 100, 110], platformW: 5, dynamicExponent: 2, minFrequency: 0.5}\ndefaultCPU: m\n", []string{"cpus[m].curveW[4]", "non-decreasing"}},
 		{"unknown default cpu", "gpus:\n" + okGPU + strings.Replace(okCPU, "defaultCPU: m", "defaultCPU: z", 1), []string{"defaultCPU", `"z"`}},
 		{"bad cap profile", "gpus:\n" + okGPU + okCPU + "capProfiles: {eco: 1.5}\n", []string{"capProfiles.eco"}},
-		{"empty", "", []string{"empty file"}},
+		{"empty", "", []string{"hw.yaml: empty catalog"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 )
 
 // FuzzReader feeds arbitrary bytes to the reader in both modes: it must never panic, and a single
-// line it accepts without warnings must decode to exactly what encoding/json decodes (which
-// checks the hand-written decoder field by field).
+// line it accepts without warnings must decode to exactly what encoding/json decodes (which checks
+// the field dispatch of decode.go, field by field).
 func FuzzReader(f *testing.F) {
 	for _, l := range specTrace(f) {
 		f.Add([]byte(l))

@@ -76,8 +76,24 @@ func (r Requests) Value(name string) float64 {
 	return v
 }
 
-// GPUs returns the whole GPUs requested (0 when absent or malformed).
-func (r Requests) GPUs() int64 { return int64(math.Round(r.Value(ResourceGPU))) }
+// GPUs returns the whole GPUs requested over every GPU resource (0 when absent or malformed).
+func (r Requests) GPUs() int64 {
+	var n float64
+	for _, name := range GPUResources {
+		n += r.Value(name)
+	}
+	return int64(math.Round(n))
+}
+
+// GPUResource returns the GPU resource these requests ask a non-zero amount of, "" when none.
+func (r Requests) GPUResource() string {
+	for _, name := range GPUResources {
+		if r.Value(name) > 0 {
+			return name
+		}
+	}
+	return ""
+}
 
 // Names returns the resource names in sorted order (the order the writer emits).
 func (r Requests) Names() []string {

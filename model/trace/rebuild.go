@@ -108,7 +108,7 @@ func rebuildAt(file string, line int, jobs []*Job, rates work.Rates) (*Workload,
 	if err == nil {
 		return w, nil
 	}
-	e := &Error{File: file, Line: line, WorkloadID: jobs[0].WorkloadID, Err: err}
+	e := &Error{File: file, Line: line, ID: jobs[0].WorkloadID, Err: err}
 	var fe *fieldError
 	if errors.As(err, &fe) {
 		e.Field, e.Err = fe.field, fmt.Errorf("workload rebuilt from its job records: %w", fe.err)
@@ -124,9 +124,9 @@ func SortWorkloads(ws []*Workload) {
 }
 
 // Rebuild rebuilds the logical workload of a group of job records with one workloadId (as a
-// Reader has checked them: same type and namespace, same requests within a role). Pods are
-// counted per role in the order roles first appear, with the requests of the role's first job; the
-// workload is gang when any job is; class, profile, intent class and tags come from the first job;
+// Reader has checked them: same type and namespace). Pods are counted per role and requests (equal
+// quantities) in the order they first appear, so a role whose jobs ask for different requests (HPO
+// trials) gets one pod group per set of requests; the workload is gang when any job is; class, profile, intent class and tags come from the first job;
 // the submit time is the earliest; durationSec is the longest JobDuration. Zero rates mean
 // work.DefaultRates().
 func Rebuild(jobs []*Job, rates work.Rates) (*Workload, error) {
@@ -156,7 +156,7 @@ func Rebuild(jobs []*Job, rates work.Rates) (*Workload, error) {
 		w.SubmitTimeOffsetSec = min(w.SubmitTimeOffsetSec, j.SubmitTimeOffsetSec)
 		w.Gang = w.Gang || j.Gang
 		w.DurationSec = max(w.DurationSec, JobDuration(j, rates))
-		i := slices.IndexFunc(w.Pods, func(p PodGroup) bool { return p.Role == j.PodRole })
+		i := slices.IndexFunc(w.Pods, func(p PodGroup) bool { return p.Role == j.PodRole && SameRequests(p.Requests, j.PodTemplate.Requests) })
 		if i < 0 {
 			w.Pods = append(w.Pods, PodGroup{Role: j.PodRole, Requests: j.PodTemplate.Requests})
 			i = len(w.Pods) - 1

@@ -83,7 +83,7 @@ func TestRebuildRules(t *testing.T) {
 	}
 	path := writeFile(t, []byte(strings.Join(lines, "\n")))
 	_, err = LoadWorkloads(t.Context(), path, Options{})
-	if err == nil || !strings.Contains(err.Error(), "t.jsonl:1: field durationSec: workload rebuilt from its job records: must be > 0") {
+	if err == nil || !strings.Contains(err.Error(), "t.jsonl:1: durationSec: workload rebuilt from its job records: must be > 0") {
 		t.Fatalf("err %v", err)
 	}
 	tr, err := LoadWorkloads(t.Context(), path, Options{Lenient: true})

@@ -136,7 +136,7 @@ func Inspect(ctx context.Context, path string, opts Options) (*Stats, error) {
 			s := fromJobs[id]
 			s.dur = math.Round(s.dur*1000) / 1000 // as Rebuild does
 			if s.dur <= 0 && !r.Dropped(id) {
-				e := &Error{File: r.Name(), Line: s.line, Field: "durationSec", WorkloadID: id,
+				e := &Error{File: r.Name(), Line: s.line, Field: "durationSec", ID: id,
 					Err: errors.New("workload rebuilt from its job records: must be > 0 (its jobs have no work)")}
 				if !opts.Lenient {
 					return nil, e

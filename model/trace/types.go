@@ -65,20 +65,32 @@ const (
 const (
 	ResourceCPU    = "cpu"
 	ResourceMemory = "memory"
-	ResourceGPU    = "nvidia.com/gpu"
+	// ResourceGPU is NVIDIA's device-plugin resource, the GPU resource most traces ask for.
+	ResourceGPU = "nvidia.com/gpu"
+	// ResourceAMDGPU is AMD's device-plugin resource (Joulie's workloadgen --amd-gpu-ratio writes it).
+	ResourceAMDGPU = "amd.com/gpu"
 )
+
+// GPUResources are the request names counted as GPUs: whole devices of one vendor each.
+var GPUResources = []string{ResourceGPU, ResourceAMDGPU}
+
+// IsGPUResource reports whether name is one of GPUResources.
+func IsGPUResource(name string) bool { return name == ResourceGPU || name == ResourceAMDGPU }
 
 // Requests maps a resource name to a Kubernetes quantity string ("4", "12Gi", "500m").
 // Quantities stay strings so the trace round-trips as written; ParseQuantity validates them.
 type Requests map[string]string
 
-// Class is the workloadClass of a record: coarse labels derived from the profile.
+// Class is the workloadClass of a record: coarse labels derived from the profile. Both labels are
+// optional (Joulie's workloadgen leaves gpu out for CPU-only workloads).
 type Class struct {
 	CPU string `json:"cpu"`
 	GPU string `json:"gpu"`
 }
 
-// Profile holds the five intensities in [0, 1] that describe how a workload uses a node.
+// Profile holds the five intensities in [0, 1] that describe how a workload uses a node. Each is
+// optional in a trace and then 0 (Joulie's workloadgen omits zero intensities, such as
+// gpuUtilization for a CPU-only workload); the object itself is required.
 type Profile struct {
 	CPUUtilization      float64 `json:"cpuUtilization"`
 	GPUUtilization      float64 `json:"gpuUtilization"`
@@ -87,7 +99,9 @@ type Profile struct {
 	CPUFeedIntensityGPU float64 `json:"cpuFeedIntensityGpu"`
 }
 
-// PodGroup is one role of a logical workload: replicas identical pods.
+// PodGroup is replicas identical pods of one role of a logical workload. A role may have several
+// groups that differ in their requests: Joulie's workloadgen writes one group per HPO trial (role
+// trial, replicas 1, each with its own requests) and may repeat the worker role.
 type PodGroup struct {
 	Role     string   `json:"role"`
 	Replicas int      `json:"replicas"`
@@ -155,6 +169,17 @@ type Job struct {
 
 // GPUs returns the GPUs requested by one pod of the group (0 when none or unparsable).
 func (p PodGroup) GPUs() int64 { return p.Requests.GPUs() }
+
+// GPUResource returns the GPU resource the workload's pods request (nvidia.com/gpu or amd.com/gpu),
+// "" when none does. A workload mixing vendors is refused by Validate.
+func (w *Workload) GPUResource() string {
+	for _, p := range w.Pods {
+		if r := p.Requests.GPUResource(); r != "" {
+			return r
+		}
+	}
+	return ""
+}
 
 // TotalGPUs returns the GPUs the whole workload requests.
 func (w *Workload) TotalGPUs() int64 {

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kueuelab/kueuelab/internal/yamldoc"
+	"github.com/kueuelab/kueuelab/model/fielderr"
 )
 
 // Load reads and validates the cluster spec at path. Unknown fields, wrong types and invalid
@@ -49,14 +49,7 @@ func ParseIn(dir, name string, data []byte) (*Spec, error) {
 	}
 	s := &Spec{file: name, dir: dir}
 	if err := root.Decode(s); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			for _, m := range te.Errors {
-				el.errs = append(el.errs, fmt.Errorf("%s:%s", name, strings.TrimPrefix(m, "line ")))
-			}
-			return nil, el.err()
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, yamldoc.Errors(name, err)
 	}
 	s.validate(el)
 	if err := el.err(); err != nil {
@@ -83,29 +76,16 @@ func (p fieldPath) key(k string) fieldPath { return fieldPath(yamldoc.Path(p).Ke
 func (p fieldPath) idx(i int) fieldPath    { return fieldPath(yamldoc.Path(p).Idx(i)) }
 func (p fieldPath) String() string         { return yamldoc.Path(p).String() }
 
-// errList collects validation errors; each gets the line of the deepest node its path reaches.
+// errList collects validation errors (fielderr's one shape); each gets the line of the deepest
+// node its path reaches.
 type errList struct {
 	file string
 	root *yaml.Node
-	errs []error
+	errs fielderr.List
 }
 
 func (l *errList) add(p fieldPath, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	loc := l.file
-	if line := yamldoc.Line(l.root, yamldoc.Path(p)); line > 0 {
-		loc = fmt.Sprintf("%s:%d", l.file, line)
-	}
-	if len(p) == 0 {
-		l.errs = append(l.errs, fmt.Errorf("%s: %s", loc, msg))
-		return
-	}
-	l.errs = append(l.errs, fmt.Errorf("%s: %s: %s", loc, p, msg))
+	l.errs = append(l.errs, fielderr.New(l.file, yamldoc.Line(l.root, yamldoc.Path(p)), p.String(), format, args...))
 }
 
-func (l *errList) err() error {
-	if len(l.errs) == 0 {
-		return nil
-	}
-	return errors.Join(l.errs...)
-}
+func (l *errList) err() error { return l.errs.Err() }

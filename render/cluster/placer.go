@@ -20,10 +20,19 @@ import (
 // that fits its pods, weighted by the family's GPU count and decided by hash(seed, workload
 // id), so the choice does not depend on the order workloads are placed in.
 //
-// The trace's job records (and any affinity they carry) are not consulted: a Placement is per
-// workload, and unpinned pods get their node labels from Kueue's flavor assignment.
+// A workload asking for amd.com/gpu goes to AMD families and one asking for nvidia.com/gpu to
+// NVIDIA ones, unless the cluster has a single GPU family (every GPU workload is pinned to it and
+// asks for its resource) or retarget is set. The Placement lists the label keys the nodes carry,
+// so render keeps a trace's node-affinity hints only on labels some node has.
 func (s *Spec) Placer(seed int64, retarget bool) render.Placer {
-	p := &placer{s: s, seed: seed, retarget: retarget}
+	p := &placer{s: s, seed: seed, retarget: retarget, labelKeys: map[string]bool{}}
+	for i := range s.NodePools {
+		if nodes := s.nodes(&s.NodePools[i]); len(nodes) > 0 {
+			for k := range nodes[0].GetLabels() { // every node of a pool carries the same keys
+				p.labelKeys[k] = true
+			}
+		}
+	}
 	for _, f := range s.flavors {
 		var gpus int64
 		for _, np := range f.Pools {
@@ -48,6 +57,7 @@ type placer struct {
 	pools      []poolCap
 	gpuFlavors []*flavor
 	gpuCap     map[string]int64 // GPUs per flavor name
+	labelKeys  map[string]bool  // label keys of the nodes
 }
 
 // poolCap is one node of a pool, as numbers.
@@ -79,6 +89,7 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 		Namespace:     team.Name,
 		Queue:         team.LocalQueue,
 		PriorityClass: (*p.s.PriorityClasses.get(intent)).Name,
+		NodeLabelKeys: p.labelKeys,
 	}
 	gang := isGang(w)
 	if t := p.s.Topology; t != nil && gang {
@@ -87,8 +98,9 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 	if w.TotalGPUs() == 0 {
 		return pl, p.fits(w, p.pools, corev1.ResourceName(trace.ResourceGPU), false)
 	}
+	want := corev1.ResourceName(w.GPUResource()) // the vendor the trace asks for
 	if len(p.gpuFlavors) == 0 {
-		return pl, fmt.Errorf("workload %s requests %d %s but the cluster has no GPU node pool", w.WorkloadID, w.TotalGPUs(), trace.ResourceGPU)
+		return pl, fmt.Errorf("workload %s requests %d %s but the cluster has no GPU node pool", w.WorkloadID, w.TotalGPUs(), want)
 	}
 	cq := p.s.clusterQueue(team.ClusterQueue)
 	var candidates []*flavor
@@ -122,17 +134,17 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 		pl.Tolerations = fixed.tolerations()
 		return pl, p.fits(w, p.poolsOf(fixed), fixed.Family.Resource, gang)
 	}
-	// Unpinned pods keep the trace's nvidia.com/gpu, so only NVIDIA flavors can admit them.
+	// Unpinned pods keep the trace's GPU resource, so only flavors of that vendor can admit them.
 	var eligible []poolCap
 	for _, f := range candidates {
-		if f.Family.Resource == corev1.ResourceName(trace.ResourceGPU) {
+		if f.Family.Resource == want {
 			eligible = append(eligible, p.poolsOf(f)...)
 		}
 	}
 	if len(eligible) == 0 {
-		return pl, fmt.Errorf("workload %s requests %s but team %s's ClusterQueue %s has quota on no flavor providing it (use --retarget to move it to another family)", w.WorkloadID, trace.ResourceGPU, team.Name, cq.Name)
+		return pl, fmt.Errorf("workload %s requests %s but team %s's ClusterQueue %s has quota on no flavor providing it (use --retarget to move it to another family)", w.WorkloadID, want, team.Name, cq.Name)
 	}
-	pl.GPUResource = corev1.ResourceName(trace.ResourceGPU)
+	pl.GPUResource = want
 	return pl, p.fits(w, eligible, pl.GPUResource, gang)
 }
 

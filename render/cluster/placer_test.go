@@ -10,6 +10,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
+	"github.com/kueuelab/kueuelab/render/contract"
 )
 
 // wl builds a workload; pods are "role:replicas:gpus:cpu:memory" specs.
@@ -32,6 +33,17 @@ func wl(id, ns, intent string, gang bool, pods ...string) *trace.Workload {
 }
 
 var h100 = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+
+// amd moves a workload's GPU requests to amd.com/gpu, as Joulie's --amd-gpu-ratio writes them.
+func amd(w *trace.Workload) *trace.Workload {
+	for _, p := range w.Pods {
+		if n, ok := p.Requests[trace.ResourceGPU]; ok {
+			delete(p.Requests, trace.ResourceGPU)
+			p.Requests[trace.ResourceAMDGPU] = n
+		}
+	}
+	return w
+}
 
 func TestPlace(t *testing.T) {
 	tests := []struct {
@@ -69,6 +81,12 @@ func TestPlace(t *testing.T) {
 			render.Placement{}, "workload w13: pod role worker needs 3Ti memory but the largest node has 2000Gi (pool h100)"},
 		{"gang larger than cluster", "small", wl("w14", "team-a", "", true, "worker:4:8:8:64Gi"),
 			render.Placement{}, "workload w14: the gang needs 32 nvidia.com/gpu in total but the eligible pools have 16"},
+		{"amd on amd pools", "mixed", amd(wl("w15", "team-a", "", true, "launcher:1:0:2:4Gi", "worker:2:4:48:400Gi")),
+			render.Placement{Namespace: "team-a", Queue: "team-a-lq", PriorityClass: "standard", GPUResource: "amd.com/gpu", TopologyLevel: "cloud.provider.com/topology-rack"}, ""},
+		{"amd gang larger than the amd pools", "mixed", amd(wl("w16", "team-a", "", true, "worker:5:8:8:64Gi")),
+			render.Placement{}, "workload w16: the gang needs 40 amd.com/gpu in total but the eligible pools have 32"},
+		{"amd pinned to a single nvidia family", "small", amd(wl("w17", "team-a", "", false, "main:1:2:8:64Gi")),
+			render.Placement{Namespace: "team-a", Queue: "team-a-lq", PriorityClass: "standard", GPUNodeSelector: h100, GPUResource: "nvidia.com/gpu"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +100,10 @@ func TestPlace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !got.NodeLabelKeys[contract.Pool] || !got.NodeLabelKeys["kubernetes.io/hostname"] || got.NodeLabelKeys["joulie.io/power-profile"] {
+				t.Errorf("node label keys %v", got.NodeLabelKeys)
+			}
+			got.NodeLabelKeys = nil
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}

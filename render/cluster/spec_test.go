@@ -3,6 +3,8 @@ package cluster
 import (
 	"strings"
 	"testing"
+
+	"github.com/kueuelab/kueuelab/model/fielderr"
 )
 
 // base is a valid spec; each error case edits one line of it.
@@ -140,7 +142,25 @@ func TestParseErrors(t *testing.T) {
 				}
 				at += i + len(w)
 			}
+			checkFieldErrors(t, err, "base.yaml")
 		})
+	}
+}
+
+// checkFieldErrors fails unless err is made of fielderr.Errors only (nothing printed outside them)
+// and each names file.
+func checkFieldErrors(t *testing.T, err error, file string) {
+	t.Helper()
+	all := fielderr.All(err)
+	parts := make([]string, len(all))
+	for i, e := range all {
+		if e.File != file {
+			t.Errorf("%v: File = %q, want %q", e, e.File, file)
+		}
+		parts[i] = e.Error()
+	}
+	if got := strings.Join(parts, "\n"); got != err.Error() {
+		t.Errorf("error %q\nis not only fielderr.Errors (they print %q)", err, got)
 	}
 }
 

@@ -23,8 +23,10 @@
 //	kueuelab.io/intent-class                 performance, standard or eco
 //	kueuelab.io/checkpoint-interval-sec      present only when the workload checkpoints (> 0)
 //
-// Work units come from the trace's job records when it has them (the mean over the role's pods,
-// which the generator makes identical), otherwise from model/work.Units with the default rates.
+// Work units come from the trace's job records when it has them (the mean over the pods the
+// template stands for: one pod group, or a whole role where the kind has one template per role;
+// the generators make a group's records identical), otherwise from model/work.Units with the
+// default rates.
 // Sensitivities exist only in job records, so a workload-only trace leaves them absent and the
 // agent falls back to its own per-family default.
 //

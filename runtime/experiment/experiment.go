@@ -19,6 +19,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kueuelab/kueuelab/internal/yamldoc"
+	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/runtime/sim"
 )
 
@@ -203,14 +204,7 @@ func Parse(name string, data []byte) (*Experiment, error) {
 	}
 	e := &Experiment{file: name}
 	if err := root.Decode(e); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			for _, m := range te.Errors {
-				el.errs = append(el.errs, fmt.Errorf("%s:%s", name, strings.TrimPrefix(m, "line ")))
-			}
-			return nil, el.err()
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, yamldoc.Errors(name, err)
 	}
 	e.validate(root, el)
 	if err := el.err(); err != nil {
@@ -308,25 +302,17 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 	}
 }
 
-// errList collects validation errors as "file:line: path: reason".
+// errList collects validation errors: fielderr's one shape, "file:line: path: reason".
 type errList struct {
 	file string
-	errs []error
+	errs fielderr.List
 }
 
 func (l *errList) add(line int, path, format string, args ...any) {
-	loc := l.file
-	if line > 0 {
-		loc += ":" + strconv.Itoa(line)
-	}
-	msg := fmt.Sprintf(format, args...)
-	if path != "" {
-		msg = path + ": " + msg
-	}
-	l.errs = append(l.errs, fmt.Errorf("%s: %s", loc, msg))
+	l.errs = append(l.errs, fielderr.New(l.file, line, path, format, args...))
 }
 
-func (l *errList) err() error { return errors.Join(l.errs...) }
+func (l *errList) err() error { return l.errs.Err() }
 
 // Engines an experiment runs on.
 const (

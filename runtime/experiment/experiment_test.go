@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
+	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
@@ -181,6 +182,18 @@ func TestParseErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q\ndoes not contain %q", err, w)
 				}
+			}
+			// Every problem is a fielderr.Error naming the file; nothing is printed outside them.
+			all := fielderr.All(err)
+			parts := make([]string, len(all))
+			for i, e := range all {
+				if e.File != "exp.yaml" {
+					t.Errorf("%v: File = %q, want exp.yaml", e, e.File)
+				}
+				parts[i] = e.Error()
+			}
+			if got := strings.Join(parts, "\n"); got != err.Error() {
+				t.Errorf("error %q\nis not only fielderr.Errors (they print %q)", err, got)
 			}
 		})
 	}

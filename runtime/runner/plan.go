@@ -81,7 +81,12 @@ func newPlan(cfg *Config) (*plan, error) {
 	if mapping == nil {
 		mapping = render.DefaultMapping()
 	}
-	r, err := render.NewRenderer(render.DefaultRegistry(), mapping, render.Options{Target: render.TargetKWOK})
+	warn := func(msg string) {
+		if cfg.Out != nil {
+			fmt.Fprintln(cfg.Out, "warning:", msg)
+		}
+	}
+	r, err := render.NewRenderer(render.DefaultRegistry(), mapping, render.Options{Target: render.TargetKWOK, Warn: warn})
 	if err != nil {
 		return nil, err
 	}

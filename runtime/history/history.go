@@ -1,0 +1,357 @@
+// Package history reads what a cluster ran, from its Kueue Workloads and the jobs that own them,
+// into a kueuelab trace that replays it: one logical workload per Kueue Workload (or per kueuelab
+// workload id, which groups an HPO experiment's trial Jobs), its pod sets as pod groups with
+// their requests, its queue's namespace, its priority as intent, its creation as the submit time
+// and its run (admission to Finished) as the duration.
+//
+// Pods rendered by kueuelab carry the render contract (package render/contract): their family,
+// role and profile are taken from it. Other workloads get their family by model/importer's rules
+// (GPU pods, duration, a "ps" pod set) and their roles from the pod set names.
+package history
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueuelab/kueuelab/model/importer"
+	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/render/contract"
+)
+
+// Options tune an import.
+type Options struct {
+	// Since keeps the Workloads created within Since before Now (0: all).
+	Since time.Duration
+	// TimeScale is trace seconds per cluster second (0: 1). A kueuelab replay at speedup S is read
+	// back with S, so that the trace has the replayed trace's times.
+	TimeScale float64
+	// Now is the clock Since counts back from (nil: time.Now).
+	Now func() time.Time
+	// Namespaces limits the import to these namespaces (empty: all).
+	Namespaces []string
+}
+
+// Item is one Kueue Workload as the import needs it, whatever API version it was read in.
+type Item struct {
+	Namespace, Name string
+	// Owner is the object the Workload belongs to (Job, MPIJob, JobSet, ...), "" when none.
+	OwnerKind, OwnerName string
+	// Created is the owner's creation time when known, else the Workload's.
+	Created  time.Time
+	Queue    string
+	Priority string // the priority class name
+	PodSets  []PodSet
+	// Admitted is when the Workload got quota (QuotaReserved, else Admitted); Finished when it got
+	// Finished; Succeeded is Finished's reason.
+	Admitted, Finished *time.Time
+	Succeeded          bool
+	Labels             map[string]string
+}
+
+// PodSet is one pod set of a Workload.
+type PodSet struct {
+	Name     string
+	Count    int
+	Template corev1.PodTemplateSpec
+}
+
+// Read lists the Workloads of the cluster (Kueue's v1beta2 API, v1beta1 when that is all the
+// cluster serves) and the creation time of their owners.
+func Read(ctx context.Context, c client.Client, opts Options) ([]Item, error) {
+	var items []Item
+	var lerr error
+	for _, ns := range namespacesOf(opts) {
+		var list kueue.WorkloadList
+		lerr = c.List(ctx, &list, client.InNamespace(ns))
+		if meta.IsNoMatchError(lerr) {
+			var old kueuev1beta1.WorkloadList
+			if lerr = c.List(ctx, &old, client.InNamespace(ns)); lerr == nil {
+				for i := range old.Items {
+					items = append(items, fromV1beta1(&old.Items[i]))
+				}
+			}
+		} else if lerr == nil {
+			for i := range list.Items {
+				items = append(items, fromV1beta2(&list.Items[i]))
+			}
+		}
+		if lerr != nil {
+			return nil, fmt.Errorf("list Kueue Workloads: %w", lerr)
+		}
+	}
+	// The owning job's creation is the submission; a Workload is created a moment later.
+	for i := range items {
+		it := &items[i]
+		if it.OwnerKind == "" {
+			continue
+		}
+		if owner, ok := ownerOf(ctx, c, it); ok {
+			it.Created = owner
+		}
+	}
+	return items, nil
+}
+
+func namespacesOf(opts Options) []string {
+	if len(opts.Namespaces) == 0 {
+		return []string{""}
+	}
+	return opts.Namespaces
+}
+
+// ownerAPIs are the API versions of the job kinds Kueue integrates, for the owner lookup.
+var ownerAPIs = map[string]string{
+	"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2", "MPIJob": "kubeflow.org/v2beta1",
+	"PyTorchJob": "kubeflow.org/v1", "TFJob": "kubeflow.org/v1", "TrainJob": "trainer.kubeflow.org/v1alpha1",
+	"RayJob": "ray.io/v1", "RayCluster": "ray.io/v1", "Pod": "v1",
+}
+
+func ownerOf(ctx context.Context, c client.Client, it *Item) (time.Time, bool) {
+	api, ok := ownerAPIs[it.OwnerKind]
+	if !ok {
+		return time.Time{}, false
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.FromAPIVersionAndKind(api, it.OwnerKind))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: it.Namespace, Name: it.OwnerName}, u); err != nil {
+		return time.Time{}, false // deleted since, or a kind this cluster does not serve: keep the Workload's time
+	}
+	return u.GetCreationTimestamp().Time, true
+}
+
+func fromV1beta2(wl *kueue.Workload) Item {
+	it := Item{Namespace: wl.Namespace, Name: wl.Name, Created: wl.CreationTimestamp.Time, Queue: string(wl.Spec.QueueName), Labels: wl.Labels}
+	if wl.Spec.PriorityClassRef != nil {
+		it.Priority = wl.Spec.PriorityClassRef.Name
+	}
+	for _, ps := range wl.Spec.PodSets {
+		it.PodSets = append(it.PodSets, PodSet{Name: string(ps.Name), Count: int(ps.Count), Template: ps.Template})
+	}
+	it.Admitted, it.Finished, it.Succeeded = times(wl.Status.Conditions, kueue.WorkloadQuotaReserved, kueue.WorkloadAdmitted, kueue.WorkloadFinished, kueue.WorkloadFinishedReasonSucceeded)
+	it.OwnerKind, it.OwnerName = owner(wl.OwnerReferences)
+	return it
+}
+
+func fromV1beta1(wl *kueuev1beta1.Workload) Item {
+	it := Item{Namespace: wl.Namespace, Name: wl.Name, Created: wl.CreationTimestamp.Time, Queue: string(wl.Spec.QueueName),
+		Priority: wl.Spec.PriorityClassName, Labels: wl.Labels}
+	for _, ps := range wl.Spec.PodSets {
+		it.PodSets = append(it.PodSets, PodSet{Name: string(ps.Name), Count: int(ps.Count), Template: ps.Template})
+	}
+	it.Admitted, it.Finished, it.Succeeded = times(wl.Status.Conditions, kueuev1beta1.WorkloadQuotaReserved, kueuev1beta1.WorkloadAdmitted, kueuev1beta1.WorkloadFinished, kueuev1beta1.WorkloadFinishedReasonSucceeded)
+	it.OwnerKind, it.OwnerName = owner(wl.OwnerReferences)
+	return it
+}
+
+func times(conds []metav1.Condition, quota, admitted, finished, succeeded string) (a, f *time.Time, ok bool) {
+	for _, t := range []string{quota, admitted} {
+		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionTrue {
+			a = &c.LastTransitionTime.Time
+			break
+		}
+	}
+	if c := meta.FindStatusCondition(conds, finished); c != nil && c.Status == metav1.ConditionTrue {
+		f, ok = &c.LastTransitionTime.Time, c.Reason == succeeded
+	}
+	return a, f, ok
+}
+
+func owner(refs []metav1.OwnerReference) (string, string) {
+	for _, r := range refs {
+		if r.Controller != nil && *r.Controller {
+			return r.Kind, r.Name
+		}
+	}
+	if len(refs) > 0 {
+		return refs[0].Kind, refs[0].Name
+	}
+	return "", ""
+}
+
+// Build turns the Workloads into a trace. Workloads that did not finish (still queued or
+// running, or created before Since) are left out and counted in the result's NotRun.
+func Build(items []Item, opts Options) (*importer.Result, error) {
+	scale := opts.TimeScale
+	if scale == 0 {
+		scale = 1
+	}
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return nil, fmt.Errorf("time scale %g: must be a positive number", scale)
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	notRun := map[string]int{}
+	groups := map[string]*group{}
+	var order []string
+	for i := range items {
+		it := &items[i]
+		if opts.Since > 0 && it.Created.Before(now().Add(-opts.Since)) {
+			notRun["created before --since"]++
+			continue
+		}
+		switch {
+		case it.Admitted == nil && it.Finished == nil:
+			notRun["never admitted"]++
+			continue
+		case it.Finished == nil:
+			notRun["not finished"]++
+			continue
+		}
+		key, id := it.Namespace+"/"+it.OwnerKind+"/"+it.OwnerName, it.Namespace+"-"+strings.ToLower(it.OwnerKind)+"-"+it.OwnerName
+		if it.OwnerKind == "" {
+			key, id = it.Namespace+"/Workload/"+it.Name, it.Namespace+"-"+it.Name
+		}
+		if c := contractOf(it); c != nil {
+			// kueuelab's objects name their logical workload: an HPO experiment's trial Jobs are one.
+			key, id = it.Namespace+"/"+c.WorkloadID, c.WorkloadID
+		}
+		g := groups[key]
+		if g == nil {
+			g = &group{id: id}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.items = append(g.items, it)
+	}
+	var jobs []*importer.Job
+	for _, key := range order {
+		j, err := groups[key].job(scale)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return importer.Build(jobs, notRun, importer.Options{})
+}
+
+// group is the Workloads of one logical workload.
+type group struct {
+	id    string
+	items []*Item
+}
+
+// contractOf reads the render contract of a Workload's first pod set, nil when it has none.
+func contractOf(it *Item) *contract.Pod {
+	for _, ps := range it.PodSets {
+		if c, err := contract.Parse(ps.Template.Annotations); err == nil {
+			return c
+		}
+	}
+	return nil
+}
+
+func (g *group) job(scale float64) (*importer.Job, error) {
+	first := slices.MinFunc(g.items, func(a, b *Item) int { return a.Created.Compare(b.Created) })
+	j := &importer.Job{ID: g.id, File: "cluster", Namespace: first.Namespace, Submit: seconds(first.Created) * scale,
+		CPUUtil: math.NaN(), GPUUtil: math.NaN(), Intent: intentOf(first.Priority)}
+	var dur float64
+	for _, it := range g.items {
+		run := it.Finished.Sub(*cmp.Or(it.Admitted, &it.Created)).Seconds()
+		dur = math.Max(dur, run*scale)
+		for _, ps := range it.PodSets {
+			t := taskOf(ps)
+			if c, err := contract.Parse(ps.Template.Annotations); err == nil {
+				j.Family, t.Role = c.Family, c.Role
+				if c.IntentClass != "" {
+					j.Intent = c.IntentClass
+				}
+				prof := c.Profile
+				j.Profile = &prof
+			}
+			j.Tasks = mergeTask(j.Tasks, t)
+		}
+	}
+	// Kueue's timestamps have one-second resolution: a run shorter than that still ran.
+	j.Duration = math.Max(dur, scale)
+	if j.Intent == trace.IntentStandard {
+		j.Intent = ""
+	}
+	return j, nil
+}
+
+// mergeTask adds t to tasks, into an equal task when there is one (an experiment's trials).
+func mergeTask(tasks []importer.Task, t importer.Task) []importer.Task {
+	for i := range tasks {
+		x := &tasks[i]
+		if x.Name == t.Name && x.Role == t.Role && x.CPU == t.CPU && x.MemGi == t.MemGi && x.GPUs == t.GPUs && x.GPUResource == t.GPUResource {
+			x.Pods += t.Pods
+			return tasks
+		}
+	}
+	return append(tasks, t)
+}
+
+// taskOf reads a pod set's shape: its count and its containers' requests summed.
+func taskOf(ps PodSet) importer.Task {
+	t := importer.Task{Name: strings.ToLower(ps.Name), Pods: max(1, ps.Count), CPU: math.NaN(), MemGi: math.NaN()}
+	var cpu, mem resource.Quantity
+	hasCPU, hasMem := false, false
+	for _, c := range ps.Template.Spec.Containers {
+		for name, q := range c.Resources.Requests {
+			switch {
+			case name == corev1.ResourceCPU:
+				cpu.Add(q)
+				hasCPU = true
+			case name == corev1.ResourceMemory:
+				mem.Add(q)
+				hasMem = true
+			case trace.IsGPUResource(string(name)):
+				t.GPUs += int(q.Value())
+				if name != trace.ResourceGPU {
+					t.GPUResource = string(name)
+				}
+			}
+		}
+	}
+	if hasCPU {
+		t.CPU = cpu.AsApproximateFloat64()
+	}
+	if hasMem {
+		t.MemGi = mem.AsApproximateFloat64() / (1 << 30)
+	}
+	switch t.Name {
+	case "launcher", "master":
+		t.Name = trace.RoleLauncher
+	case "ps":
+	default:
+		if t.Name != "" {
+			t.Name = "worker"
+		}
+	}
+	return t
+}
+
+// intentOf maps a priority class name to an intent: the intents by name (kueuelab's default
+// classes), else a class whose name says high or performance is performance, low, spot or eco is
+// eco, and any other standard.
+func intentOf(class string) string {
+	c := strings.ToLower(class)
+	switch {
+	case c == "":
+		return ""
+	case strings.Contains(c, "perf") || strings.Contains(c, "high") || strings.Contains(c, "critical"):
+		return trace.IntentPerformance
+	case strings.Contains(c, "eco") || strings.Contains(c, "low") || strings.Contains(c, "spot") || strings.Contains(c, "preemptible"):
+		return trace.IntentEco
+	}
+	return trace.IntentStandard
+}
+
+func seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
