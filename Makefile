@@ -8,14 +8,33 @@ TOOLBIN        := $(KUEUELAB_CACHE)/devtools
 STATICCHECK_VERSION := v0.7.0
 STATICCHECK    := $(TOOLBIN)/staticcheck-$(STATICCHECK_VERSION)
 BIN            := bin/kueuelab
+# The version is the agent chart's appVersion: the tag `make image` gives is the one the chart runs.
+VERSION        := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/kueuelab-agent/Chart.yaml)
+LDFLAGS        := -X main.version=$(VERSION)
+IMAGE_DIR      := bin/images
+# docker (docker save's layout, every loader) or oci (a tar of an OCI image layout)
+IMAGE_FORMAT   ?= docker
 export GOTOOLCHAIN := local
 
-.PHONY: all build test unit e2e tools lint fmt bench bench-replay clean
+.PHONY: all build test unit e2e tools lint fmt bench bench-replay clean image print-version
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/kueuelab
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kueuelab
+
+print-version:
+	@echo $(VERSION)
+
+## image: the agent image (charts/kueuelab-agent) and the runner image (one replay per pod) as
+## image archives in bin/images, built from a static kueuelab and the tools cache, without Docker.
+## Load one with `kind load image-archive FILE` or `ctr -n k8s.io images import FILE`.
+image: tools
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS) -s -w" -o bin/static/kueuelab ./cmd/kueuelab
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) bin/static/kueuelab image build --image agent --tag $(VERSION) --format $(IMAGE_FORMAT) \
+		--revision $$(git rev-parse HEAD) --out $(IMAGE_DIR)/kueuelab-$(VERSION).tar
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) bin/static/kueuelab image build --image runner --tag $(VERSION) --format $(IMAGE_FORMAT) \
+		--revision $$(git rev-parse HEAD) --out $(IMAGE_DIR)/kueuelab-runner-$(VERSION).tar
 
 ## test: everything CI proves — lint, unit tests, end-to-end tests on a real local control plane.
 test: lint unit e2e

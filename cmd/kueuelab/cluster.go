@@ -60,6 +60,7 @@ func newClusterUpCmd(name *string) *cobra.Command {
 	var binDir, spec string
 	var portBase int
 	var timeout time.Duration
+	var bare bool
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local cluster (a no-op that reports health when it is running)",
@@ -95,7 +96,10 @@ kueuelab agent --help for its defaults).`,
 				}
 				dir = d
 			}
-			o := cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Out: cmd.OutOrStdout()}
+			if bare && spec != "" {
+				return errors.New("--bare starts a cluster without objects: prepare it with `kueuelab cluster install --cluster`")
+			}
+			o := cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Bare: bare, Out: cmd.OutOrStdout()}
 			if sp != nil {
 				o.Scheduler = sp.KubeSchedulerConfiguration()
 			}
@@ -112,6 +116,7 @@ kueuelab agent --help for its defaults).`,
 	c.Flags().StringVar(&spec, "cluster", "", "cluster spec whose nodes, flavors and queues to apply")
 	c.Flags().IntVar(&portBase, "port-base", 0, fmt.Sprintf("first of %d consecutive loopback ports (default: the cluster's previous base, else 16400 for \"default\" and a block derived from --name otherwise)", numPorts()))
 	c.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "readiness deadline per component")
+	c.Flags().BoolVar(&bare, "bare", false, "start it as a user's own kind + KWOK + Kueue cluster is before `cluster install`: no KWOK stages, no nodes or queues, Kueue's config in the ConfigMap kueue-system/kueue-manager-config, upstream's Job batch period")
 	return c
 }
 
@@ -176,21 +181,33 @@ func newClusterKubeconfigCmd(name *string) *cobra.Command {
 }
 
 func newClusterInstallCmd() *cobra.Command {
-	var kubeconfig, spec string
-	var withNodes bool
+	var kubeconfig, spec, kueueURL, schedulerURL string
+	var withNodes, inexact bool
+	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "install",
-		Short: "Prepare an existing cluster: check Kueue, KWOK and the job kinds' CRDs, install kueuelab's completion stages",
-		Long: `For a cluster you run yourself (e.g. kind + KWOK with Kueue installed): checks that Kueue's and
-KWOK's Stage CRDs are served (and Kueue's version from its controller Deployment), and the CRD of
-every kind (` + kindList() + `): those of the default mapping run by an operator are
-required, the others are reported with how to install them. Then it installs only what kueuelab
-owns: the KWOK completion stages and, with --cluster, the spec's namespaces, flavors, queues and
-KWOK nodes. RayJobs need the local cluster: only there does a stand-in answer KubeRay's Ray job API.
-It reports what the cluster's kube-scheduler does (its pods' image and flags, and whether it runs a
-configuration file) without changing it: a spec's scheduler section applies to the local cluster only.`,
-		Example: "  kueuelab cluster install --kubeconfig ~/.kube/config",
-		Args:    cobra.NoArgs,
+		Short: "Prepare an existing cluster: check Kueue, KWOK and the job kinds' operators, install KWOK's and kueuelab's stages",
+		Long: `For a cluster you run yourself (e.g. kind + KWOK with Kueue installed). First it checks what
+kueuelab cannot install and refuses, listing every problem with its fix:
+  - Kueue's and KWOK's Stage CRDs are served, and the CRD of every kind (` + kindList() + `):
+    those of the default mapping run by an operator are required, the others are reported with
+    how to install them;
+  - Kueue is v0.15.x (its controller image, and its kueue_build_info metric);
+  - Kueue's integrations (its Configuration in the ConfigMap its Deployment mounts) include the
+    frameworks of the default kinds (the others are reported);
+  - no KWOK Stage ends pods on its own (KWOK's stock pod-complete would end every Job pod at once);
+  - Kueue's and kube-scheduler's metrics can be read (the exact trace clock needs them): through a
+    port-forward to their pods, or the URLs given with --kueue-metrics / --scheduler-metrics.
+Then it installs what kueuelab owns: KWOK's node and pod lifecycle stages that the cluster lacks
+(node-initialize, node-heartbeat-with-lease, pod-ready, pod-delete), kueuelab's completion
+stages, the metrics reader's ServiceAccount and RBAC (GET /metrics only), and with --cluster the
+spec's namespaces, flavors, queues and KWOK nodes, waiting until the nodes are Ready. RayJobs need
+the local cluster: only there does a stand-in answer KubeRay's Ray job API. It reports what the
+cluster's kube-scheduler does (its pods' image and flags, and whether it runs a configuration
+file) without changing it: a spec's scheduler section applies to the local cluster only.`,
+		Example: `  kueuelab cluster install --kubeconfig ~/.kube/config --cluster examples/clusters/small.yaml
+  kueuelab run --kubeconfig ~/.kube/config --cluster examples/clusters/small.yaml --gen-jobs 100`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
 				return errors.New("--kubeconfig is required")
@@ -203,12 +220,18 @@ configuration file) without changing it: a spec's scheduler section applies to t
 			if sp != nil && sp.Scheduler != nil {
 				scoring = sp.Scoring().String()
 			}
-			return cluster.Install(cmd.Context(), kubeconfig, objs, scoring, cmd.OutOrStdout())
+			return cluster.Install(cmd.Context(), cluster.InstallOptions{Kubeconfig: kubeconfig, Objects: objs,
+				Metrics: cluster.RemoteMetricsOptions{KueueURL: kueueURL, SchedulerURL: schedulerURL}, Inexact: inexact,
+				Scoring: scoring, Timeout: timeout, Out: cmd.OutOrStdout()})
 		},
 	}
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the existing cluster")
 	c.Flags().StringVar(&spec, "cluster", "", "cluster spec whose namespaces, flavors and queues to apply")
 	c.Flags().BoolVar(&withNodes, "nodes", true, "with --cluster, also apply the spec's KWOK nodes")
+	c.Flags().StringVar(&kueueURL, "kueue-metrics", "", "Kueue's https /metrics URL (default: port-forward to its controller pod)")
+	c.Flags().StringVar(&schedulerURL, "scheduler-metrics", "", "kube-scheduler's https /metrics URL (default: port-forward to its pod in kube-system)")
+	c.Flags().BoolVar(&inexact, "inexact", false, "accept a cluster whose metrics cannot be read (its runs then need --inexact or --agent in-cluster)")
+	c.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the spec's KWOK nodes to be Ready")
 	return c
 }
 

@@ -24,6 +24,7 @@ traces on a real control plane with KWOK GPU nodes.`,
 		newRenderCmd(),
 		newExperimentCmd(), newReportCmd(), newCompareCmd(),
 		newRunCmd(),
+		newImageCmd(),
 	)
 	return root
 }

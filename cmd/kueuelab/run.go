@@ -35,6 +35,7 @@ type runFlags struct {
 	genJobs                                             int
 	genSpan                                             time.Duration
 	seed                                                uint64
+	remote                                              remoteFlags
 }
 
 // speedupFlag is --speedup: "max" (0) or a positive number of trace seconds per wall second.
@@ -72,9 +73,14 @@ workload of the trace at its submit time ÷ speedup (bounded by --qps), and watc
 and pods until every workload has finished, --timeout passes or Ctrl-C. Results go to --out:
 events.jsonl, workloads.csv, timeseries.csv and summary.json, and a summary table is printed.
 
-Without --kubeconfig the local cluster is used (tools built and the cluster started if needed) and
-the simulation agent runs in this process; with --kubeconfig the cluster must run the agent from
-charts/kueuelab-agent.
+Without --kubeconfig the local cluster is used (tools built and the cluster started if needed).
+With --kubeconfig the run uses that cluster (prepare it once with ` + "`kueuelab cluster install`" + `). Either
+way the simulation agent runs in this process by default and shares the trace clock, so results
+are exact on any cluster: the runner reads that cluster's Kueue and kube-scheduler metrics (found
+through a port-forward to their pods, as kind and kubeadm run them, or given with
+--kueue-metrics / --scheduler-metrics) and refuses to start without them unless --inexact.
+--agent in-cluster instead relies on the agent Deployment of charts/kueuelab-agent (for a
+long-lived installation): trace time is then wall time × --speedup.
 
 Katib: with no suggestion service on KWOK, the runner plays Katib's part for hpo_experiment
 workloads. It creates each Experiment's trial Jobs from its trial template (queue and priority
@@ -90,8 +96,8 @@ So a workload alone on an idle cluster takes exactly its work's time, and result
 how fast the machine is. --speedup max (the default) replays as fast as the control plane settles;
 --speedup S caps trace time at S seconds per wall second between events. The run prints how long
 the clock stood still and whether any step escaped the holds (summary.json: lateSteps).
-With --kubeconfig the agent runs in the cluster, cannot share the clock, and trace time is wall
-time × S (a number is then required).
+With --agent in-cluster the agent cannot share the clock, and trace time is wall time × S (a
+number is then required).
 
 The local cluster: without --kubeconfig, run starts kueuelab's local cluster if it is not running
 and stops it at the end (--keep-cluster leaves it running); a cluster that was already running is
@@ -109,7 +115,9 @@ scheduler, imported as a library, in virtual time: no cluster, no processes, the
 files. ` + simHelp,
 		Example: `  kueuelab run --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml
   kueuelab run --trace trace.jsonl --cluster examples/clusters/teams.yaml --out results/base
-  kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --speedup 100 --keep
+  kueuelab cluster install --kubeconfig ~/.kube/config --cluster spec.yaml
+  kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config
+  kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --agent in-cluster --speedup 100 --keep
   kueuelab run --engine sim --gen-jobs 100000 --seed 1 --cluster examples/clusters/teams.yaml --out results/sim`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, &f) },
@@ -130,6 +138,7 @@ files. ` + simHelp,
 	fl.IntVar(&f.genJobs, "gen-jobs", 0, "generate a trace of this many workloads instead of --trace")
 	fl.DurationVar(&f.genSpan, "gen-span", 0, "trace time the --gen-jobs submissions cover, e.g. 24h (default: the profile's mean inter-arrival of 30s)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of --gen-jobs, the placer and Katib's parameter sampling")
+	f.remote.register(fl)
 	fl.StringVar(&f.engine, "engine", "cluster", "cluster (a real Kueue on a cluster) or sim (Kueue's scheduler in virtual time)")
 	f.sim.register(fl)
 	return c
@@ -186,6 +195,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 
 	var cfg runner.Config
 	if f.kubeconfig == "" {
+		for _, fl := range []string{"agent", "kueue-metrics", "scheduler-metrics", "inexact"} {
+			if cmd.Flags().Changed(fl) {
+				return fmt.Errorf("--%s: only with --kubeconfig (the local cluster's agent and metrics are this process's own)", fl)
+			}
+		}
 		cl, err := localCluster(ctx, f.name, spec, out)
 		if err != nil {
 			return err
@@ -208,15 +222,34 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		if spec.Scheduler != nil {
 			return fmt.Errorf("%s: the scheduler section sets up the local cluster's kube-scheduler; the cluster behind --kubeconfig keeps its own (`kueuelab cluster install --kubeconfig` shows it): leave the section out to run there", f.specPath)
 		}
-		if f.speedup == 0 {
-			return errors.New("--kubeconfig: the agent runs in that cluster on wall time, so --speedup needs a number (e.g. 100)")
+		inCluster, err := f.remote.agentInClusterMode()
+		if err != nil {
+			return err
 		}
 		rc, err := cluster.RESTConfig(f.kubeconfig)
 		if err != nil {
 			return err
 		}
-		cfg = runner.Config{REST: rc, Spec: spec, Seed: int64(f.seed),
-			Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(f.speedup)})}
+		if err := cluster.CheckInstalled(ctx, rc); err != nil {
+			return err
+		}
+		if inCluster {
+			if f.speedup == 0 {
+				return errors.New("--agent in-cluster: the agent runs in that cluster on wall time, so --speedup needs a number (e.g. 100)")
+			}
+			cfg = runner.Config{REST: rc, Spec: spec, Seed: int64(f.seed),
+				Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(f.speedup)})}
+		} else {
+			r, err := connectRemote(ctx, rc, &f.remote, out)
+			if err != nil {
+				return err
+			}
+			defer r.close()
+			if cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: rc, Spec: spec, MaxRate: float64(f.speedup), Seed: f.seed,
+				KueueMetrics: r.kueue, SchedulerMetrics: r.scheduler, Timers: r.timers}); err != nil {
+				return err
+			}
+		}
 	}
 	cfg.Trace, cfg.TraceName, cfg.Mapping = tr, f.tracePath, mapping
 	cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Keep, cfg.QPS, cfg.Out = f.timeout, f.stall, f.out, f.keep, f.qps, out

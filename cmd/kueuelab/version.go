@@ -17,18 +17,23 @@ func newVersionCmd() *cobra.Command {
 		Example: "  kueuelab version",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := version
-			if v == "" {
-				v = "devel"
-				if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-					v = bi.Main.Version
-				}
-			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "kueuelab %s\n", v)
+			fmt.Fprintf(out, "kueuelab %s\n", kueuelabVersion())
 			fmt.Fprintln(out, "trace schema v2")
 			fmt.Fprintln(out, "targets: "+targets())
 			return nil
 		},
 	}
+}
+
+// kueuelabVersion is the version set at build time (`make build` sets the chart's appVersion),
+// else the module's, else "devel".
+func kueuelabVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
 }

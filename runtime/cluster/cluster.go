@@ -110,6 +110,9 @@ type State struct {
 	PortBase int    `json:"portBase"`
 	Ports    Ports  `json:"ports"`
 	BinDir   string `json:"binDir"`
+	// Bare is Options.Bare of the last Up: kube-controller-manager runs with upstream's Job
+	// batch period, as on a user's cluster.
+	Bare bool `json:"bare,omitempty"`
 }
 
 var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)

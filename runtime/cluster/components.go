@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -183,6 +185,12 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 			out[op.StandIn] = s.standInSpec(op.StandIn, bins[op.StandIn], plain)
 		}
 	}
+	if s.Bare {
+		// A user's cluster: upstream's 1 s Job sync batch period, not the local cluster's 10 ms.
+		kcm := out[ControllerManager]
+		kcm.env = nil
+		out[ControllerManager] = kcm
+	}
 	return out, nil
 }
 
@@ -192,6 +200,9 @@ func hostPort(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 // hard-coded cert path, so the host's /tmp never holds the cluster's keys and two clusters never
 // share one cert dir. Only the (empty) mount point is created on the host.
 func privateCertDir(dir, hardcoded string, argv []string) []string {
+	if sharedCertDir() {
+		return argv
+	}
 	quoted := make([]string, len(argv))
 	for i, a := range argv {
 		quoted[i] = shellQuote(a)
@@ -202,6 +213,30 @@ func privateCertDir(dir, hardcoded string, argv []string) []string {
 		u = append(u, "--map-root-user")
 	}
 	return append(u, "sh", "-c", script)
+}
+
+// sharedCertDir reports whether there is no unshare to give a component a private cert dir: the
+// runner image has no util-linux (and a pod may not create namespaces anyway). The component then
+// reads the hard-coded dir itself, which Up fills, one cluster at a time (claimCertDir).
+func sharedCertDir() bool {
+	_, err := exec.LookPath("unshare")
+	return err != nil
+}
+
+// claimCertDir takes the hard-coded cert dir for this cluster's certificates when there is no
+// private one: it refuses while another cluster's component that reads it is running.
+func (s *State) claimCertDir(hardcoded, component, bin string) error {
+	owner := filepath.Join(filepath.Dir(hardcoded), "kueuelab-owner")
+	if b, err := os.ReadFile(owner); err == nil && strings.TrimSpace(string(b)) != s.Dir {
+		other := &State{Dir: strings.TrimSpace(string(b))}
+		if _, running := other.running(component, bin); running {
+			return fmt.Errorf("%s of the cluster in %s uses %s, and without unshare a second cluster cannot have a private one: stop that cluster first", component, other.Dir, hardcoded)
+		}
+	}
+	if err := os.MkdirAll(hardcoded, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(owner, []byte(s.Dir+"\n"), 0o600)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

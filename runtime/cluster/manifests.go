@@ -75,6 +75,14 @@ func decodeFiles(paths ...string) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
+// kwokStageFiles are KWOK's stages (under its kustomize/) a cluster needs: nodes become Ready and
+// keep their lease, pods run and go when deleted. The stock pod-complete stage is left out: pods
+// complete only when kueuelab says so (stages-complete.yaml).
+var kwokStageFiles = []string{
+	"stage/node/fast/node-initialize.yaml", "stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+	"stage/pod/fast/pod-ready.yaml", "stage/pod/fast/pod-delete.yaml",
+}
+
 // manifests are the upstream objects a cluster installs, read from the module cache.
 type manifests struct {
 	stageCRD   []*unstructured.Unstructured
@@ -176,9 +184,11 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	if m.stageCRD, err = decodeFiles(kw("crd/bases/kwok.x-k8s.io_stages.yaml")); err != nil {
 		return nil, err
 	}
-	// The stock pod-complete stage is left out: pods complete only when kueuelab says so.
-	if m.stages, err = decodeFiles(kw("stage/node/fast/node-initialize.yaml"), kw("stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"),
-		kw("stage/pod/fast/pod-ready.yaml"), kw("stage/pod/fast/pod-delete.yaml")); err != nil {
+	var stageFiles []string
+	for _, f := range kwokStageFiles {
+		stageFiles = append(stageFiles, kw(f))
+	}
+	if m.stages, err = decodeFiles(stageFiles...); err != nil {
 		return nil, err
 	}
 	own, err := decodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")

@@ -30,11 +30,38 @@ type MetricsReader func(ctx context.Context) (io.ReadCloser, error)
 
 // MetricsReaders returns readers of the local Kueue's and kube-scheduler's metrics.
 func (s *State) MetricsReaders(ctx context.Context, rc *rest.Config) (kueue, scheduler MetricsReader, err error) {
-	cs, err := kubernetes.NewForConfig(rc)
+	t, err := metricsAccess(ctx, rc)
 	if err != nil {
 		return nil, nil, err
 	}
-	objs := []client.Object{
+	// Loopback only, and the components' serving certificates are self-signed at their start.
+	hc := metricsHTTPClient()
+	fixed := func(port int) func(context.Context) (string, error) {
+		url := loopURL("https", port, "/metrics")
+		return func(context.Context) (string, error) { return url, nil }
+	}
+	return bearerReader(t, hc, fixed(s.Ports.KueueMetrics), nil), bearerReader(t, hc, fixed(s.Ports.Scheduler), nil), nil
+}
+
+// metricsAccess creates the metrics reader's ServiceAccount, its ClusterRole (GET on the
+// nonResource URL /metrics, nothing else) and binding, and returns a source of its tokens.
+func metricsAccess(ctx context.Context, rc *rest.Config) (*tokenSource, error) {
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	if err := ApplyObjects(ctx, rc, metricsReaderObjects()); err != nil {
+		return nil, fmt.Errorf("metrics reader: %w", err)
+	}
+	t := &tokenSource{cs: cs}
+	if _, err := t.get(ctx, false); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func metricsReaderObjects() []client.Object {
+	return []client.Object{
 		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: metricsReader}},
 		&rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
@@ -45,54 +72,69 @@ func (s *State) MetricsReaders(ctx context.Context, rc *rest.Config) (kueue, sch
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReader},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: metav1.NamespaceSystem, Name: metricsReader}}},
 	}
-	if err := ApplyObjects(ctx, rc, objs); err != nil {
-		return nil, nil, fmt.Errorf("metrics reader: %w", err)
-	}
-	t := &tokenSource{cs: cs}
-	if _, err := t.get(ctx, false); err != nil {
-		return nil, nil, err
-	}
-	// Loopback only, and the components' serving certificates are self-signed at their start.
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, // #nosec G402 -- loopback component of the local cluster
+}
+
+// metricsHTTPClient skips certificate verification: Kueue and kube-scheduler serve /metrics with
+// self-signed certificates generated at their start, and what the token sent to them allows is
+// reading /metrics.
+func metricsHTTPClient() *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, // #nosec G402 -- self-signed component certs; the token only reads /metrics
 		MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}}
-	reader := func(port int) MetricsReader {
-		url := loopURL("https", port, "/metrics")
-		return func(ctx context.Context) (io.ReadCloser, error) {
-			for retry := false; ; retry = true {
-				tok, err := t.get(ctx, retry)
-				if err != nil {
-					return nil, err
-				}
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-				if err != nil {
-					return nil, err
-				}
-				req.Header.Set("Authorization", "Bearer "+tok)
-				resp, err := hc.Do(req)
-				if err != nil {
-					return nil, err
-				}
-				if resp.StatusCode == http.StatusOK {
-					return resp.Body, nil
-				}
-				body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusUnauthorized && !retry {
-					continue // the token expired: ask for a new one once
-				}
-				return nil, fmt.Errorf("GET %s: %s %s", url, resp.Status, body)
+}
+
+// bearerReader GETs the URL url returns with the metrics reader's token, asking for a new token
+// once on 401. When a request fails to connect and reconnect is set, reconnect is called (e.g. to
+// re-establish a port-forward) and the request tried once more.
+func bearerReader(t *tokenSource, hc *http.Client, url func(context.Context) (string, error), reconnect func(context.Context) error) MetricsReader {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		renewed, reconnected := false, false
+		for {
+			tok, err := t.get(ctx, renewed)
+			if err != nil {
+				return nil, err
 			}
+			u, err := url(ctx)
+			if err != nil {
+				return nil, err
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := hc.Do(req)
+			if err != nil {
+				if reconnect != nil && !reconnected && ctx.Err() == nil {
+					reconnected = true
+					if rerr := reconnect(ctx); rerr != nil {
+						return nil, fmt.Errorf("%w (reconnect: %v)", err, rerr)
+					}
+					continue
+				}
+				return nil, err
+			}
+			if resp.StatusCode == http.StatusOK {
+				return resp.Body, nil
+			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized && !renewed {
+				renewed = true // the token expired: ask for a new one once
+				continue
+			}
+			return nil, fmt.Errorf("GET %s: %s %s", u, resp.Status, body)
 		}
 	}
-	return reader(s.Ports.KueueMetrics), reader(s.Ports.Scheduler), nil
 }
 
 // tokenSource keeps a ServiceAccount token of the metrics reader.
 type tokenSource struct {
-	cs  kubernetes.Interface
-	mu  sync.Mutex
-	tok string
+	cs kubernetes.Interface
+	// fetch replaces the TokenRequest (tests).
+	fetch func(context.Context) (string, error)
+	mu    sync.Mutex
+	tok   string
 }
 
 func (t *tokenSource) get(ctx context.Context, renew bool) (string, error) {
@@ -100,6 +142,11 @@ func (t *tokenSource) get(ctx context.Context, renew bool) (string, error) {
 	defer t.mu.Unlock()
 	if t.tok != "" && !renew {
 		return t.tok, nil
+	}
+	if t.fetch != nil {
+		tok, err := t.fetch(ctx)
+		t.tok = tok
+		return tok, err
 	}
 	tr, err := t.cs.CoreV1().ServiceAccounts(metav1.NamespaceSystem).CreateToken(ctx, metricsReader,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(48 * 3600))}}, metav1.CreateOptions{})

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -38,6 +40,12 @@ type Options struct {
 	// restart a Kueue that is already running. Fields the local cluster needs (webhook, health,
 	// metrics, namespace, internalCertManagement, leaderElection) cannot be overridden.
 	KueueConfig map[string]any
+	// Bare starts the control plane and operators as a user's own cluster (kind + KWOK + Kueue)
+	// is before "cluster install": KWOK's Stage CRD but no stages, no cluster objects or
+	// nodes (Objects is ignored), Kueue's configuration also published as the ConfigMap
+	// kueue-system/kueue-manager-config as Kueue's manifests do, and kube-controller-manager with
+	// upstream's 1 s Job sync batch period.
+	Bare bool
 	// Scheduler is the kube-scheduler configuration (render/cluster's Spec.KubeSchedulerConfiguration);
 	// the cluster sets how the scheduler reaches the API server, leader election and pod backoff.
 	// A scheduler running with another configuration is restarted (it reads it only at start);
@@ -151,6 +159,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err := waitEstablished(ctx, c, names(m.stageCRD), o.Timeout); err != nil {
 			return err
 		}
+		if o.Bare {
+			return nil
+		}
 		return applyUnstructured(ctx, c, m.stages)
 	}); err != nil {
 		return nil, err
@@ -182,8 +193,15 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err := s.writeConfig("kueue.yaml", kcfg); err != nil {
 			return err
 		}
-		if err := ApplyObjects(ctx, cfg, []client.Object{namespace(kueueNamespace),
-			seededSecret(kueueNamespace, "kueue-webhook-server-cert", p.KueueCA, p.Kueue)}); err != nil {
+		objs := []client.Object{namespace(kueueNamespace), seededSecret(kueueNamespace, "kueue-webhook-server-cert", p.KueueCA, p.Kueue)}
+		if o.Bare {
+			cm, err := kueueConfigMap(kcfg)
+			if err != nil {
+				return err
+			}
+			objs = append(objs, cm)
+		}
+		if err := ApplyObjects(ctx, cfg, objs); err != nil {
 			return err
 		}
 		return applyUnstructured(ctx, c, m.kueueHooks)
@@ -198,6 +216,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err := u.operator(ctx, cfg, c, m, p, op); err != nil {
 			return nil, err
 		}
+	}
+	if o.Bare {
+		fmt.Fprintf(out, "cluster %s up (bare) in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
+		cl.Config, cl.Started = cfg, u.started
+		return cl, nil
 	}
 	// Flavors and queues go through Kueue's webhooks, so the cluster objects come last.
 	// A spec's objects replace those of another spec on a cluster that was up already
@@ -249,6 +272,8 @@ func prepare(o Options) (*State, error) {
 	if o.BinDir != "" {
 		s.BinDir = o.BinDir
 	}
+	// Kept in cluster.json: the supervisor daemon and every restart derive the components from it.
+	s.Bare = o.Bare
 	if s.BinDir == "" {
 		d, err := tools.BinDir("", tools.Pinned())
 		if err != nil {
@@ -347,6 +372,16 @@ func (u *upper) operator(ctx context.Context, cfg *rest.Config, c client.Client,
 				// The mount point of the private bind mount; it stays empty on the host.
 				if err := os.MkdirAll(w.HardcodedCertDir, 0o755); err != nil {
 					return err
+				}
+				// Without unshare (the runner image) the operator reads the hard-coded dir
+				// itself: this cluster's certificates go there, one cluster at a time.
+				if sharedCertDir() {
+					if err := u.s.claimCertDir(w.HardcodedCertDir, op.Name, u.specs[op.Name].bin); err != nil {
+						return err
+					}
+					if err := writeCertDir(w.HardcodedCertDir, serving, ca); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -463,4 +498,15 @@ func (s *State) writeKubeconfig(p *pki) error {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return os.Chmod(filepath.Clean(s.Kubeconfig()), 0o600)
+}
+
+// kueueConfigMap is the ConfigMap Kueue's release manifests hold its Configuration in.
+func kueueConfigMap(cfg map[string]any) (*corev1.ConfigMap, error) {
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: kueueNamespace, Name: "kueue-manager-config"},
+		Data:       map[string]string{kueueConfigKey: string(b)}}, nil
 }

@@ -2,10 +2,13 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kueuelab/kueuelab/render/contract"
 
@@ -333,6 +336,123 @@ func TestPrefixWriter(t *testing.T) {
 	}
 	if b.String() != "v 1/2: trace 00:01:00 a\nv 1/2: b\n" {
 		t.Errorf("%q", b.String())
+	}
+}
+
+// twoByTwo writes a 2-variant × 2-repeat experiment on the teams cluster and loads it.
+func twoByTwo(t *testing.T) (*Experiment, string) {
+	t.Helper()
+	dir := t.TempDir()
+	abs, err := filepath.Abs(teams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "exp.yaml")
+	doc := strings.Replace(header("repeats: 2\nseed: 10\nvariants: [{name: a}, {name: b}]\n"), teams, abs, 1)
+	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, filepath.Join(dir, "out")
+}
+
+// TestParallel runs 4 runs 2 at a time: two runs are in flight together (each waits for the
+// other), the runs in flight never share a slot, and the slots' local clusters differ in name and
+// ports.
+func TestParallel(t *testing.T) {
+	e, out := twoByTwo(t)
+	var mu sync.Mutex
+	inFlight := map[int]string{}
+	both := make(chan struct{})
+	var bothOnce sync.Once
+	maxInFlight := 0
+	fake := func(ctx context.Context, j *job) (*runner.Result, error) {
+		mu.Lock()
+		if other, ok := inFlight[j.slot]; ok {
+			t.Errorf("%s and %s both on slot %d", j.label(), other, j.slot)
+		}
+		inFlight[j.slot] = j.label()
+		maxInFlight = max(maxInFlight, len(inFlight))
+		if len(inFlight) == 2 {
+			bothOnce.Do(func() { close(both) })
+		}
+		mu.Unlock()
+		select { // the first two runs end only once both were running at the same time
+		case <-both:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		mu.Lock()
+		delete(inFlight, j.slot)
+		mu.Unlock()
+		return &runner.Result{}, nil
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	o, err := Run(ctx, e, Options{OutDir: out, Parallel: 2, exec: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Ran != 4 || maxInFlight != 2 {
+		t.Errorf("ran %d, at most %d at once; want 4 runs, 2 at once", o.Ran, maxInFlight)
+	}
+	l := LocalCluster{Name: "sweep"}
+	a, b := l.slot(0, 2), l.slot(1, 2)
+	if a.Name == b.Name || a.PortBase == b.PortBase || b.PortBase-a.PortBase != slotPortStride || a.Name != "sweep-0" {
+		t.Errorf("slots %+v and %+v must not share a name or ports", a, b)
+	}
+	if s := l.slot(0, 1); s != (LocalCluster{Name: "sweep"}) {
+		t.Errorf("a sequential experiment's cluster changed: %+v", s)
+	}
+}
+
+// TestIndex runs one run of the experiment by its index, as one pod of the Indexed Job does.
+func TestIndex(t *testing.T) {
+	e, out := twoByTwo(t)
+	var ran []string
+	fake := func(_ context.Context, j *job) (*runner.Result, error) {
+		ran = append(ran, j.label())
+		return &runner.Result{}, nil
+	}
+	three := 3
+	if _, err := Run(t.Context(), e, Options{OutDir: out, Index: &three, exec: fake}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 1 || ran[0] != "variant 2/2 (b) repeat 2/2" {
+		t.Errorf("index 3 ran %v, want variant b repeat 2 only", ran)
+	}
+	if m, ok := ReadDone(filepath.Join(out, "b", "r1")); !ok || m.Seed != 11 {
+		t.Errorf("done marker %+v", m)
+	}
+	if _, err := os.Stat(filepath.Join(out, "a", "r0")); !os.IsNotExist(err) {
+		t.Errorf("index 3 touched variant a's run directory (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, ManifestFile)); err != nil {
+		t.Errorf("experiment.json: %v", err)
+	}
+	four := 4
+	if _, err := Run(t.Context(), e, Options{OutDir: out, Index: &four, exec: fake}); err == nil || !strings.Contains(err.Error(), "want 0..3 (2 variants × 2 repeats)") {
+		t.Errorf("index 4: %v", err)
+	}
+	if e.Runs(0) != 4 || e.Runs(3) != 6 {
+		t.Errorf("Runs: %d %d", e.Runs(0), e.Runs(3))
+	}
+}
+
+// TestFailureStopsTheRest: after a failed run no new run starts.
+func TestFailureStopsTheRest(t *testing.T) {
+	e, out := twoByTwo(t)
+	n := 0
+	fake := func(_ context.Context, j *job) (*runner.Result, error) {
+		n++
+		return nil, errors.New("boom")
+	}
+	o, err := Run(t.Context(), e, Options{OutDir: out, exec: fake})
+	if err == nil || !strings.Contains(err.Error(), "variant 1/2 (a) repeat 1/2: boom") || n != 1 || o.Ran != 0 {
+		t.Errorf("err %v after %d runs (ran %d); want the first failure to stop the experiment", err, n, o.Ran)
 	}
 }
 

@@ -67,17 +67,49 @@ type LocalCluster struct {
 	Go       string
 }
 
+// slotPortStride separates the port blocks of the clusters of parallel runs: a cluster uses
+// fewer than 100 consecutive ports.
+const slotPortStride = 100
+
+// slot is the local cluster of parallel run slot i: its own name (so its own state dir) and its
+// own block of ports. Slot 0 of a sequential experiment keeps the configured name and ports.
+func (l LocalCluster) slot(i, parallel int) LocalCluster {
+	if l.Name == "" {
+		l.Name = "experiment"
+	}
+	if parallel <= 1 {
+		return l
+	}
+	base := l.PortBase
+	if base == 0 {
+		base = rtcluster.PortBaseFor(l.Name)
+	}
+	l.Name = fmt.Sprintf("%s-%d", l.Name, i)
+	l.PortBase = base + i*slotPortStride
+	return l
+}
+
 // Options configure Run.
 type Options struct {
 	OutDir string
 	// Repeats overrides the experiment's repeats when > 0.
 	Repeats int
+	// Parallel runs that many variant × repeat runs at once, each on its own local cluster
+	// (names <name>-<i>, port blocks 100 apart); 0 or 1: one after another. Not with REST.
+	Parallel int
+	// Index, when set, runs only run number *Index of the experiment: variant Index ÷ repeats,
+	// repeat Index mod repeats (one completion index of `experiment render-job`'s Indexed Job).
+	Index *int
 	// REST, when set, runs every variant on that cluster, reset between runs, instead of on a
 	// fresh local cluster each.
 	REST *rest.Config
 	// State, with REST, is that cluster's state when it is kueuelab's local cluster (its component
 	// metrics then settle the trace clock exactly).
 	State *rtcluster.State
+	// KueueMetrics, SchedulerMetrics and Timers, with REST and no State, are that cluster's Kueue
+	// and kube-scheduler metrics and Kueue's wall-time timers (runner.InProcess).
+	KueueMetrics, SchedulerMetrics runner.MetricsSource
+	Timers                         runner.KueueTimers
 	// AgentInCluster, with REST, uses the cluster's agent Deployment (charts/kueuelab-agent)
 	// instead of the in-process agent: the trace clock then runs on wall time at the experiment's
 	// speedup, which must be a number.
@@ -111,15 +143,25 @@ type job struct {
 	seed     int64
 	trace    *trace.Trace
 	traceRef string
+	slot     int // the parallel slot running it
 }
 
 func (j *job) label() string {
 	return fmt.Sprintf("variant %d/%d (%s) repeat %d/%d", j.vi+1, len(j.exp.Variants), j.variant.Name, j.rep+1, j.repeats)
 }
 
+// Runs is the number of variant × repeat runs of e (the completions of its Indexed Job).
+func (e *Experiment) Runs(repeats int) int {
+	if repeats <= 0 {
+		repeats = e.Repeats
+	}
+	return len(e.Variants) * repeats
+}
+
 // Run executes every variant × repeat of e not already done in o.OutDir: <out>/<variant>/r<k>/
 // holds the results of repeat k and, once it finished, a done marker. Every variant's cluster
-// spec is built and checked before anything runs.
+// spec is built and checked before anything runs. Run number i (Options.Index) is variant
+// i ÷ repeats, repeat i mod repeats.
 func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 	if o.OutDir == "" {
 		return nil, errors.New("experiment: no output directory")
@@ -130,9 +172,15 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.Parallel > 1 && o.REST != nil {
+		return nil, errors.New("experiment: parallel runs need a local cluster each; with a kubeconfig the runs share its cluster one after another")
+	}
 	repeats := e.Repeats
 	if o.Repeats > 0 {
 		repeats = o.Repeats
+	}
+	if o.Index != nil && (*o.Index < 0 || *o.Index >= len(e.Variants)*repeats) {
+		return nil, fmt.Errorf("experiment %s: run index %d: want 0..%d (%d variants × %d repeats)", e.file, *o.Index, len(e.Variants)*repeats-1, len(e.Variants), repeats)
 	}
 	specs := make([]*cluster.Spec, len(e.Variants))
 	var errs []error
@@ -155,11 +203,13 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 			continue
 		}
 		specs[i] = s
+		// Every run of a sharded experiment writes every variant's spec (the same bytes, through
+		// a temp file of its own), so the tree is complete whichever runs are done.
 		dir := filepath.Join(o.OutDir, v.Name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, SpecFile), doc, 0o644); err != nil {
+		if err := writeAtomic(filepath.Join(dir, SpecFile), doc); err != nil {
 			return nil, err
 		}
 	}
@@ -193,8 +243,12 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 		}()
 	}
 	traces := &traceCache{e: e, dir: filepath.Join(o.OutDir, "traces"), loaded: map[int]*trace.Trace{}, refs: map[int]string{}}
+	var todo []*job
 	for i := range e.Variants {
 		for k := 0; k < repeats; k++ {
+			if o.Index != nil && *o.Index != i*repeats+k {
+				continue
+			}
 			j := &job{exp: e, variant: &e.Variants[i], vi: i, rep: k, repeats: repeats, spec: specs[i],
 				dir: filepath.Join(o.OutDir, e.Variants[i].Name, "r"+strconv.Itoa(k)), seed: e.Seed + int64(k)}
 			if m, ok := ReadDone(j.dir); ok {
@@ -202,43 +256,99 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 				out.Skipped++
 				continue
 			}
-			if err := ctx.Err(); err != nil {
-				return out, fmt.Errorf("experiment interrupted before %s; rerun to resume: %w", j.label(), err)
-			}
-			var err error
-			if j.trace, j.traceRef, err = traces.get(ctx, k); err != nil {
-				return out, err
-			}
-			// A directory without a done marker is a run that was cut short: start it over.
-			if err := os.RemoveAll(j.dir); err != nil {
-				return out, err
-			}
-			if err := os.MkdirAll(j.dir, 0o755); err != nil {
-				return out, err
-			}
-			fmt.Fprintf(o.Out, "%s: starting (%d workloads, seed %d)\n", j.label(), len(j.trace.Workloads), j.seed)
-			t0 := time.Now()
-			res, err := exec(ctx, j)
-			timedOut := (errors.Is(err, runner.ErrIncomplete) || errors.Is(err, sim.ErrIncomplete)) && ctx.Err() == nil && res != nil &&
-				strings.HasPrefix(res.Summary.Incomplete, "timeout")
-			if err != nil && !timedOut {
-				return out, fmt.Errorf("%s: %w (rerun the experiment to resume)", j.label(), err)
-			}
-			// A run that hit the timeout is a result (its unfinished workloads are counted); an
-			// interrupted one is not and reruns next time.
-			m := DoneMarker{Variant: j.variant.Name, Repeat: k, Seed: j.seed, Trace: j.traceRef,
-				WallSec: time.Since(t0).Seconds(), FinishedAt: time.Now().UTC(), Summary: res.Summary}
-			if e.Generator != nil {
-				m.TraceSeed = e.Generator.Seed + uint64(k)
-			}
-			if err := writeJSON(filepath.Join(j.dir, DoneFile), m); err != nil {
-				return out, err
-			}
-			out.Ran++
-			fmt.Fprintf(o.Out, "%s: done in %s, %s\n", j.label(), time.Since(t0).Round(time.Second), brief(&res.Summary))
+			todo = append(todo, j)
 		}
 	}
-	return out, nil
+	ran, err := runJobs(ctx, todo, max(1, o.Parallel), func(ctx context.Context, j *job) error {
+		return o.runOne(ctx, j, traces, exec)
+	})
+	out.Ran = ran
+	return out, err
+}
+
+// runJobs runs the jobs, parallel at a time, each with a slot number no running job shares. After
+// the first failure no new job starts; the running ones finish. It returns how many succeeded and
+// every failure.
+func runJobs(ctx context.Context, jobs []*job, parallel int, run func(context.Context, *job) error) (int, error) {
+	slots := make(chan int, parallel)
+	for i := range parallel {
+		slots <- i
+	}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+		done int
+	)
+	failed := func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) > 0 }
+	for _, j := range jobs {
+		var slot int
+		select {
+		case slot = <-slots:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("experiment interrupted before %s; rerun to resume: %w", j.label(), ctx.Err()))
+			mu.Unlock()
+			break
+		}
+		if failed() {
+			slots <- slot
+			break
+		}
+		j.slot = slot
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := run(ctx, j)
+			mu.Lock()
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				done++
+			}
+			mu.Unlock()
+			slots <- slot
+		}()
+	}
+	wg.Wait()
+	return done, errors.Join(errs...)
+}
+
+// runOne runs one job and writes its done marker.
+func (o *Options) runOne(ctx context.Context, j *job, traces *traceCache, exec func(context.Context, *job) (*runner.Result, error)) error {
+	var err error
+	if j.trace, j.traceRef, err = traces.get(ctx, j.rep); err != nil {
+		return err
+	}
+	// A directory without a done marker is a run that was cut short: start it over.
+	if err := os.RemoveAll(j.dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(j.dir, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "%s: starting (%d workloads, seed %d)\n", j.label(), len(j.trace.Workloads), j.seed)
+	t0 := time.Now()
+	res, err := exec(ctx, j)
+	timedOut := (errors.Is(err, runner.ErrIncomplete) || errors.Is(err, sim.ErrIncomplete)) && ctx.Err() == nil && res != nil &&
+		strings.HasPrefix(res.Summary.Incomplete, "timeout")
+	if err != nil && !timedOut {
+		return fmt.Errorf("%s: %w (rerun the experiment to resume)", j.label(), err)
+	}
+	// A run that hit the timeout is a result (its unfinished workloads are counted); an
+	// interrupted one is not and reruns next time.
+	m := DoneMarker{Variant: j.variant.Name, Repeat: j.rep, Seed: j.seed, Trace: j.traceRef,
+		WallSec: time.Since(t0).Seconds(), FinishedAt: time.Now().UTC(), Summary: res.Summary}
+	if g := j.exp.Generator; g != nil {
+		m.TraceSeed = g.Seed + uint64(j.rep)
+	}
+	if err := writeJSON(filepath.Join(j.dir, DoneFile), m); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "%s: done in %s, %s\n", j.label(), time.Since(t0).Round(time.Second), brief(&res.Summary))
+	return nil
 }
 
 // brief is a one-line summary of a run.
@@ -273,17 +383,37 @@ func ReadDone(dir string) (*DoneMarker, bool) {
 	return &m, true
 }
 
-// writeJSON writes v atomically (temp file and rename), so a crash never leaves half a marker.
+// writeJSON writes v atomically, so a crash never leaves half a marker.
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	return writeAtomic(path, append(b, '\n'))
+}
+
+// writeAtomic writes b to a temp file of its own in path's directory and renames it to path:
+// readers see the old or the new content, and the runs of a sharded experiment that write the
+// same file (experiment.json, a shared trace) on one volume never interleave.
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := errors.Join(f.Chmod(0o644), f.Close()); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }
 
 // execute runs one job on a fresh local cluster or on the REST cluster.
@@ -296,10 +426,7 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 	}
 	rc, state := o.REST, o.State
 	if rc == nil {
-		l := o.Local
-		if l.Name == "" {
-			l.Name = "experiment"
-		}
+		l := o.Local.slot(j.slot, o.Parallel)
 		objs, err := j.spec.Objects(cluster.Options{})
 		if err != nil {
 			return nil, err
@@ -329,8 +456,12 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 		cfg = runner.Config{REST: rc, Spec: j.spec, Seed: j.seed,
 			Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(e.Speedup)})}
 	} else {
-		cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: rc, Local: state, Spec: j.spec, MaxRate: float64(e.Speedup),
-			Seed: uint64(j.seed), Timers: j.variant.KueueConfig.Timers(scale)})
+		in := runner.InProcess{REST: rc, Local: state, Spec: j.spec, MaxRate: float64(e.Speedup),
+			Seed: uint64(j.seed), Timers: j.variant.KueueConfig.Timers(scale)}
+		if o.REST != nil && o.State == nil {
+			in.KueueMetrics, in.SchedulerMetrics, in.Timers = o.KueueMetrics, o.SchedulerMetrics, o.Timers
+		}
+		cfg, err = runner.NewInProcess(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -386,11 +517,14 @@ func downIfPresent(ctx context.Context, l LocalCluster, log io.Writer) error {
 type traceCache struct {
 	e      *Experiment
 	dir    string
+	mu     sync.Mutex // parallel runs share the cache
 	loaded map[int]*trace.Trace
 	refs   map[int]string
 }
 
 func (c *traceCache) get(ctx context.Context, rep int) (*trace.Trace, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	key := rep
 	if c.e.Generator == nil {
 		key = 0
@@ -433,13 +567,20 @@ func (c *traceCache) generate(ctx context.Context, path string, seed uint64) err
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
+	// A temp file of its own: the runs of a sharded experiment may generate the same trace at once.
+	f, err := os.CreateTemp(c.dir, "."+filepath.Base(path)+".*.jsonl")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	f.Close()
 	fw, err := trace.Create(tmp)
 	if err != nil {
 		return err
 	}
 	_, genErr := gen.Write(ctx, fw.Writer, gen.New(p, seed), gen.Options{Workloads: g.Jobs, EmitWorkloadRecords: true})
 	if err := errors.Join(genErr, fw.Close()); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("generate %s: %w", path, err)
 	}
 	return os.Rename(tmp, path)

@@ -246,9 +246,20 @@ func goEnv(goflags string) []string {
 	return append(env, "GOTOOLCHAIN=local", "GOWORK=off", "CGO_ENABLED=0", "GOFLAGS="+goflags)
 }
 
+// ModuleDirEnv names a directory holding modules as <dir>/<module>@<version> (the runner image's
+// copy of the manifest modules' YAML): where it is set, ModuleDir looks there and never runs go.
+const ModuleDirEnv = "KUEUELAB_MODULE_DIR"
+
 // ModuleDir downloads mod@version through the module proxy (a no-op when cached) and returns
-// its directory in the module cache.
+// its directory in the module cache; with $KUEUELAB_MODULE_DIR set, its directory there.
 func ModuleDir(ctx context.Context, goBin, modAtVersion string) (string, error) {
+	if root := os.Getenv(ModuleDirEnv); root != "" {
+		d := filepath.Join(root, filepath.FromSlash(modAtVersion))
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return "", fmt.Errorf("module %s: no directory %s ($%s=%s)", modAtVersion, d, ModuleDirEnv, root)
+		}
+		return d, nil
+	}
 	cmd := exec.CommandContext(ctx, goCmd(goBin), "mod", "download", "-json", modAtVersion)
 	cmd.Env = goEnv("")
 	cmd.Dir = os.TempDir() // outside any module, so the project's go.mod plays no part

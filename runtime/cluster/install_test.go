@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kueuelab/kueuelab/runtime/tools"
+)
+
+func TestCheckKueue(t *testing.T) {
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kueue-system", Name: kueueDeployment}}
+	all := []string{"batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "trainer.kubeflow.org/trainjob"}
+	for _, tc := range []struct {
+		name    string
+		k       *RemoteKueue
+		want    []string // problems, by substring
+		printed string
+	}{
+		{name: "all enabled", k: &RemoteKueue{Deployment: dep, Image: "registry.k8s.io/kueue/kueue:v0.15.0", Config: &KueueSettings{Frameworks: all}},
+			printed: "ok  Kueue v0.15.0"},
+		{name: "old Kueue", k: &RemoteKueue{Deployment: dep, Image: "registry.k8s.io/kueue/kueue:v0.13.2", Config: &KueueSettings{Frameworks: all}},
+			want: []string{"Kueue v0.13.2 is installed"}},
+		{name: "mpijob missing", k: &RemoteKueue{Deployment: dep, Image: "x/kueue:v0.15.1", ConfigSource: "ConfigMap kueue-system/c",
+			Config: &KueueSettings{Frameworks: []string{"batch/job", "jobset.x-k8s.io/jobset"}}},
+			want:    []string{"Kueue integration kubeflow.org/mpijob is not enabled (ConfigMap kueue-system/c lists [batch/job jobset.x-k8s.io/jobset]), and the default kinds need it: MPIJob (distributed_training)"},
+			printed: "--  Kueue integration kubeflow.org/pytorchjob not enabled"},
+		{name: "Kueue run as a process", k: &RemoteKueue{}, printed: "integrations not checked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			got := checkKueue(tc.k, &out)
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("problem %q, want %q", got[i], tc.want[i])
+				}
+			}
+			if !strings.Contains(out.String(), tc.printed) {
+				t.Errorf("output lacks %q:\n%s", tc.printed, out.String())
+			}
+		})
+	}
+}
+
+func TestCheckStagesRefusesStockPodComplete(t *testing.T) {
+	stage := func(name, kind, tmpl string) unstructured.Unstructured {
+		u := unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": name},
+			"spec": map[string]any{"resourceRef": map[string]any{"kind": kind}, "next": map[string]any{"statusTemplate": tmpl}}}}
+		return u
+	}
+	ok := []unstructured.Unstructured{stage("pod-ready", "Pod", "phase: Running"), stage("node-initialize", "Node", "phase: Succeeded"),
+		stage("kueuelab-pod-complete", "Pod", "phase: Succeeded")}
+	var out bytes.Buffer
+	if p := checkStages(ok, &out); len(p) != 0 {
+		t.Errorf("problems %v", p)
+	}
+	// KWOK's own pod-complete stage (kustomize/stage/pod/fast), as `kubectl apply` installs it.
+	dir, err := tools.ModuleDir(t.Context(), "", tools.KWOKModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stock, err := decodeFiles(filepath.Join(dir, "kustomize/stage/pod/fast/pod-complete.yaml"))
+	if err != nil || len(stock) != 1 {
+		t.Fatalf("KWOK's pod-complete: %v", err)
+	}
+	p := checkStages(append(ok, *stock[0]), &out)
+	if len(p) != 1 || !strings.Contains(p[0], "kubectl delete stage pod-complete") {
+		t.Errorf("problems %v, want pod-complete refused", p)
+	}
+}
