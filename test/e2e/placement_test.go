@@ -83,6 +83,16 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	if changed := after.Config != before.Config; after.State != cluster.StateReady || (after.PID != before.PID) != changed || after.Restarts != before.Restarts {
 		t.Fatalf("kube-scheduler before Up %+v, after %+v: want a new process exactly when the configuration changed", before, after)
 	}
+	// Only this spec's nodes: the nodes earlier tests' specs left on the shared cluster (the same
+	// GPU product, so the same flavor) would give the pods room and hide the fragmentation. This
+	// test is sequential: no parallel test's queues are running yet.
+	objs, err := spec.Objects(rcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.PruneOthers(t.Context(), cl.Config, objs, &testWriter{t: t}); err != nil {
+		t.Fatal(err)
+	}
 	// The runner waits for the spec's nodes to be schedulable before the first pod: a node new to
 	// the cluster carries node.kubernetes.io/not-ready for a moment after it is Ready, and pods
 	// created meanwhile would all go to the other one, whatever the scoring.
