@@ -42,7 +42,7 @@ s = json.load(open(d + "/summary.json"))
 g = s["groups"][0]
 q = lambda x: "-" if x is None else "%.1f" % x
 print("\t".join([name, wall, st, str(g["workloads"]), str(g["succeeded"] + g["failed"]),
-  q(s.get("traceSec")), q(s.get("heldWallSec")), str(s.get("holdsExpired", 0)), str(s.get("latePodEnds", "-"))]))
+  q(s.get("traceSec")), q(s.get("heldWallSec")), str(s.get("holdsExpired", 0)), str(s.get("lateSteps", "-"))]))
 EOF
   tail -1 "$OUT/runs.tsv"
 }

@@ -87,7 +87,7 @@ whose pods are not all running, finished pods whose Workload is not Finished, ..
 So a workload alone on an idle cluster takes exactly its work's time, and results do not depend on
 how fast the machine is. --speedup max (the default) replays as fast as the control plane settles;
 --speedup S caps trace time at S seconds per wall second between events. The run prints how long
-the clock stood still and whether any step escaped the holds (summary.json: latePodEnds).
+the clock stood still and whether any step escaped the holds (summary.json: lateSteps).
 With --kubeconfig the agent runs in the cluster, cannot share the clock, and trace time is wall
 time × S (a number is then required).
 

@@ -44,11 +44,12 @@ type Meta struct {
 	// covered.
 	Jumps     int     `json:"jumps,omitempty"`
 	JumpedSec float64 `json:"jumpedSec,omitempty"`
-	// LatePodEnds counts pods whose end was observed after the trace time at which the agent
-	// ended them (the clock moved while a step was owed), LateMaxSec the worst delay: the
-	// residual the holds did not cover. Zero in an exact run.
-	LatePodEnds int     `json:"latePodEnds"`
-	LateMaxSec  float64 `json:"lateMaxSec"`
+	// LateSteps counts steps observed after the trace time at which they happened (a pod's end
+	// after the agent ended it, a Workload's finish after its last pod ended): the clock moved
+	// while a step was owed. LateMaxSec is the worst delay: the residual the holds did not cover.
+	// Zero in an exact run.
+	LateSteps  int     `json:"lateSteps"`
+	LateMaxSec float64 `json:"lateMaxSec"`
 	// SubmitRetries counts create calls retried after a transient failure; Rejected the
 	// workloads the API server refused for good, FirstRejection the first one and why.
 	SubmitRetries  int    `json:"submitRetries,omitempty"`

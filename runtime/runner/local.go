@@ -33,7 +33,7 @@ type InProcess struct {
 	// KueueMetrics and SchedulerMetrics, when set, read another cluster's components (e.g. through
 	// a port-forward); Local's are used otherwise.
 	KueueMetrics, SchedulerMetrics MetricsSource
-	Spec  *rcluster.Spec
+	Spec                           *rcluster.Spec
 	// MaxRate caps trace seconds per wall second between events (0: the clock jumps).
 	MaxRate float64
 	Seed    uint64

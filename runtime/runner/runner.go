@@ -325,7 +325,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	meta := clockMeta(clk)
 	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, specName(cfg.Spec), "cluster"
 	meta.GPUCapacity, meta.Incomplete = plan.gpuCapacity, incomplete
-	meta.LatePodEnds, meta.LateMaxSec = w.lateness()
+	meta.LateSteps, meta.LateMaxSec = w.lateness()
 	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject
 	if meta.FirstRejection == "" && len(plan.unrunnable) > 0 {
 		meta.FirstRejection = plan.unrunnable[0]
@@ -336,8 +336,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		fmt.Fprintf(cfg.Out, "trace clock: %d jumps over %.0f trace s; held %.1fs of %.1fs wall by %d holds while the control plane owed a step (%s); %d reached their limit %v\n",
 			cs.Jumps, cs.Jumped, cs.Held.Seconds(), meta.WallSec, cs.Placed, byKind(cs.ByKind), cs.ExpiredTotal(), cs.Expired)
 	}
-	if meta.LatePodEnds > 0 {
-		fmt.Fprintf(cfg.Out, "residual: %d pod ends observed after their trace time (worst %.3f trace s)\n", meta.LatePodEnds, meta.LateMaxSec)
+	if meta.LateSteps > 0 {
+		fmt.Fprintf(cfg.Out, "residual: %d steps observed after their trace time (worst %.3f trace s)\n", meta.LateSteps, meta.LateMaxSec)
 	}
 	for _, s := range settlers {
 		if st := s.stats(); st.Errors > 0 {
@@ -377,7 +377,7 @@ const settleInterval = 2 * time.Millisecond
 
 // settleWithout is the check used when a component's metrics cannot be read (a cluster that is not
 // kueuelab's own): the component counts as caught up once the watcher has seen no change for a
-// quiet period. Steps slower than that period are then recorded late (measured: LatePodEnds).
+// quiet period. Steps slower than that period are then recorded late (measured: LateSteps).
 func settleWithout(w *watcher) func(ctx context.Context) (bool, string, error) {
 	const quiet = 50 * time.Millisecond
 	return func(context.Context) (bool, string, error) {

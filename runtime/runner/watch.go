@@ -84,7 +84,8 @@ type unit struct {
 	created     map[types.UID]bool // pods seen since the current quota reservation
 	live        int                // pods not terminal and not being deleted
 	running     int
-	allUp       bool // every expected pod has run since the current reservation
+	allUp       bool    // every expected pod has run since the current reservation
+	lastEnd     float64 // trace time the last of its pods ended (0: none yet)
 }
 
 type podState struct {
@@ -101,7 +102,8 @@ type podState struct {
 }
 
 // lateStats measures what the holds missed: a pod end observed after the trace time at which the
-// agent ended it means the clock moved while the control plane still owed a step.
+// agent ended it, or a Workload seen Finished after its last pod ended, means the clock moved while
+// the control plane still owed a step.
 type lateStats struct {
 	n   int
 	max float64
@@ -350,6 +352,10 @@ func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 			}
 			e.Type = results.EvRequeued
 		case kueue.WorkloadFinished:
+			if u.lastEnd > 0 && now-u.lastEnd > 1e-6 {
+				w.late.n++
+				w.late.max = max(w.late.max, now-u.lastEnd)
+			}
 			failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
 			if u.trial == nil {
 				e.Type, e.Reason = results.EvFinished, outcome(failed)
@@ -487,6 +493,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 				w.late.max = max(w.late.max, d)
 			}
 		}
+		u.lastEnd = at
 		e := results.Event{T: at, Workload: u.id, Type: results.EvPodFinished, Object: key, Reason: string(p.Status.Phase),
 			GPUSeconds: float64(st.gpus) * (at - st.since)}
 		e.EnergyJ, st.energyDone = energyOf(p, st.energyDone)
@@ -675,7 +682,7 @@ func (w *watcher) seedQueues(ctx context.Context) error {
 	return nil
 }
 
-// lateness reports the pod ends observed after their trace time, and the worst delay.
+// lateness reports the steps observed after their trace time, and the worst delay.
 func (w *watcher) lateness() (int, float64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
