@@ -127,7 +127,7 @@ func TestScheduleExplicitAndDownNodes(t *testing.T) {
 		{At: 3600, Workload: "w1", Role: "worker"},
 		{At: 37 * 3600, Node: "h100-aa", GPU: &gpu}, // the node is down: dropped
 		{At: 38 * 3600, Node: "h100-aa", GPU: &gpu}, // back up
-		{At: 40 * 3600, Node: "h100-ab"},             // for: the catalog's repair time
+		{At: 40 * 3600, Node: "h100-ab"},            // for: the catalog's repair time
 	}}
 	s, err := NewSchedule(spec, nodes(2, 8), llama3)
 	if err != nil {
