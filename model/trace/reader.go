@@ -508,6 +508,9 @@ const (
 	fIntent
 	fTags
 	fCheckpoint
+	fCheckpointCost
+	fRestartOverhead
+	fMaxRestarts
 	fJobID
 	fPodRole
 	fPodTemplate
@@ -594,6 +597,15 @@ func (d *lineDecoder) workload(line []byte, w *Workload) error {
 		case "checkpointIntervalSec":
 			bit = fCheckpoint
 			w.CheckpointIntervalSec, err = d.optNum()
+		case "checkpointCostSec":
+			bit = fCheckpointCost
+			w.CheckpointCostSec, err = d.optNum()
+		case "restartOverheadSec":
+			bit = fRestartOverhead
+			w.RestartOverheadSec, err = d.optNum()
+		case "maxRestarts":
+			bit = fMaxRestarts
+			w.MaxRestarts, err = d.integer()
 		default:
 			d.unknown("workload." + string(key))
 			err = d.skip()
