@@ -35,6 +35,11 @@ func (MPIJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 	if l < 0 || wk < 0 || b.roles[l].Replicas != 1 {
 		return nil, fmt.Errorf("an MPIJob needs one launcher and at least one worker")
 	}
+	workerRestart := mpiv2beta1.DefaultRestartPolicy
+	if b.restarts() > 0 {
+		// A worker whose process dies restarts in place (render/restarts.go).
+		workerRestart = mpiv2beta1.RestartPolicyOnFailure
+	}
 	specs := make(map[mpiv2beta1.MPIReplicaType]*mpiv2beta1.ReplicaSpec, 2)
 	for _, x := range []struct {
 		i       int
@@ -43,7 +48,7 @@ func (MPIJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 	}{
 		// mpi-operator's defaults: the launcher Job retries on failure, workers do not.
 		{l, mpiv2beta1.MPIReplicaTypeLauncher, mpiv2beta1.DefaultLauncherRestartPolicy},
-		{wk, mpiv2beta1.MPIReplicaTypeWorker, mpiv2beta1.DefaultRestartPolicy},
+		{wk, mpiv2beta1.MPIReplicaTypeWorker, workerRestart},
 	} {
 		r := &b.roles[x.i]
 		tmpl, err := b.podTemplate(r, "mpi", corev1.RestartPolicy(x.restart))
@@ -67,6 +72,9 @@ func (MPIJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 			LauncherCreationPolicy: mpiv2beta1.LauncherCreationPolicyAtStartup,
 			MPIReplicaSpecs:        specs,
 		},
+	}
+	if b.restarts() > 0 {
+		job.Spec.RunPolicy.BackoffLimit = b.runPolicyBackoffLimit()
 	}
 	return []client.Object{job}, nil
 }
