@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -88,14 +87,15 @@ func Install(ctx context.Context, kubeconfig string, objs []client.Object, out i
 	if len(problems) > 0 {
 		return fmt.Errorf("cluster prerequisites not met:\n  - %s", strings.Join(problems, "\n  - "))
 	}
-	stages, err := decodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")
+	stages, err := ownStages()
 	if err != nil {
 		return err
 	}
 	if err := applyUnstructured(ctx, c, stages); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "  applied %d completion stages (annotation %s=true|fail)\n", len(stages), contract.Complete)
+	fmt.Fprintf(out, "  applied %d stages (pod completion: annotation %s=true|fail; node faults: label %s=%s)\n",
+		len(stages), contract.Complete, contract.Fault, contract.FaultNodeDown)
 	if len(objs) > 0 {
 		if err := ApplyObjects(ctx, cfg, objs); err != nil {
 			return errors.Join(errors.New("apply cluster objects"), err)
