@@ -218,8 +218,14 @@ func example(nodes []Node) string {
 }
 
 // Next returns the next fault, or false when there is none.
-func (s *Schedule) Next() (Event, bool) {
+func (s *Schedule) Next() (Event, bool) { return s.NextBy(math.Inf(1)) }
+
+// NextBy returns the next fault due at or before t, or false when there is none yet.
+func (s *Schedule) NextBy(t float64) (Event, bool) {
 	for {
+		if s.Peek() > t {
+			return Event{}, false
+		}
 		e, ok := s.pop()
 		if !ok {
 			return Event{}, false
