@@ -111,6 +111,9 @@ func (k *KueueConfig) check() error {
 
 // timerFields lists the wall-time settings k sets, checked.
 func (k *KueueConfig) timerFields() ([]timerField, error) {
+	if k == nil {
+		return nil, nil
+	}
 	var out []timerField
 	var errs []error
 	add := func(path, v string, def time.Duration, whole bool) time.Duration {
@@ -129,7 +132,8 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 	}
 	if w := k.WaitForPodsReady; w != nil && w.Enable {
 		if w.Timeout == "" {
-			errs = append(errs, errors.New("waitForPodsReady.timeout: required, a trace-time duration such as 10m"))
+			_, err := parsePositive("waitForPodsReady.timeout", w.Timeout)
+			errs = append(errs, err)
 		}
 		add("waitForPodsReady.timeout", w.Timeout, 0, false)
 		add("waitForPodsReady.recoveryTimeout", w.RecoveryTimeout, 0, false)

@@ -366,10 +366,11 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 		{"Kueue caught up", release(kueueKey), map[simclock.Key]bool{kueueKey: false}},
 		{"Kueue tried and it does not fit", func() { wl.Status.Conditions = []metav1.Condition{pending}; w.onWorkload(wl, false) },
 			map[simclock.Key]bool{kueueKey: false, holdPods(u): false}},
-		{"quota reserved: pods owed", func() {
+		{"quota reserved: pods owed; nothing else pending, so Kueue owes nothing", func() {
 			wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 2)}
+			wl.Status.Admission = &kueue.Admission{ClusterQueue: "main"}
 			w.onWorkload(wl, false)
-		}, map[simclock.Key]bool{holdPods(u): true}},
+		}, map[simclock.Key]bool{holdPods(u): true, kueueKey: false}},
 		{"one pod created: its start owed", func() { w.onPod(pod(0, corev1.PodPending), false) },
 			map[simclock.Key]bool{holdPods(u): true, holdStart("pod-0"): true}},
 		{"both pods created", func() { w.onPod(pod(1, corev1.PodPending), false) },
@@ -385,7 +386,13 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 			map[simclock.Key]bool{holdDone("pod-0"): false, holdFinish(u): false}},
 		{"pod 1 ended: the Workload's finish owed", func() { w.onPod(pod(1, corev1.PodSucceeded), false) },
 			map[simclock.Key]bool{holdDone("pod-1"): false, holdFinish(u): true}},
-		{"finished: quota released, Kueue owes a decision", func() {
+		{"another workload waits for quota", func() {
+			other := kueueWorkload(jobs[1].objects[0], "Job", 1)
+			other.Spec.QueueName = kueue.LocalQueueName(jobs[1].queue)
+			w.onWorkload(other, false)
+			w.clk.Release(kueueKey) // Kueue tried it: it does not fit
+		}, map[simclock.Key]bool{kueueKey: false}},
+		{"finished: quota released while one waits, Kueue owes a decision", func() {
 			wl.Status.Conditions = append(wl.Status.Conditions, cond("Finished", "Succeeded", 3))
 			w.onWorkload(wl, false)
 		}, map[simclock.Key]bool{holdFinish(u): false, kueueKey: true}},

@@ -84,6 +84,19 @@ func (v *queueView) entry(wl *kueue.Workload, deleted bool) (queueEntry, bool) {
 	return queueEntry{cq: cq}, ok
 }
 
+// anyPending reports whether any Workload waits in Kueue's queues: only then can Kueue owe a
+// decision (an admission, a preemption, a Pending condition).
+func (v *queueView) anyPending() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, n := range v.pending {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // counts returns copies of the pending and reserving counts by ClusterQueue.
 func (v *queueView) counts() (pending, reserving map[string]int) {
 	v.mu.Lock()

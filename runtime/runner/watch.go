@@ -252,10 +252,14 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.changed = time.Now()
-	// Kueue owes a decision when a Workload enters, leaves or moves within its queues (without
-	// the view, on every change).
-	if moved := w.queues == nil || w.queues.update(wl, deleted); moved && w.kueue != nil {
-		w.kueue.poke()
+	// Kueue owes a decision when a Workload enters, leaves or moves within its queues while any
+	// Workload waits in them (without the view, on every change). With nothing pending, a finish
+	// or an admission leaves Kueue nothing to decide; the next poke's comparison still waits for
+	// Kueue to have caught up with it.
+	if w.queues == nil || (w.queues.update(wl, deleted) && w.queues.anyPending()) {
+		if w.kueue != nil {
+			w.kueue.poke()
+		}
 	}
 	u := w.byWL[wl.UID]
 	if u == nil {
