@@ -79,7 +79,8 @@ type Duration float64
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		// A TypeError, as yaml.v3 reports a wrong type: the strict loaders print its lines as file:line.
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
 	}
 	*d = Duration(v)
 	return nil

@@ -19,6 +19,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kueuelab/kueuelab/internal/yamldoc"
+	"github.com/kueuelab/kueuelab/model/fault"
 )
 
 // APIVersion and Kind identify an experiment document.
@@ -50,6 +51,8 @@ type Experiment struct {
 	// Baseline names the variant deltas are measured against (default: the first).
 	Baseline string    `yaml:"baseline,omitempty"`
 	Variants []Variant `yaml:"variants"`
+	// Faults are injected in every variant that does not give its own (faults.go).
+	Faults *fault.Spec `yaml:"faults,omitempty"`
 
 	file    string
 	timeout time.Duration
@@ -119,6 +122,10 @@ type Variant struct {
 	// ClusterPatch is merged into the cluster spec document (for what the typed operations do
 	// not cover); null deletes a field, a list replaces the list.
 	ClusterPatch map[string]any `yaml:"clusterPatch,omitempty"`
+	// Faults replace the experiment's faults for this variant (`{}`: none).
+	Faults *fault.Spec `yaml:"faults,omitempty"`
+	// Workloads change the trace's checkpointing and restart budget for this variant.
+	Workloads *WorkloadOverrides `yaml:"workloads,omitempty"`
 
 	line int
 }
@@ -275,6 +282,7 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 	if e.Baseline != "" && !seen[e.Baseline] {
 		el.add(line("baseline"), "baseline", "no variant named %q", e.Baseline)
 	}
+	e.validateFaults(root, el)
 }
 
 // errList collects validation errors as "file:line: path: reason".

@@ -324,7 +324,8 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 			return nil, err
 		}
 	}
-	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.OutDir = j.trace, j.traceRef, e.timeout, j.dir
+	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.OutDir = j.variant.Workloads.Apply(j.trace), j.traceRef, e.timeout, j.dir
+	cfg.Faults = e.FaultsOf(j.variant)
 	cfg.Progress, cfg.Out = &prefixWriter{w: o.Out, prefix: j.label() + ": "}, log
 	return runner.Run(ctx, cfg)
 }
