@@ -141,6 +141,7 @@ func Compute(in *Input) *Report {
 	for _, m := range []metric{gpuAlloc, gpuEff, energy, makespan, preempt, unfin} {
 		r.add(in, m, "all", "")
 	}
+	r.addFaultTables(in)
 	return r
 }
 
