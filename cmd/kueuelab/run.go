@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
@@ -26,6 +27,7 @@ import (
 
 type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
+	faults                                              string
 	speedup                                             speedupFlag
 	qps                                                 float64
 	timeout, stall                                      time.Duration
@@ -100,7 +102,14 @@ named), when it stopped before every workload finished (--timeout, Ctrl-C, or a 
 changed for --stall-timeout), or when results could not be written.
 
 --gen-jobs N generates an N-workload trace with the default profile (saved as trace.jsonl in --out)
-instead of reading --trace; --gen-span spreads its submissions over that much trace time.`,
+instead of reading --trace; --gen-span spreads its submissions over that much trace time.
+
+--faults FILE injects faults at exact trace times: explicit ones ({at: 36h, node: h100-003, for:
+2h}; {at: 3h, workload: ID}; {at: 1h, node: N, gpu: 3}) and random ones by mean time between
+failures per GPU-hour and node-hour (defaults from Meta's Llama 3 report, in the hardware
+catalog), seeded. A node goes NotReady, its pods stop and are evicted after evictAfter (5m); a pod
+fails (restart policy Never) or restarts in place (OnFailure); the workload's owner then acts by
+its own failure policy (the trace's maxRestarts) and Kueue follows. faults.jsonl lists each fault.`,
 		Example: `  kueuelab run --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml
   kueuelab run --trace trace.jsonl --cluster examples/clusters/teams.yaml --out results/base
   kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --speedup 100 --keep`,
@@ -123,6 +132,7 @@ instead of reading --trace; --gen-span spreads its submissions over that much tr
 	fl.IntVar(&f.genJobs, "gen-jobs", 0, "generate a trace of this many workloads instead of --trace")
 	fl.DurationVar(&f.genSpan, "gen-span", 0, "trace time the --gen-jobs submissions cover, e.g. 24h (default: the profile's mean inter-arrival of 30s)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of --gen-jobs, the placer and Katib's parameter sampling")
+	fl.StringVar(&f.faults, "faults", "", "fault spec to inject: node, GPU and pod faults, explicit or random (see examples/scenarios/fault-tolerance)")
 	return c
 }
 
@@ -198,6 +208,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(f.speedup)})}
 	}
 	cfg.Trace, cfg.TraceName, cfg.Mapping = tr, f.tracePath, mapping
+	if f.faults != "" {
+		if cfg.Faults, err = fault.Load(f.faults); err != nil {
+			return err
+		}
+	}
 	cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Keep, cfg.QPS, cfg.Out = f.timeout, f.stall, f.out, f.keep, f.qps, out
 	if fd, ok := cmd.ErrOrStderr().(interface{ Fd() uintptr }); ok {
 		cfg.Progress, cfg.TTY = cmd.ErrOrStderr(), term.IsTerminal(int(fd.Fd()))

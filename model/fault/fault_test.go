@@ -2,6 +2,7 @@ package fault
 
 import (
 	"math"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -244,5 +245,30 @@ func TestYoungDaly(t *testing.T) {
 	r := Rates{GPUPerSec: 1 / (86300 * 3600.0), NodePerSec: 1 / (15300 * 3600.0)}
 	if got := r.JobMTBFSec(8, 1) / 3600; math.Abs(got-1/(8/86300.0+1/15300.0)) > 1e-6 {
 		t.Errorf("JobMTBF of an 8-GPU node: %g h", got)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := dir + "/f.yaml"
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	s, err := Load(write("seed: 5\nevents:\n- {at: 36h, node: h100-003, for: 2h}\nrandom: {scale: 10, pools: [h100]}\n"))
+	if err != nil || s.Seed != 5 || s.Events[0].For != 7200 || s.Random.Scale != 10 {
+		t.Fatalf("%+v, %v", s, err)
+	}
+	for body, want := range map[string]string{
+		"seed: 5\nevent: []\n":           "f.yaml:2: event: unknown field",
+		"events:\n- {at: 2h}\n":          "f.yaml:2: events[0]: give node",
+		"events:\n- {at: 2x, node: n}\n": "f.yaml:2: duration \"2x\"",
+		"random: {gpuMTBFHours: -4}\n":   "f.yaml:1: random.gpuMTBFHours",
+	} {
+		if _, err := Load(write(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
 	}
 }

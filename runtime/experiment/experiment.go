@@ -182,6 +182,12 @@ func Parse(name string, data []byte) (*Experiment, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseNode(name, root)
+}
+
+// ParseNode is Parse on a decoded YAML tree: a document that holds an experiment among other
+// fields (a scenario) passes it without them, keeping every node's line.
+func ParseNode(name string, root *yaml.Node) (*Experiment, error) {
 	el := &errList{file: name}
 	if root.Kind != yaml.MappingNode {
 		el.add(root.Line, "", "an experiment file is a mapping (apiVersion, kind, cluster, variants, ...)")
