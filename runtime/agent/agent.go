@@ -417,10 +417,13 @@ func (a *Agent) syncPod(key string, deletedUID types.UID) {
 	if st != nil && (!exists || p.UID != st.uid) {
 		a.forget(key, st)
 		a.ack(simclock.KindGone, st.uid)
+		// An evicted pod may be gone before this agent saw it Failed: its fault is handled too.
+		a.acks = append(a.acks, PodFailedKey(st.uid))
 		st = nil
 	}
 	if deletedUID != "" {
 		a.ack(simclock.KindGone, deletedUID)
+		a.acks = append(a.acks, PodFailedKey(deletedUID))
 	}
 	if !exists {
 		return
