@@ -70,6 +70,7 @@ type injector struct {
 	steps   stepHeap
 	waitPod map[types.UID]podWant
 	waitUp  map[string]bool // node → the injector waits for it Ready (true) or NotReady (false)
+	down    map[string]bool // nodes taken down and not back yet
 	meta    results.FaultMeta
 	errs    []error
 }
@@ -153,7 +154,7 @@ func newInjector(spec *fault.Spec, p *plan, clk *simclock.Clock, c client.Client
 	}
 	return &injector{sch: sch, clk: clk, c: c, plan: p, rec: rec, out: json.NewEncoder(f), file: f,
 		evictAfter: spec.EvictAfterSec(), exitCode: spec.ExitCodeOrDefault(),
-		waitPod: map[types.UID]podWant{}, waitUp: map[string]bool{}}, nil
+		waitPod: map[types.UID]podWant{}, waitUp: map[string]bool{}, down: map[string]bool{}}, nil
 }
 
 // checkStage makes sure kueuelab's node-fault stage is installed (a local cluster started before
@@ -435,6 +436,7 @@ func (in *injector) evict(ctx context.Context, now float64, node string) {
 func (in *injector) nodeDown(ctx context.Context, node string) {
 	in.mu.Lock()
 	in.waitUp[node] = false
+	in.down[node] = true
 	in.mu.Unlock()
 	in.hold("api/node-down/" + node)
 	in.clk.HoldFor(agent.FaultKey("node-down", node), time.Minute)
@@ -449,6 +451,7 @@ func (in *injector) nodeDown(ctx context.Context, node string) {
 func (in *injector) nodeUp(ctx context.Context, now float64, node string) {
 	in.mu.Lock()
 	in.waitUp[node] = true
+	delete(in.down, node)
 	in.mu.Unlock()
 	in.hold("api/node-up/" + node)
 	in.clk.HoldFor(agent.FaultKey("node-up", node), time.Minute)
@@ -612,6 +615,22 @@ func (in *injector) fail(err error) {
 	defer in.mu.Unlock()
 	if len(in.errs) < 20 {
 		in.errs = append(in.errs, err)
+	}
+}
+
+// restore brings back the nodes still down when the run ended, so the cluster is left as found.
+func (in *injector) restore(ctx context.Context) {
+	in.mu.Lock()
+	nodes := make([]string, 0, len(in.down))
+	for n := range in.down {
+		nodes = append(nodes, n)
+	}
+	in.mu.Unlock()
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		if err := in.updateNode(ctx, n, false); err != nil && !apierrors.IsNotFound(err) {
+			in.fail(fmt.Errorf("restore node %s after the run: %w", n, err))
+		}
 	}
 }
 

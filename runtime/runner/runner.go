@@ -348,6 +348,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	recs := rec.Records()
 	meta := clockMeta(clk)
 	if inj != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		inj.restore(rctx)
+		cancel()
 		fm, err := inj.close()
 		meta.Faults, faultErr = &fm, err
 	}
