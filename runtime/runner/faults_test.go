@@ -2,13 +2,19 @@ package runner
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/agent"
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // TestGPUFaultPicksThePodOnThatGPU: a node's running pods take its GPUs in name order; a fault of
@@ -48,5 +54,126 @@ func TestFaultStatuses(t *testing.T) {
 	cs := r.ContainerStatuses[0]
 	if r.Phase != corev1.PodRunning || cs.RestartCount != 3 || cs.State.Running == nil || cs.LastTerminationState.Terminated.ExitCode != 137 {
 		t.Errorf("restarted status %+v", r)
+	}
+}
+
+// TestInjectorPlaysANodeFault drives the injector on a fake API: a node fault labels and taints the
+// node and holds the clock until the node shows NotReady and the agent acknowledged; at
+// evictAfter the node's pods are failed (DisruptionTarget) and deleted, and at the end of the
+// fault the node is back.
+func TestInjectorPlaysANodeFault(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "h100-000", Labels: map[string]string{contract.Pool: "h100"}},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w-0", Namespace: "team-a", UID: "uid-w0", Labels: map[string]string{contract.WorkloadLabel: "w"}},
+		Spec:   corev1.PodSpec{NodeName: "h100-000", RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	c := fakeclient.NewClientBuilder().WithObjects(node, pod).WithStatusSubresource(&corev1.Pod{}, &corev1.Node{}).Build()
+	p := &plan{clusterObjs: []client.Object{node}, byLabel: map[string]string{"team-a/w": "w"}, items: []*item{{id: "w", ns: "team-a"}}}
+	rec, err := results.NewRecorder([]*results.Record{{ID: "w"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := simclock.New(simclock.Options{})
+	spec := &fault.Spec{Events: []fault.EventSpec{{At: 3600, Node: "h100-000", For: 7200}}}
+	in, err := newInjector(spec, p, clk, c, rec, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.reader = c
+	ctx := t.Context()
+	in.act(ctx, 3600)
+	var n corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: "h100-000"}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels[contract.Fault] != contract.FaultNodeDown || len(n.Spec.Taints) != 1 {
+		t.Fatalf("node after the fault: labels %v taints %v", n.Labels, n.Spec.Taints)
+	}
+	apiDown := simclock.Key{Kind: simclock.KindFault, ID: "api/node-down/h100-000"}
+	if !clk.Held(apiDown) || !clk.Held(agent.FaultKey("node-down", "h100-000")) {
+		t.Fatal("node fault: the clock is not held for the API and the agent")
+	}
+	n.Status.Conditions[0].Status = corev1.ConditionFalse // what KWOK's stage does
+	in.node(&n)
+	if clk.Held(apiDown) {
+		t.Error("node NotReady and tainted: the API hold must end")
+	}
+	if len(in.steps) != 2 || in.steps[0].at != 3600+300 || in.steps[0].kind != "evict" {
+		t.Fatalf("steps %+v, want the eviction at 3900 first", in.steps)
+	}
+	in.act(ctx, 3900)
+	var gone corev1.Pod
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &gone); err == nil {
+		t.Errorf("pod still there after the eviction: phase %s", gone.Status.Phase)
+	}
+	evicted := simclock.Key{Kind: simclock.KindFault, ID: "api/evicted/uid-w0"}
+	if !clk.Held(evicted) {
+		t.Fatal("eviction: no hold on the pod's deletion")
+	}
+	in.pod(pod, true)
+	if clk.Held(evicted) {
+		t.Error("pod deleted: the hold must end")
+	}
+	in.act(ctx, 3600+7200)
+	if err := c.Get(ctx, client.ObjectKey{Name: "h100-000"}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := n.Labels[contract.Fault]; ok || len(n.Spec.Taints) != 0 {
+		t.Errorf("node after the repair: labels %v taints %v", n.Labels, n.Spec.Taints)
+	}
+	meta, err := in.close()
+	if err != nil || meta.Node != 1 || meta.HitPods != 1 {
+		t.Errorf("meta %+v, %v", meta, err)
+	}
+	if r := rec.Records()[0]; r.Faults != 1 {
+		t.Errorf("workload faults %d, want 1", r.Faults)
+	}
+}
+
+// TestInjectorRestartsOnFailurePods: a GPU fault on a pod whose restart policy is OnFailure
+// restarts its container in place (the pod stays Running) and holds the clock until the watcher
+// sees the new restart count, the agent acknowledged it, and the owner's grace has passed.
+func TestInjectorRestartsOnFailurePods(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "h100-000"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "mpi-worker-0", Namespace: "team-a", UID: "uid-m0", Labels: map[string]string{contract.WorkloadLabel: "mpi"}},
+		Spec: corev1.PodSpec{NodeName: "h100-000", RestartPolicy: corev1.RestartPolicyOnFailure, Containers: []corev1.Container{{Name: "mpi",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "mpi",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	c := fakeclient.NewClientBuilder().WithObjects(node, pod).WithStatusSubresource(&corev1.Pod{}).Build()
+	p := &plan{clusterObjs: []client.Object{node}, byLabel: map[string]string{"team-a/mpi": "mpi"}, items: []*item{{id: "mpi", ns: "team-a"}}}
+	rec, _ := results.NewRecorder([]*results.Record{{ID: "mpi"}}, nil)
+	clk := simclock.New(simclock.Options{})
+	gpu := 0
+	in, err := newInjector(&fault.Spec{Events: []fault.EventSpec{{At: 60, Node: "h100-000", GPU: &gpu}}}, p, clk, c, rec, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.reader = c
+	in.act(t.Context(), 60)
+	var got corev1.Pod
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(pod), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1.PodRunning || containerRestarts(&got) != 1 {
+		t.Fatalf("pod %s with %d restarts, want Running with 1", got.Status.Phase, containerRestarts(&got))
+	}
+	api := simclock.Key{Kind: simclock.KindFault, ID: "api/restart/uid-m0/1"}
+	owner := simclock.Key{Kind: simclock.KindFault, ID: "owner/uid-m0/1"}
+	if !clk.Held(api) || !clk.Held(agent.PodRestartKey("uid-m0", 1)) || !clk.Held(owner) {
+		t.Fatal("in-place restart: the clock is not held for the API, the agent and the owner")
+	}
+	in.pod(&got, false)
+	if clk.Held(api) {
+		t.Error("restart count seen: the API hold must end")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for clk.Held(owner) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if clk.Held(owner) {
+		t.Error("the owner's grace never ended")
 	}
 }
