@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,8 +22,38 @@ func newClusterCmd() *cobra.Command {
 	}
 	var name string
 	cmd.PersistentFlags().StringVar(&name, "name", cluster.DefaultName, "cluster name (one state dir per cluster)")
-	cmd.AddCommand(newClusterUpCmd(&name), newClusterDownCmd(&name), newClusterStatusCmd(&name), newClusterKubeconfigCmd(&name), newClusterInstallCmd())
+	cmd.AddCommand(newClusterUpCmd(&name), newClusterDownCmd(&name), newClusterStatusCmd(&name), newClusterKubeconfigCmd(&name),
+		newClusterInstallCmd(), newClusterSuperviseCmd(&name))
 	return cmd
+}
+
+// Every local cluster this program brings up (cluster up, run, experiment run) is supervised by
+// a `kueuelab cluster supervise` daemon, so its components keep being restarted after the
+// command returns.
+func init() { cluster.DefaultDaemon = superviseDaemon }
+
+func superviseDaemon(root, name string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return exec.Command(exe, "cluster", "supervise", "--name", name, "--state-root", root), nil
+}
+
+func newClusterSuperviseCmd(name *string) *cobra.Command {
+	var root string
+	c := &cobra.Command{
+		Use:    "supervise",
+		Short:  "Supervise a local cluster's components (the daemon `cluster up` starts)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// SIGTERM or SIGINT cancel the context (main): the supervisor stops the components.
+			return cluster.Supervise(cmd.Context(), root, *name)
+		},
+	}
+	c.Flags().StringVar(&root, "state-root", "", "state root (default: $XDG_STATE_HOME/kueuelab)")
+	return c
 }
 
 func newClusterUpCmd(name *string) *cobra.Command {
@@ -33,9 +65,13 @@ func newClusterUpCmd(name *string) *cobra.Command {
 		Short: "Start the local cluster (a no-op that reports health when it is running)",
 		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, Kueue, JobSet,
 training-operator and mpi-operator on 127.0.0.1 as background processes that outlive this command,
-each awaited on its readiness endpoint. State (certificates, configs, PIDs, logs, etcd data) lives
-in $XDG_STATE_HOME/kueuelab/<name> (default ~/.local/state/kueuelab/<name>). Without --cluster the
-cluster gets 4 KWOK nodes with 8 nvidia.com/gpu each.`,
+each awaited on its readiness endpoint. A supervisor process (it too outlives this command)
+restarts every component that exits, after 200 ms, then doubling up to 30 s; a component that
+exits again after 5 restarts within 2 minutes is left down as crash-looping until the next
+'cluster up'. 'cluster status' shows each component's state and restarts. State (certificates,
+configs, PIDs, logs, etcd data, status.json) lives in $XDG_STATE_HOME/kueuelab/<name> (default
+~/.local/state/kueuelab/<name>). Without --cluster the cluster gets 4 KWOK nodes with 8
+nvidia.com/gpu each.`,
 		Example: "  kueuelab cluster up\n  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -72,7 +108,7 @@ func newClusterDownCmd(name *string) *cobra.Command {
 	var purge bool
 	c := &cobra.Command{
 		Use:   "down",
-		Short: "Stop the processes the cluster started (reverse order)",
+		Short: "Stop the cluster's supervisor and the processes it started (reverse order)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cluster.Down(cmd.Context(), "", *name, purge, cmd.OutOrStdout())
@@ -85,14 +121,17 @@ func newClusterDownCmd(name *string) *cobra.Command {
 func newClusterStatusCmd(name *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show each component's process and health",
-		Args:  cobra.NoArgs,
+		Short: "Show each component's state, process, restarts and last exit",
+		Long: `Shows what the cluster's supervisor reports (status.json in the state dir): each component's
+state (starting, ready, unready, restarting, crash-looping, stopped), PID, restart count and last
+exit. Exits non-zero unless every component is ready.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, rows, err := cluster.Status(cmd.Context(), "", *name)
+			s, h, rows, err := cluster.Status(cmd.Context(), "", *name)
 			if err != nil {
 				return err
 			}
-			cluster.PrintStatus(cmd.OutOrStdout(), s, rows)
+			cluster.PrintStatus(cmd.OutOrStdout(), s, h, rows)
 			if !cluster.Healthy(rows) {
 				return errors.New("cluster not healthy (component logs are in " + s.Dir + "/logs)")
 			}

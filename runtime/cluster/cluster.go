@@ -1,6 +1,9 @@
 // Package cluster runs a local Kubernetes control plane for kueuelab: etcd, kube-apiserver,
-// controller-manager, scheduler, KWOK, Kueue, JobSet, training-operator and mpi-operator as child
+// controller-manager, scheduler, KWOK, Kueue, JobSet, training-operator and mpi-operator as
 // processes on 127.0.0.1, with certificates, configs, PIDs and logs in one state dir per cluster.
+// A supervisor (supervise.go) owns the processes as the kubelet owns static pods: it restarts a
+// component that exits, with backoff, and reports every component's state in status.json
+// (ReadHealth), which is how the runner, `cluster status` and Up see the cluster.
 package cluster
 
 import (

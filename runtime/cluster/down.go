@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// Down stops the processes the cluster started, in reverse start order (SIGTERM, then SIGKILL after
-// grace), also after a half-failed Up. With purge it removes the state dir.
+// Down asks the cluster's supervisor to stop the components (reverse start order, SIGTERM, then
+// SIGKILL after grace) and exit, then stops any component process still named by a PID file (left
+// by a supervisor that died, or by a half-failed Up). With purge it removes the state dir.
 func Down(ctx context.Context, root, name string, purge bool, out io.Writer) error {
 	if root == "" {
 		r, err := StateRoot()
@@ -30,7 +31,18 @@ func Down(ctx context.Context, root, name string, purge bool, out io.Writer) err
 		}
 	}
 	var errs []error
+	if err := s.stopSupervisor(ctx, out); err != nil {
+		errs = append(errs, err)
+	}
 	order := slices.Clone(Components())
+	// Components a supervisor was asked for that the list does not name (yet) are stopped too.
+	if d, _, err := readDesired(s.Dir); err == nil {
+		for _, c := range d.Components {
+			if !slices.Contains(order, c.Name) {
+				order = append(order, c.Name)
+			}
+		}
+	}
 	slices.Reverse(order)
 	for _, n := range order {
 		bin := filepath.Join(s.BinDir, n)

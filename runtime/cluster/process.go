@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -49,44 +50,144 @@ func cmdlineMatches(pid int, bin string) bool {
 	return bytes.Contains(cl, []byte(bin))
 }
 
-// exited reports whether a process we just started is gone (or a zombie) or became something else.
-// Right after exec the kernel lets the parent run before the new argv is mapped, so an empty
-// cmdline alone does not mean the process is gone.
-func exited(pid int, bin string) bool {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	if i := bytes.LastIndexByte(st, ')'); i >= 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X') {
-		return true
-	}
-	cl, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return err != nil || (len(cl) > 0 && !bytes.Contains(cl, []byte(bin)))
+// execRunner starts components as child processes of the supervisor, each in its own session
+// (so a signal to the supervisor's process group never reaches them, and they outlive a
+// supervisor that dies: the next one adopts them), output appended to its log.
+type execRunner struct {
+	s    *State
+	wake chan<- struct{} // told (without blocking) when a child exits; may be nil
 }
 
-// start launches p in its own session (it outlives the CLI), output appended to its log.
-func (s *State) start(p process) (int, error) {
-	logf, err := os.OpenFile(s.logFile(p.name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+func (r execRunner) start(p process, why string) (proc, error) {
+	keepInheritedFDs()
+	logf, err := os.OpenFile(r.s.logFile(p.name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "\n--- %s kueuelab: starting %s\n", time.Now().Format(time.RFC3339), strings.Join(p.argv, " "))
+	fmt.Fprintf(logf, "\n--- %s kueuelab: %s: %s\n", time.Now().Format(time.RFC3339), why, strings.Join(p.argv, " "))
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
-	cmd.Dir = s.Dir
+	cmd.Dir = r.s.Dir
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start %s: %w", p.name, err)
+		return nil, fmt.Errorf("start %s: %w", p.name, err)
 	}
-	pid := cmd.Process.Pid
-	// Reap the child if it dies while this process lives (e2e harness), so it never lingers as a zombie.
-	go func() { _ = cmd.Wait() }()
-	if err := os.WriteFile(s.pidFile(p.name), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
-		return pid, err
+	c := &childProc{cmd: cmd, ch: make(chan struct{}), wake: r.wake}
+	go c.wait()
+	if err := os.WriteFile(r.s.pidFile(p.name), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		_ = c.signal(syscall.SIGKILL)
+		<-c.ch
+		return nil, err
 	}
-	return pid, nil
+	return c, nil
+}
+
+func (r execRunner) adopt(p process) (proc, bool) {
+	pid, ok := r.s.running(p.name, p.bin)
+	if !ok {
+		return nil, false
+	}
+	a := &adoptedProc{p: pid, bin: p.bin, ticks: procStartTicks(pid), ch: make(chan struct{}), wake: r.wake}
+	go a.watch()
+	return a, true
+}
+
+// keepInheritedFDs marks every descriptor above stderr close-on-exec, so no process the cluster
+// starts inherits one this program was given: run as `flock LOCK kueuelab cluster up`, the
+// supervisor and every component would hold LOCK for as long as the cluster runs. (Descriptors
+// Go opens are close-on-exec already.)
+func keepInheritedFDs() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}
+
+// childProc is a process this supervisor started: Wait reaps it and tells how it ended. Signals
+// go through os.Process, which holds a pidfd, so a recycled PID is never signalled.
+type childProc struct {
+	cmd  *exec.Cmd
+	ch   chan struct{}
+	ex   Exit
+	wake chan<- struct{}
+}
+
+func (c *childProc) wait() {
+	err := c.cmd.Wait()
+	ps := c.cmd.ProcessState
+	switch {
+	case ps == nil:
+		c.ex = Exit{Code: -1, Reason: fmt.Sprintf("wait: %v", err)}
+	default:
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			c.ex = Exit{Code: -1, Signal: unix.SignalName(ws.Signal())}
+		} else {
+			c.ex = Exit{Code: ps.ExitCode()}
+		}
+	}
+	close(c.ch)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *childProc) pid() int              { return c.cmd.Process.Pid }
+func (c *childProc) done() <-chan struct{} { return c.ch }
+func (c *childProc) exit() Exit            { return c.ex }
+func (c *childProc) signal(sig syscall.Signal) error {
+	if err := c.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}
+
+// adoptedProc is a component an earlier supervisor started. It is not our child, so its exit is
+// seen by polling /proc and its exit code is unknown; it is signalled only while its start time
+// and command line are still the ones adopted.
+type adoptedProc struct {
+	p     int
+	bin   string
+	ticks uint64
+	ch    chan struct{}
+	wake  chan<- struct{}
+}
+
+func (a *adoptedProc) alive() bool {
+	return procStartTicks(a.p) == a.ticks && cmdlineMatches(a.p, a.bin)
+}
+
+func (a *adoptedProc) watch() {
+	for a.alive() {
+		time.Sleep(tickInterval)
+	}
+	close(a.ch)
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (a *adoptedProc) pid() int              { return a.p }
+func (a *adoptedProc) done() <-chan struct{} { return a.ch }
+func (a *adoptedProc) exit() Exit {
+	return Exit{Code: -1, Reason: "exited (status unknown: adopted from an earlier supervisor)"}
+}
+func (a *adoptedProc) signal(sig syscall.Signal) error {
+	if !a.alive() {
+		return nil
+	}
+	if err := syscall.Kill(a.p, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
 }
 
 // stop sends SIGTERM to the component's process, then SIGKILL after grace, and removes its PID file.
@@ -110,37 +211,6 @@ func (s *State) stop(ctx context.Context, name, bin string, grace time.Duration)
 		return false, fmt.Errorf("%s (pid %d) still alive after SIGKILL", name, pid)
 	}
 	return true, nil
-}
-
-// awaitHealthy polls check until it passes, the process dies, or timeout expires.
-func (s *State) awaitHealthy(ctx context.Context, p process, pid int, timeout time.Duration, check func(context.Context) error) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if exited(pid, p.bin) {
-			return false, fmt.Errorf("%s exited", p.name)
-		}
-		last = check(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		if last != nil && !strings.Contains(err.Error(), "exited") {
-			err = fmt.Errorf("%w (last check: %v)", err, last)
-		}
-		return fmt.Errorf("%s not healthy: %w\n--- last lines of %s ---\n%s", p.name, err, s.logFile(p.name), tailFile(s.logFile(p.name), 20))
-	}
-	return nil
-}
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // rssKB is the resident set size of pid (VmRSS in /proc/<pid>/status), 0 if unknown.

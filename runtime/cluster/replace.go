@@ -78,6 +78,21 @@ func immutable(err error) bool {
 	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "immutable")
 }
 
+// PruneOthers deletes the Kueue queue objects and kueuelab nodes of the cluster that keep does not
+// contain, queues before the flavors they use, each waited for: on kueuelab's own cluster, what an
+// earlier run's spec left (another cohort member, a node pool) must not change this run's results.
+func PruneOthers(ctx context.Context, rc *rest.Config, keep []client.Object, out io.Writer) error {
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	c, err := newClient(rc, scheme)
+	if err != nil {
+		return err
+	}
+	return pruneOthers(ctx, c, keep, out)
+}
+
 // pruneOthers deletes the Kueue queue objects and kueuelab nodes that objs do not contain.
 func pruneOthers(ctx context.Context, c client.Client, objs []client.Object, out io.Writer) error {
 	want := map[string]bool{}

@@ -2,41 +2,43 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"text/tabwriter"
+	"time"
 )
 
-// ComponentStatus is one row of `cluster status`.
+// ComponentStatus is one row of `cluster status`: the supervisor's view of a component, its
+// resident memory, and (without a live supervisor) what a probe finds now.
 type ComponentStatus struct {
-	Name    string
-	PID     int
-	Running bool
-	Healthy bool
-	Detail  string
-	RSSKB   int64
+	ComponentHealth
+	RSSKB int64
 }
 
-// Status probes every component of cluster name.
-func Status(ctx context.Context, root, name string) (*State, []ComponentStatus, error) {
+// Status reports every component of cluster name as its supervisor sees it, or as a probe finds
+// it now when no supervisor runs.
+func Status(ctx context.Context, root, name string) (*State, *Health, []ComponentStatus, error) {
 	if root == "" {
 		r, err := StateRoot()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		root = r
 	}
 	s, exists, err := Load(root, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if !exists {
-		return nil, nil, fmt.Errorf("no cluster %q under %s (run `kueuelab cluster up --name %s`)", name, root, name)
+		return nil, nil, nil, fmt.Errorf("no cluster %q under %s (run `kueuelab cluster up --name %s`)", name, root, name)
 	}
 	p, err := ensurePKIReadOnly(s.path("pki"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	bins := map[string]string{}
 	for _, n := range Components() {
@@ -44,37 +46,55 @@ func Status(ctx context.Context, root, name string) (*State, []ComponentStatus, 
 	}
 	specs, err := s.specs(bins, p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	h, err := ReadHealth(s.Dir)
+	if err != nil && !errors.Is(err, ErrNoSupervisor) {
+		return nil, nil, nil, err
+	}
+	if h == nil {
+		h = &Health{Cluster: s.Name}
 	}
 	var rows []ComponentStatus
-	for _, n := range Components() {
-		sp := specs[n]
-		row := ComponentStatus{Name: n}
-		row.PID, row.Running = s.running(n, sp.bin)
-		switch {
-		case !row.Running:
-			row.Detail = "not running"
-		default:
-			row.RSSKB = rssKB(row.PID)
-			if err := sp.health(ctx); err != nil {
-				row.Detail = err.Error()
-			} else {
-				row.Healthy, row.Detail = true, "ok"
+	names := Components()
+	for _, c := range h.Components {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
+	}
+	for _, n := range names {
+		c, supervised := h.Component(n)
+		if !h.Supervisor.Alive {
+			// Nobody keeps the status current: look at the process and probe it now.
+			c = ComponentHealth{Name: n, Restarts: c.Restarts, LastExit: c.LastExit, LastRestart: c.LastRestart, State: StateStopped}
+			if sp, ok := specs[n]; ok {
+				if pid, running := s.running(n, sp.bin); running {
+					c.PID, c.State = pid, StateReady
+					if err := sp.health(ctx); err != nil {
+						c.State, c.Message = StateUnready, err.Error()
+					}
+				}
 			}
+		} else if !supervised {
+			c = ComponentHealth{Name: n, State: StateStopped, Message: "not started by this cluster's supervisor"}
+		}
+		row := ComponentStatus{ComponentHealth: c}
+		if c.PID > 0 {
+			row.RSSKB = rssKB(c.PID)
 		}
 		rows = append(rows, row)
 	}
-	return s, rows, nil
+	return s, h, rows, nil
 }
 
-// PrintStatus writes the status table and the stack's total RSS.
-func PrintStatus(w io.Writer, s *State, rows []ComponentStatus) {
+// PrintStatus writes the status table, the supervisor and the stack's total RSS.
+func PrintStatus(w io.Writer, s *State, h *Health, rows []ComponentStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "COMPONENT\tPID\tHEALTH\tRSS\n")
+	fmt.Fprintf(tw, "COMPONENT\tSTATE\tPID\tRESTARTS\tLAST EXIT\tRSS\tDETAIL\n")
 	var total int64
 	for _, r := range rows {
 		pid := "-"
-		if r.Running {
+		if r.PID > 0 {
 			pid = fmt.Sprint(r.PID)
 		}
 		rss := "-"
@@ -82,16 +102,37 @@ func PrintStatus(w io.Writer, s *State, rows []ComponentStatus) {
 			rss = fmt.Sprintf("%d MB", r.RSSKB/1024)
 			total += r.RSSKB
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, pid, r.Detail, rss)
+		last := "-"
+		if r.LastExit != nil {
+			last = r.LastExit.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Name, r.State, pid, r.Restarts, last, rss, oneLine(r.Message, 80))
 	}
 	tw.Flush()
+	sup := h.Supervisor
+	switch {
+	case sup.Alive && sup.InProcess:
+		fmt.Fprintf(w, "supervisor: pid %d (inside the program that brought the cluster up), since %s\n", sup.PID, sup.Started.Local().Format(time.DateTime))
+	case sup.Alive:
+		fmt.Fprintf(w, "supervisor: pid %d, since %s; log %s\n", sup.PID, sup.Started.Local().Format(time.DateTime), s.logFile("supervisor"))
+	default:
+		fmt.Fprintf(w, "supervisor: not running, nothing restarts a component that exits (`kueuelab cluster up --name %s` starts it)\n", s.Name)
+	}
 	fmt.Fprintf(w, "total RSS %d MB; kubeconfig %s\n", total/1024, s.Kubeconfig())
 }
 
-// Healthy reports whether every component is running and healthy.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	return s
+}
+
+// Healthy reports whether every component is ready.
 func Healthy(rows []ComponentStatus) bool {
 	for _, r := range rows {
-		if !r.Healthy {
+		if r.State != StateReady {
 			return false
 		}
 	}

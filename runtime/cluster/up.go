@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -29,6 +27,9 @@ type Options struct {
 	Objects  []client.Object // nodes, flavors and queues to apply (e.g. from a cluster spec); nil: DefaultNodes(4, 8)
 	Timeout  time.Duration   // per-component readiness deadline; 2 minutes when zero
 	Out      io.Writer       // progress lines
+	// Daemon runs the supervisor as its own process; DefaultDaemon when nil, and in this process
+	// when both are nil (see DefaultDaemon).
+	Daemon Daemon
 	// KueueConfig holds top-level fields of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)
 	// set on top of the local defaults, e.g. "fairSharing" or "waitForPodsReady", so experiment
 	// variants can differ in Kueue settings. They take effect when Kueue starts: Up does not
@@ -90,9 +91,14 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := s.save(); err != nil {
 		return nil, err
 	}
-	u := &upper{s: s, specs: specs, out: out, timeout: o.Timeout}
 	cl := &Cluster{State: s}
 	fmt.Fprintf(out, "cluster %s (state %s)\n", s.Name, s.Dir)
+	// The supervisor owns the component processes: Up asks it for each one in turn and awaits
+	// its readiness, with the cluster objects each one needs applied in between.
+	if err := s.ensureSupervisor(ctx, specs, o.Daemon); err != nil {
+		return nil, err
+	}
+	u := &upper{s: s, specs: specs, out: out, timeout: o.Timeout}
 	for _, name := range []string{Etcd, APIServer, ControllerManager, Scheduler} {
 		if err := u.ensure(ctx, name); err != nil {
 			return nil, err
@@ -201,18 +207,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := u.ensure(ctx, TrainingOperator); err != nil {
 		return nil, err
 	}
-	// mpi-operator's leader election is always on: its lease namespace must exist, and a lease left
-	// by the previous run of this cluster would make the new process wait for it to expire while
-	// already reporting healthy.
+	// mpi-operator's leader election is always on: its lease namespace must exist (a stale lease
+	// is deleted before every start, see preStartHooks).
 	if err := u.step("mpi-operator namespace", func() error {
-		if err := ApplyObjects(ctx, cfg, []client.Object{namespace(mpiNamespace)}); err != nil {
-			return err
-		}
-		if _, ok := s.running(MPIOperator, specs[MPIOperator].bin); ok {
-			return nil
-		}
-		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: mpiNamespace, Name: "mpi-operator"}}
-		return client.IgnoreNotFound(c.Delete(ctx, lease))
+		return ApplyObjects(ctx, cfg, []client.Object{namespace(mpiNamespace)})
 	}); err != nil {
 		return nil, err
 	}
@@ -291,23 +289,28 @@ type upper struct {
 	started []string
 }
 
+// ensure asks the supervisor for name and waits until it is ready.
 func (u *upper) ensure(ctx context.Context, name string) error {
 	t0 := time.Now()
-	sp := u.specs[name]
-	pid, ok := u.s.running(name, sp.bin)
+	pidBefore, _ := u.s.running(name, u.specs[name].bin)
+	epoch, err := u.s.enable(name)
+	if err != nil {
+		return err
+	}
+	c, err := u.s.awaitReady(ctx, name, epoch, u.timeout)
+	if err != nil {
+		return err
+	}
 	verb := "running"
-	if !ok {
-		var err error
-		if pid, err = u.s.start(sp.process); err != nil {
-			return err
-		}
+	if c.PID != pidBefore {
 		verb = "started"
 		u.started = append(u.started, name)
 	}
-	if err := u.s.awaitHealthy(ctx, sp.process, pid, u.timeout, sp.health); err != nil {
-		return err
+	restarts := ""
+	if c.Restarts > 0 {
+		restarts = fmt.Sprintf(", restarts: %d", c.Restarts)
 	}
-	fmt.Fprintf(u.out, "  %-24s %s, healthy (pid %d, %s)\n", name, verb, pid, time.Since(t0).Round(10*time.Millisecond))
+	fmt.Fprintf(u.out, "  %-24s %s, healthy (pid %d, %s%s)\n", name, verb, c.PID, time.Since(t0).Round(10*time.Millisecond), restarts)
 	return nil
 }
 

@@ -10,9 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	pollwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	"github.com/kueuelab/kueuelab/render/cluster"
 	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
@@ -43,8 +44,12 @@ func clusterObjects(specs []*cluster.Spec) ([]client.Object, error) {
 }
 
 // reset deletes objs from the cluster (Namespaces first, so the workloads in them go and Kueue's
-// finalizers on queues and flavors can clear) and waits until every one is gone.
-func reset(ctx context.Context, rc *rest.Config, objs []client.Object, log io.Writer) error {
+// finalizers on queues and flavors can clear) and waits until every one is gone. On kueuelab's own
+// cluster (own) it also deletes the queues, flavors and nodes of other specs, as a run does: an
+// earlier run's ClusterQueue would otherwise keep a shared ResourceFlavor in use forever (Kueue's
+// resource-in-use finalizer) and could lend quota to this one. On any other cluster a flavor that a
+// ClusterQueue outside objs uses is left in place and said so: deleting it could never complete.
+func reset(ctx context.Context, rc *rest.Config, objs []client.Object, own bool, log io.Writer) error {
 	scheme, err := rtcluster.Scheme()
 	if err != nil {
 		return err
@@ -53,17 +58,39 @@ func reset(ctx context.Context, rc *rest.Config, objs []client.Object, log io.Wr
 	if err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
-	var namespaces, rest []client.Object
+	inUse, err := flavorsUsedElsewhere(ctx, c, objs)
+	if err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	var namespaces, queues, flavors []client.Object
 	for _, o := range objs {
-		if _, ok := o.(*corev1.Namespace); ok {
+		switch o := o.(type) {
+		case *corev1.Namespace:
 			namespaces = append(namespaces, o)
-		} else {
-			rest = append(rest, o)
+		case *kueue.Topology:
+			flavors = append(flavors, o)
+		case *kueue.ResourceFlavor:
+			if by, ok := inUse[o.GetName()]; ok && !own {
+				fmt.Fprintf(log, "reset: kept ResourceFlavor %s: ClusterQueue %s of another spec uses it\n", o.GetName(), by)
+				continue
+			}
+			flavors = append(flavors, o)
+		default:
+			queues = append(queues, o)
 		}
 	}
 	t0 := time.Now()
 	deleted := 0
-	for _, group := range [][]client.Object{namespaces, rest} {
+	if own {
+		// Delete the Kueue queue objects and kueuelab nodes of other specs first: an earlier
+		// spec's ClusterQueue holds the flavors this reset deletes.
+		if err := rtcluster.PruneOthers(ctx, rc, objs, log); err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+	}
+	var wait []client.Object
+	for _, group := range [][]client.Object{namespaces, queues, flavors} {
+		wait = append(wait, group...)
 		for _, o := range group {
 			err := c.Delete(ctx, o.DeepCopyObject().(client.Object), client.PropagationPolicy(metav1.DeletePropagationBackground))
 			switch {
@@ -79,8 +106,8 @@ func reset(ctx context.Context, rc *rest.Config, objs []client.Object, log io.Wr
 		return nil
 	}
 	var left client.Object
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, resetTimeout, true, func(ctx context.Context) (bool, error) {
-		for _, o := range objs {
+	err = pollwait.PollUntilContextTimeout(ctx, 250*time.Millisecond, resetTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, o := range wait {
 			cur := o.DeepCopyObject().(client.Object)
 			err := c.Get(ctx, client.ObjectKeyFromObject(o), cur)
 			if apierrors.IsNotFound(err) {
@@ -103,4 +130,31 @@ func reset(ctx context.Context, rc *rest.Config, objs []client.Object, log io.Wr
 	}
 	fmt.Fprintf(log, "reset: deleted %d objects of earlier runs in %s\n", deleted, time.Since(t0).Round(100*time.Millisecond))
 	return nil
+}
+
+// flavorsUsedElsewhere maps each ResourceFlavor name that a ClusterQueue outside objs uses to that
+// queue's name.
+func flavorsUsedElsewhere(ctx context.Context, c client.Client, objs []client.Object) (map[string]string, error) {
+	ours := map[string]bool{}
+	for _, o := range objs {
+		if _, ok := o.(*kueue.ClusterQueue); ok {
+			ours[o.GetName()] = true
+		}
+	}
+	var cqs kueue.ClusterQueueList
+	if err := c.List(ctx, &cqs); err != nil {
+		return nil, fmt.Errorf("list ClusterQueues: %w", err)
+	}
+	used := map[string]string{}
+	for _, cq := range cqs.Items {
+		if ours[cq.Name] {
+			continue
+		}
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, f := range rg.Flavors {
+				used[string(f.Name)] = cq.Name
+			}
+		}
+	}
+	return used, nil
 }

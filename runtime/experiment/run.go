@@ -176,7 +176,7 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 		}
 		o.resetObjs = objs
 		defer func() {
-			if err := reset(context.Background(), o.REST, objs, o.Log); err != nil {
+			if err := reset(context.Background(), o.REST, objs, o.State != nil, o.Log); err != nil {
 				fmt.Fprintf(o.Out, "experiment: final reset: %v\n", err)
 			}
 		}()
@@ -307,7 +307,7 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 			return nil, fmt.Errorf("cluster up: %w", err)
 		}
 		rc, state = cl.Config, cl.State
-	} else if err := reset(ctx, rc, o.resetObjs, log); err != nil {
+	} else if err := reset(ctx, rc, o.resetObjs, o.State != nil, log); err != nil {
 		return nil, err
 	}
 	var cfg runner.Config

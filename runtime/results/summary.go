@@ -50,6 +50,7 @@ type Meta struct {
 	// Zero in an exact run.
 	LateSteps  int     `json:"lateSteps"`
 	LateMaxSec float64 `json:"lateMaxSec"`
+	LateWorst  string  `json:"lateWorst,omitempty"`
 	// SubmitRetries counts create calls retried after a transient failure; Rejected the
 	// workloads the API server refused for good, FirstRejection the first one and why.
 	SubmitRetries  int    `json:"submitRetries,omitempty"`

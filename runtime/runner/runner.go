@@ -356,7 +356,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, specName(cfg.Spec), "cluster"
 	meta.GPUCapacity, meta.Incomplete = plan.gpuCapacity, incomplete
-	meta.LateSteps, meta.LateMaxSec = w.lateness()
+	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = w.lateness()
 	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject
 	if meta.FirstRejection == "" && len(plan.unrunnable) > 0 {
 		meta.FirstRejection = plan.unrunnable[0]
@@ -368,7 +368,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cs.Jumps, cs.Jumped, cs.Held.Seconds(), meta.WallSec, cs.Placed, byKind(cs.ByKind), cs.ExpiredTotal(), cs.Expired)
 	}
 	if meta.LateSteps > 0 {
-		fmt.Fprintf(cfg.Out, "residual: %d steps observed after their trace time (worst %.3f trace s)\n", meta.LateSteps, meta.LateMaxSec)
+		fmt.Fprintf(cfg.Out, "residual: %d steps observed after their trace time (worst %.3f trace s: %s)\n", meta.LateSteps, meta.LateMaxSec, meta.LateWorst)
 	}
 	for _, s := range settlers {
 		if st := s.stats(); st.Errors > 0 {

@@ -68,11 +68,20 @@ func (s *settler) run(ctx context.Context) {
 		case <-s.kick:
 		}
 		agreed, since := 0, uint64(0)
+		start, reads := time.Now(), 0
+		interval := s.interval
 		for {
 			s.mu.Lock()
 			g := s.gen
 			s.mu.Unlock()
 			ok, why, err := s.check(ctx)
+			reads++
+			if err != nil {
+				why = err.Error()
+			}
+			if !ok && why != "" && reads%50 == 0 {
+				s.clk.Note("settling", fmt.Sprintf("%s %d reads %s: %s", s.name, reads, time.Since(start).Round(time.Millisecond), why))
+			}
 			s.mu.Lock()
 			s.polls++
 			if err != nil {
@@ -82,6 +91,9 @@ func (s *settler) run(ctx context.Context) {
 			s.last = why
 			switch {
 			case err != nil || !ok || g != since:
+				if g != since {
+					interval = s.interval // a new poke: the component has something new to do
+				}
 				agreed, since = 0, g
 				if err == nil && ok {
 					agreed = 1
@@ -92,10 +104,18 @@ func (s *settler) run(ctx context.Context) {
 			if agreed >= 2 && s.gen == g {
 				s.clk.Release(s.key)
 				s.mu.Unlock()
+				if d := time.Since(start); d > 100*time.Millisecond {
+					s.clk.Note("settled", fmt.Sprintf("%s after %s, %d reads", s.name, d.Round(time.Millisecond), reads))
+				}
 				break
 			}
 			s.mu.Unlock()
-			t.Reset(s.interval)
+			t.Reset(interval)
+			if !ok {
+				// A step that takes long (an eviction, a preemption) takes long: every read costs the
+				// component its whole exposition, so read less often while it disagrees.
+				interval = min(2*interval, maxSettleInterval)
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -108,6 +128,9 @@ func (s *settler) run(ctx context.Context) {
 		}
 	}
 }
+
+// maxSettleInterval bounds the back-off of a settler's reads while the component disagrees.
+const maxSettleInterval = 16 * time.Millisecond
 
 // settlerStats is what a settler did, for the run's summary.
 type settlerStats struct {

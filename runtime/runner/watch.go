@@ -93,9 +93,10 @@ type unit struct {
 	evicted     bool // Evicted=True now
 	everEvicted bool
 	finished    bool
-	admitted    float64            // trace time of the current quota reservation
-	created     map[types.UID]bool // pods seen since the current quota reservation
-	live        int                // pods not terminal and not being deleted
+	admitted    float64              // trace time of the current quota reservation
+	created     map[types.UID]bool   // pods seen since the current quota reservation
+	pods        map[string]*podState // its pods the watcher knows, by namespace/name
+	live        int                  // pods not terminal and not being deleted
 	running     int
 	allUp       bool    // every expected pod has run since the current reservation
 	lastEnd     float64 // trace time the last of its pods ended (0: none yet)
@@ -123,8 +124,17 @@ type podState struct {
 // agent ended it, or a Workload seen Finished after its last pod ended, means the clock moved while
 // the control plane still owed a step.
 type lateStats struct {
-	n   int
-	max float64
+	n     int
+	max   float64
+	worst string // what the worst one was
+}
+
+// add counts a step observed d trace seconds after it happened.
+func (l *lateStats) add(d float64, what string) {
+	l.n++
+	if d > l.max {
+		l.max, l.worst = d, what
+	}
 }
 
 func newWatcher(p *plan, rec *results.Recorder, clk *simclock.Clock, tr *trials) *watcher {
@@ -273,7 +283,7 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		key := unitKey(id, tr)
 		u = w.units[key]
 		if u == nil {
-			u = &unit{key: key, id: id, trial: tr, seen: map[string]string{}, created: map[types.UID]bool{}}
+			u = newUnit(key, id, tr)
 			w.units[key] = u
 		}
 		u.wl, u.obj = wl.UID, wl.Namespace+"/"+wl.Name
@@ -301,9 +311,9 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	case reserved && !u.reserved:
 		u.reserved, u.admitted, u.allUp, u.succeeded = true, now, false, 0
 		clear(u.created)
-		for _, ps := range w.pods {
+		for _, ps := range u.pods {
 			// Pods of an earlier admission still being deleted do not count for this one.
-			if ps.unit == u && !ps.terminal && !ps.deleting {
+			if !ps.terminal && !ps.deleting {
 				u.created[ps.uid] = true
 			}
 		}
@@ -381,8 +391,7 @@ func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 			e.Type = results.EvRequeued
 		case kueue.WorkloadFinished:
 			if u.lastEnd > 0 && now-u.lastEnd > 1e-6 {
-				w.late.n++
-				w.late.max = max(w.late.max, now-u.lastEnd)
+				w.late.add(now-u.lastEnd, fmt.Sprintf("Workload %s Finished at %.3f, its last pod ended at %.3f", u.obj, now, u.lastEnd))
 			}
 			failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
 			if u.trial == nil {
@@ -454,10 +463,14 @@ func (w *watcher) podUnit(p *corev1.Pod) *unit {
 	key := unitKey(id, tr)
 	u := w.units[key]
 	if u == nil {
-		u = &unit{key: key, id: id, trial: tr, seen: map[string]string{}, created: map[types.UID]bool{}}
+		u = newUnit(key, id, tr)
 		w.units[key] = u
 	}
 	return u
+}
+
+func newUnit(key, id string, tr *trialRef) *unit {
+	return &unit{key: key, id: id, trial: tr, seen: map[string]string{}, created: map[types.UID]bool{}, pods: map[string]*podState{}}
 }
 
 func (w *watcher) onPod(o any, deleted bool) {
@@ -476,6 +489,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 	st := w.pods[key]
 	if st != nil && st.uid != p.UID {
 		w.podGone(key, st) // replaced under the same name; the delete event was missed
+		delete(st.unit.pods, key)
 		st = nil
 	}
 	if st == nil {
@@ -485,6 +499,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		}
 		st = &podState{unit: u, uid: p.UID, gpus: podGPUs(&p.Spec), attempt: restartAttempt(p)}
 		w.pods[key] = st
+		u.pods[key] = st
 		if !deleted && p.DeletionTimestamp == nil && !podTerminal(p) {
 			u.live++
 			if u.reserved {
@@ -518,8 +533,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		if t, ok := annotatedTime(p, contract.FinishedTraceSec); ok && podTerminal(p) {
 			at = t
 			if d := now - t; d > 1e-6 {
-				w.late.n++
-				w.late.max = max(w.late.max, d)
+				w.late.add(d, fmt.Sprintf("pod %s seen ended at %.3f, the agent ended it at %.3f", key, now, t))
 			}
 		}
 		u.lastEnd = at
@@ -549,9 +563,13 @@ func (w *watcher) onPod(o any, deleted bool) {
 		w.podGone(key, st)
 		if deleted {
 			delete(w.pods, key)
+			delete(u.pods, key)
 		}
 	case podTerminal(p) && !st.terminal:
 		st.terminal = true
+		if t, ok := annotatedTime(p, contract.FinishedTraceSec); ok && !st.everRan {
+			u.lastEnd = t // ended before the watcher saw it run
+		}
 		w.clk.Release(holdStart(p.UID))
 		if p.Status.Phase == corev1.PodSucceeded && u.reserved {
 			u.succeeded++
@@ -728,11 +746,11 @@ func (w *watcher) seedQueues(ctx context.Context) error {
 	return nil
 }
 
-// lateness reports the steps observed after their trace time, and the worst delay.
-func (w *watcher) lateness() (int, float64) {
+// lateness reports the steps observed after their trace time, the worst delay and what it was.
+func (w *watcher) lateness() (int, float64, string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.late.n, w.late.max
+	return w.late.n, w.late.max, w.late.worst
 }
 
 // restartAttemptLabel is JobSet's label of the restart attempt a pod belongs to

@@ -336,6 +336,16 @@ func (c *Clock) release(k Key, w time.Time, early bool) {
 	}
 }
 
+// Note writes a free-form line to the trace (Options.Trace), if there is one.
+func (c *Clock) Note(event, what string) {
+	if c.trace == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log(c.wall.Now(), event, strings.ReplaceAll(what, " ", "_"))
+}
+
 // log writes a trace line (Options.Trace); c.mu is held.
 func (c *Clock) log(w time.Time, event, what string) {
 	if c.trace != nil {

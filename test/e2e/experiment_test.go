@@ -8,6 +8,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
 	"github.com/kueuelab/kueuelab/runtime/report"
@@ -67,6 +73,16 @@ func TestExperimentQuotaSweep(t *testing.T) {
 	}
 	rc, err := cluster.RESTConfig(shared.kubeconfig)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// An earlier spec's ClusterQueue on the same cluster still uses flavor cpu (as the other tests'
+	// queues do): the reset must prune it, or Kueue's resource-in-use finalizer keeps the flavor.
+	other := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "e2e-other-spec-cq"}, Spec: kueue.ClusterQueueSpec{
+		NamespaceSelector: &metav1.LabelSelector{},
+		ResourceGroups: []kueue.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+			Flavors: []kueue.FlavorQuotas{{Name: "cpu", Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("1")}}}}}},
+	}}
+	if err := cluster.ApplyObjects(t.Context(), rc, []client.Object{other}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")

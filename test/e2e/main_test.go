@@ -30,6 +30,10 @@ var shared *env // set once by TestMain before any test runs, read-only afterwar
 func TestMain(m *testing.M) {
 	// Errors reach the tests as return values; without a logger controller-runtime prints a stack trace.
 	ctrllog.SetLogger(logr.Discard())
+	// Re-executed as a test cluster's supervisor daemon (see testDaemon).
+	if spec := os.Getenv(superviseEnv); spec != "" {
+		os.Exit(superviseMain(spec))
+	}
 	if os.Getenv("KUEUELAB_E2E") == "0" {
 		fmt.Println("e2e: skipped because KUEUELAB_E2E=0")
 		os.Exit(0)
