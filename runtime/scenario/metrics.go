@@ -299,7 +299,8 @@ func (d *variantData) partialGang(scope string) (float64, error) {
 }
 
 // spanningBlocks counts the gang workloads whose pods, the first time they all ran, were on more
-// than one topology block of the scenario's cluster.
+// than one topology block of the scenario's cluster. Nodes outside the topology (a parameter
+// server on a CPU node) are in no block and do not count.
 func (d *variantData) spanningBlocks(scope string) (float64, error) {
 	if len(d.blocks) == 0 {
 		return 0, fmt.Errorf("the scenario's cluster has no topology: no blocks to count")
@@ -316,7 +317,9 @@ func (d *variantData) spanningBlocks(scope string) (float64, error) {
 			if len(nodes) == g.rec.Pods {
 				blocks := map[string]bool{}
 				for _, node := range nodes {
-					blocks[d.blocks[node]] = true
+					if b, ok := d.blocks[node]; ok {
+						blocks[b] = true
+					}
 				}
 				if len(blocks) > 1 {
 					n++

@@ -87,6 +87,14 @@ func Run(ctx context.Context, s *Scenario, o Options) (*Outcome, error) {
 	}
 	out.Pass = true
 	fmt.Fprintf(o.Out, "scenario %s (%s):\n", s.Name, s.Challenge)
+	// Say where a run was not exact, whether or not a check asks: a check that fails on such a run
+	// may be about the replay rather than the policy.
+	for _, v := range s.Experiment.Variants {
+		if m := data[v.Name].dir.Summary; m.HoldsExpired > 0 || m.LateSteps > 0 {
+			fmt.Fprintf(o.Out, "  note  variant %s is not exact: %d holds expired %v, %d late steps (worst %gs: %s)\n",
+				v.Name, m.HoldsExpired, m.ExpiredByKind, m.LateSteps, m.LateMaxSec, m.LateWorst)
+		}
+	}
 	for i := range s.Checks {
 		r := s.Checks[i].evaluate(s, data)
 		out.Results = append(out.Results, r)

@@ -86,6 +86,15 @@ func TestPartialGangAndBlocks(t *testing.T) {
 	if got, _ := d.spanningBlocks(""); got != 1 {
 		t.Errorf("spanning %g, want 1", got)
 	}
+	// A pod on a node outside the topology (a parameter server on a CPU node) is in no block.
+	d.dir.Events = []results.Event{
+		{T: 0, Workload: "g", Type: results.EvPodRunning, Object: "p0", Node: "cpu"},
+		{T: 0, Workload: "g", Type: results.EvPodRunning, Object: "p1", Node: "n1"},
+		{T: 0, Workload: "g", Type: results.EvPodRunning, Object: "p2", Node: "n2"},
+	}
+	if got, _ := d.spanningBlocks(""); got != 0 {
+		t.Errorf("spanning with a pod outside the topology %g, want 0", got)
+	}
 	// Still partial when the run ends: until its end.
 	d.dir.Events = ev[:1]
 	if got, _ := d.partialGang(""); got != 5900 {
