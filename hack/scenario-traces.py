@@ -73,8 +73,8 @@ write("backfill", [
 
 # gang: two 12-worker gangs on 16 GPUs whose quota says 32: the second can start only partially.
 write("gang", [
-    ps_gang("gang-a", 0, "team-a", 12, 3 * H),
-    ps_gang("gang-b", 60, "team-a", 12, 3 * H),
+    ps_gang("gang-a", 0, "team-a", 12, 1 * H),
+    ps_gang("gang-b", 60, "team-a", 12, 1 * H),
 ])
 
 # fair-sharing: team A floods the cohort (24 one-GPU jobs on 24 GPUs, 16 of them borrowed);
