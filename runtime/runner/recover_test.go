@@ -86,3 +86,33 @@ func TestWatcherHoldsRecovery(t *testing.T) {
 		})
 	}
 }
+
+// TestWatcherNewPodEndsFinishHold: a one-pod Job whose pod fails leaves no live pod (the finish
+// hold: the Workload may be about to finish) and owes a replacement (recover); the replacement
+// means the workload goes on, so it ends both holds, and the finish hold is placed afresh when
+// the replacement ends.
+func TestWatcherNewPodEndsFinishHold(t *testing.T) {
+	w, _, p := watchFixture(t)
+	top := batchJobs(t, p, 1)[0].objects[0]
+	w.onWorkload(kueueWorkload(top, "Job", 1, cond("QuotaReserved", "QuotaReserved", 1)), false)
+	u := w.units[batchJobs(t, p, 1)[0].id]
+	pod := func(name string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: top.GetNamespace(), UID: types.UID(name),
+			Labels: map[string]string{contract.WorkloadLabel: top.GetName()}},
+			Spec: corev1.PodSpec{NodeName: "h100-001"}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	w.onPod(pod("a", corev1.PodRunning), false)
+	w.onPod(pod("a", corev1.PodFailed), false)
+	if !w.clk.Held(holdFinish(u)) || !w.clk.Held(holdRecover(u)) {
+		t.Fatalf("the only pod failed: finish held %v, recover held %v; want both", w.clk.Held(holdFinish(u)), w.clk.Held(holdRecover(u)))
+	}
+	w.onPod(pod("a2", corev1.PodPending), false)
+	if w.clk.Held(holdFinish(u)) || w.clk.Held(holdRecover(u)) {
+		t.Fatalf("replacement seen: finish held %v, recover held %v; want neither", w.clk.Held(holdFinish(u)), w.clk.Held(holdRecover(u)))
+	}
+	w.onPod(pod("a2", corev1.PodRunning), false)
+	w.onPod(pod("a2", corev1.PodSucceeded), false)
+	if !w.clk.Held(holdFinish(u)) {
+		t.Error("the replacement ended: no finish hold")
+	}
+}

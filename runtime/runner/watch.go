@@ -502,6 +502,10 @@ func (w *watcher) onPod(o any, deleted bool) {
 		u.pods[key] = st
 		if !deleted && p.DeletionTimestamp == nil && !podTerminal(p) {
 			u.live++
+			// Its owner made a new pod (a replacement, a JobSet's next attempt): the workload
+			// goes on, so its last pods' end no longer owes its finish. Left held, the finish
+			// hold would stall the clock to its limit and, expired, not wait for the real end.
+			w.clk.Release(holdFinish(u))
 			if u.reserved {
 				u.created[p.UID] = true
 				if len(u.created) >= u.expected {
