@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/kueuelab/kueuelab/render/contract"
 
@@ -14,10 +15,22 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kueuelab/kueuelab/runtime/apiretry"
 )
 
-// maxWriteRetries bounds the retries of one write; the next checkpoint rewrites progress anyway.
+// maxWriteRetries bounds the retries of a write the API server refused; the next checkpoint
+// rewrites progress anyway. A write that failed because the API server could not be reached (an
+// outage, a restart) is retried until it goes through: a lost completion would leave its
+// workload running forever.
 const maxWriteRetries = 8
+
+// Retry backoff: exponential per pod, capped so that writes resume within a second of the API
+// server's return.
+const (
+	writeRetryBase = 5 * time.Millisecond
+	writeRetryMax  = time.Second
+)
 
 // patch is one pending pod write; a newer patch for the same pod replaces an older one.
 type patch struct {
@@ -60,7 +73,7 @@ type writer struct {
 
 func newWriter(client kubernetes.Interface, qps float64, burst int, log *slog.Logger, m *metrics) *writer {
 	q := func(name string) workqueue.TypedRateLimitingInterface[string] {
-		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](writeRetryBase, writeRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
 	}
 	return &writer{
@@ -142,7 +155,7 @@ func (w *writer) write(ctx context.Context, q workqueue.TypedRateLimitingInterfa
 	_, err := w.client.CoreV1().Pods(p.ns).Patch(ctx, p.name, p.typ, body, metav1.PatchOptions{FieldManager: "kueuelab-agent"}, sub...)
 	w.mu.Lock()
 	// A newer patch queued meanwhile stays pending; the queue hands the key out again.
-	if cur, ok := w.pending[prefix+key]; ok && cur.progress == p.progress && string(cur.body) == string(p.body) && (err == nil || apierrors.IsNotFound(err) || q.NumRequeues(key) >= maxWriteRetries) {
+	if cur, ok := w.pending[prefix+key]; ok && cur.progress == p.progress && string(cur.body) == string(p.body) && (err == nil || apierrors.IsNotFound(err) || (!apiretry.Transient(err) && q.NumRequeues(key) >= maxWriteRetries)) {
 		delete(w.pending, prefix+key)
 	}
 	_, again := w.pending[prefix+key]

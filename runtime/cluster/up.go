@@ -218,12 +218,14 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	// Flavors and queues go through Kueue's webhooks, so the cluster objects come last.
-	objs := o.Objects
+	// A spec's objects replace those of another spec on a cluster that was up already
+	// (ReplaceObjects prunes). Without a spec Up only makes sure there are nodes: a `cluster up`
+	// of a running cluster must never delete the queues a user made on it.
+	objs, prune := o.Objects, true
 	if objs == nil {
-		objs = DefaultNodes(4, 8)
+		objs, prune = DefaultNodes(4, 8), false
 	}
-	// Objects of another spec on a cluster that was up already are replaced (ReplaceObjects).
-	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return ReplaceObjects(ctx, cfg, objs, true, out) }); err != nil {
+	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return ReplaceObjects(ctx, cfg, objs, prune, out) }); err != nil {
 		return nil, err
 	}
 	if err := u.step("KWOK nodes Ready", func() error { _, err := waitNodesReady(ctx, c, o.Timeout); return err }); err != nil {

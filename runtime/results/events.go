@@ -103,7 +103,7 @@ func ReadEvents(r io.Reader, name string) ([]Event, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		if e.Workload == "" || e.Type == "" {
+		if e.Type == "" || (e.Workload == "" && !ControlPlaneEvent(e.Type)) {
 			return nil, fmt.Errorf("%s:%d: event without workload or type", name, line)
 		}
 		out = append(out, e)

@@ -60,7 +60,17 @@ const (
 	// EvLostEnergy is the energy of the workload's pods deleted before they finished, reported by
 	// the agent at the end of the run (EnergyJ): no pod_finished event carries it.
 	EvLostEnergy EventType = "lost_energy"
+
+	// Control-plane events concern no workload (Workload is empty); Object names the component.
+	EvComponentRestarted EventType = "component_restarted" // the supervisor restarted a component (Message: its last exit)
+	EvControlPlaneDown   EventType = "control_plane_down"  // a component went down or unready: the trace clock holds (Message: which)
+	EvControlPlaneReady  EventType = "control_plane_ready" // every component is ready again (Message: the outage's wall time)
 )
+
+// ControlPlaneEvent reports whether t is about the control plane rather than a workload.
+func ControlPlaneEvent(t EventType) bool {
+	return t == EvComponentRestarted || t == EvControlPlaneDown || t == EvControlPlaneReady
+}
 
 // Event is one line of events.jsonl. T is trace seconds since the trace start.
 type Event struct {

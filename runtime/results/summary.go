@@ -56,6 +56,12 @@ type Meta struct {
 	SubmitRetries  int    `json:"submitRetries,omitempty"`
 	Rejected       int    `json:"rejected,omitempty"`
 	FirstRejection string `json:"firstRejection,omitempty"`
+	// Restarts counts the control-plane components' restarts during the run, by component;
+	// Outages the times some component was down or unready and OutageWallSec their wall time (the
+	// trace clock held through them).
+	Restarts      map[string]int `json:"restarts,omitempty"`
+	Outages       int            `json:"outages,omitempty"`
+	OutageWallSec float64        `json:"outageWallSec,omitempty"`
 	// States counts the workloads by their state at the end of the run.
 	States map[string]int `json:"states,omitempty"`
 	// Faults counts the injected faults (nil: none were asked for).

@@ -96,5 +96,8 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 		cfg.SchedulerMetrics = func(ctx context.Context) (io.ReadCloser, error) { return sr(ctx) }
 	}
 	cfg.Prune = o.Prune
+	if o.Local != nil {
+		cfg.ControlPlane = o.Local.Dir
+	}
 	return cfg, nil
 }

@@ -85,9 +85,10 @@ type Config struct {
 	// KueueTimers are the local Kueue's wall-time settings, so their timers fire at their trace
 	// times on the event-driven clock.
 	KueueTimers KueueTimers
-	// Health reports the control-plane components that are down or not ready (nil: not known);
-	// while any is, the trace clock is held.
-	Health func() []string
+	// ControlPlane is the state dir of kueuelab's local cluster whose supervisor the run follows
+	// ("": another cluster, not followed): while a component is down or not ready the trace clock
+	// holds, restarts and outages are recorded, and a crash-looping component ends the run.
+	ControlPlane string
 	// SampleStep is the time series step in trace seconds (default 60).
 	SampleStep float64
 	// Faults are the faults to inject (nil: none; see faults.go).
@@ -303,9 +304,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		bg.Add(1)
 		go func() { defer bg.Done(); s.run(runCtx) }()
 	}
-	if cfg.Health != nil && clk.HoldsEnabled() {
+	var cp *controlPlane
+	if cfg.ControlPlane != "" && clk.HoldsEnabled() {
+		cp = newControlPlane(cfg.ControlPlane, clk, evlog, cfg.Out)
 		bg.Add(1)
-		go func() { defer bg.Done(); watchHealth(runCtx, clk, cfg.Health) }()
+		go func() { defer bg.Done(); cp.run(runCtx) }()
 	}
 	clk.Start(runCtx)
 	if cfg.Timeout > 0 {
@@ -329,7 +332,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Progress != nil {
 		prog = results.NewProgress(cfg.Progress, len(plan.records), cfg.TTY, 10*time.Second)
 	}
-	incomplete := waitDone(runCtx, ctx, &cfg, rec, prog, clk, agentErr)
+	incomplete := waitDone(runCtx, ctx, &cfg, rec, prog, clk, agentErr, cp)
 	clk.Stop()
 	cancelRun()
 	bg.Wait()
@@ -362,10 +365,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		meta.FirstRejection = plan.unrunnable[0]
 	}
 	meta.States = rec.Counts().States
+	if cp != nil {
+		cp.meta(&meta)
+	}
 	cs := clk.Stats()
 	if cs.Placed > 0 {
 		fmt.Fprintf(cfg.Out, "trace clock: %d jumps over %.0f trace s; held %.1fs of %.1fs wall by %d holds while the control plane owed a step (%s); %d reached their limit %v\n",
 			cs.Jumps, cs.Jumped, cs.Held.Seconds(), meta.WallSec, cs.Placed, byKind(cs.ByKind), cs.ExpiredTotal(), cs.Expired)
+	}
+	if meta.Outages > 0 || len(meta.Restarts) > 0 {
+		var rs []string
+		for _, k := range slices.Sorted(maps.Keys(meta.Restarts)) {
+			rs = append(rs, fmt.Sprintf("%s %d", k, meta.Restarts[k]))
+		}
+		fmt.Fprintf(cfg.Out, "control plane: %d outages held the trace clock for %.1fs of wall time; restarts: %s\n",
+			meta.Outages, meta.OutageWallSec, strings.Join(append(rs, "none")[:max(len(rs), 1)], ", "))
 	}
 	if meta.LateSteps > 0 {
 		fmt.Fprintf(cfg.Out, "residual: %d steps observed after their trace time (worst %.3f trace s: %s)\n", meta.LateSteps, meta.LateMaxSec, meta.LateWorst)
@@ -443,7 +457,11 @@ func clockMeta(clk *simclock.Clock) results.Meta {
 // waitDone shows progress until every workload is terminal or the run must stop, and returns
 // why the run is incomplete ("" when it is not).
 func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder, prog *results.Progress, clk *simclock.Clock,
-	agentErr <-chan error) string {
+	agentErr <-chan error, cp *controlPlane) string {
+	var fatal <-chan error
+	if cp != nil {
+		fatal = cp.fatal
+	}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	lastEvents, lastTrace, lastChange := -1, -1.0, time.Now()
@@ -454,6 +472,8 @@ func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder
 		select {
 		case err := <-agentErr:
 			return describe(rec, "the agent stopped: "+err.Error())
+		case err := <-fatal:
+			return describe(rec, "the control plane failed: "+err.Error())
 		case <-runCtx.Done():
 			why := "interrupted"
 			if parent.Err() == nil && cfg.Timeout > 0 {
@@ -468,7 +488,7 @@ func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder
 			if ev := rec.Events(); ev != lastEvents || now != lastTrace {
 				lastEvents, lastTrace, lastChange = ev, now, time.Now()
 			} else if cfg.StallTimeout > 0 && time.Since(lastChange) >= cfg.StallTimeout {
-				return describe(rec, stalled(cfg, rec, clk, time.Since(lastChange)))
+				return describe(rec, stalled(rec, clk, cp, time.Since(lastChange)))
 			}
 		}
 	}
@@ -476,7 +496,7 @@ func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder
 
 // stalled diagnoses a run in which nothing happened for too long: which workloads are stuck in
 // which state, what holds the clock, which components are unhealthy.
-func stalled(cfg *Config, rec *results.Recorder, clk *simclock.Clock, quiet time.Duration) string {
+func stalled(rec *results.Recorder, clk *simclock.Clock, cp *controlPlane, quiet time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stalled: no workload changed state and the trace clock stood at %.0f s for %s", clk.Now(), quiet.Round(time.Second))
 	stuck := map[string][]string{}
@@ -497,8 +517,8 @@ func stalled(cfg *Config, rec *results.Recorder, clk *simclock.Clock, quiet time
 	if act := clk.Active(); len(act) > 0 {
 		fmt.Fprintf(&b, "; clock held by %v", act)
 	}
-	if cfg.Health != nil {
-		if down := cfg.Health(); len(down) > 0 {
+	if cp != nil {
+		if down := cp.unhealthy(); len(down) > 0 {
 			fmt.Fprintf(&b, "; unhealthy: %s", strings.Join(down, ", "))
 		}
 	}
@@ -514,27 +534,6 @@ func describe(rec *results.Recorder, why string) string {
 		}
 	}
 	return fmt.Sprintf("%s: %d of %d workloads did not finish (%s)", why, c.Total-c.Finished(), c.Total, strings.Join(parts, ", "))
-}
-
-// watchHealth holds the clock while any control-plane component is down or not ready: during an
-// outage the control plane owes every step.
-func watchHealth(ctx context.Context, clk *simclock.Clock, health func() []string) {
-	key := simclock.Key{Kind: simclock.KindOutage, ID: "control-plane"}
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if down := health(); len(down) > 0 {
-			clk.HoldFor(key, time.Hour)
-		} else {
-			clk.Release(key)
-		}
-		select {
-		case <-ctx.Done():
-			clk.Release(key)
-			return
-		case <-t.C:
-		}
-	}
 }
 
 func writeResults(dir string, recs []results.Record, s *results.Summary) error {

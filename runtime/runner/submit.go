@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kueuelab/kueuelab/runtime/apiretry"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -241,7 +240,7 @@ func (s *submitter) create(ctx context.Context, o client.Object, owner string) e
 			s.mu.Unlock()
 			return nil
 		}
-		if ctx.Err() != nil || !Transient(err) {
+		if ctx.Err() != nil || !apiretry.Transient(err) {
 			s.releaseOwner(owner)
 			return fmt.Errorf("create %s %s/%s: %w", kindOf(o), o.GetNamespace(), o.GetName(), err)
 		}
@@ -264,31 +263,6 @@ func (s *submitter) releaseOwner(owner string) {
 	if owner != "" {
 		s.clk.Release(submitHold(owner))
 	}
-}
-
-// Transient reports whether a failed API call may succeed if retried: the API server or a webhook
-// was unreachable, overloaded or timed out. Validation errors, webhook denials and conflicts with
-// existing objects are permanent.
-func Transient(err error) bool {
-	switch {
-	case err == nil:
-		return false
-	case apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err),
-		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err), apierrors.IsUnexpectedServerError(err):
-		// A webhook the API server could not call is an InternalError: "failed calling webhook".
-		return true
-	case apierrors.IsConflict(err):
-		return true
-	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
-		return true
-	}
-	var st apierrors.APIStatus
-	if errors.As(err, &st) {
-		return false // any other status the API server sent is its answer
-	}
-	// An error without an API status never reached the API server's logic (dial, TLS, HTTP/2).
-	return true
 }
 
 func (s *submitter) record(e results.Event) {

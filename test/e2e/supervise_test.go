@@ -125,23 +125,20 @@ func allReady(h *cluster.Health) (bool, string) {
 	return len(not) == 0, strings.Join(not, " ")
 }
 
-// TestSupervisedComponentsRecover brings up a cluster of its own (the kills must not disturb the
-// shared one) with its supervisor running as a daemon, SIGKILLs every component in turn and sees
-// each restarted and ready with its restart counted; checks that the restarted Kueue rebuilt its
-// quota accounting from the API and that the restarted operators run their kinds; kills the
-// supervisor itself and sees the next Up adopt the running components; and makes JobSet
-// crash-loop with a broken config.
-func TestSupervisedComponentsRecover(t *testing.T) {
+// startSupCluster brings up a cluster of the test's own (kills must not disturb the shared one)
+// whose supervisor runs as a daemon, as the CLI's does, and takes it down when the test ends.
+func startSupCluster(t *testing.T, prefix string) (*supCluster, *cluster.Cluster) {
+	t.Helper()
 	set := tools.Pinned()
 	bin, err := tools.BinDir("", set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.MkdirTemp("", "kueuelab-e2e-sup-")
+	root, err := os.MkdirTemp("", "kueuelab-e2e-"+prefix+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := fmt.Sprintf("sup-%d", os.Getpid())
+	name := fmt.Sprintf("%s-%d", prefix, os.Getpid())
 	base, err := freePortBlock(29400, 17)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +166,17 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 	if sc.c, err = client.New(cl.Config, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
+	return sc, cl
+}
+
+// TestSupervisedComponentsRecover brings up a cluster of its own (the kills must not disturb the
+// shared one) with its supervisor running as a daemon, SIGKILLs every component in turn and sees
+// each restarted and ready with its restart counted; checks that the restarted Kueue rebuilt its
+// quota accounting from the API and that the restarted operators run their kinds; kills the
+// supervisor itself and sees the next Up adopt the running components; and makes JobSet
+// crash-loop with a broken config.
+func TestSupervisedComponentsRecover(t *testing.T) {
+	sc, _ := startSupCluster(t, "sup")
 	h := sc.health()
 	if sv := h.Supervisor; !sv.Alive || sv.InProcess || sv.PID == os.Getpid() {
 		t.Fatalf("supervisor %+v, want a live daemon", sv)
@@ -299,7 +307,7 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 
 	t.Run("Down", func(t *testing.T) {
 		last := sc.health()
-		if err := cluster.Down(t.Context(), root, name, false, logWriter{t}); err != nil {
+		if err := cluster.Down(t.Context(), sc.opts.Root, sc.opts.Name, false, logWriter{t}); err != nil {
 			t.Fatal(err)
 		}
 		h := sc.health()
