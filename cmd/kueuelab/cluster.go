@@ -71,11 +71,13 @@ exits again after 5 restarts within 2 minutes is left down as crash-looping unti
 'cluster up'. 'cluster status' shows each component's state and restarts. State (certificates,
 configs, PIDs, logs, etcd data, status.json) lives in $XDG_STATE_HOME/kueuelab/<name> (default
 ~/.local/state/kueuelab/<name>). Without --cluster the cluster gets 4 KWOK nodes with 8
-nvidia.com/gpu each.`,
+nvidia.com/gpu each. The kube-scheduler runs with the spec's scheduler section (upstream's
+default profile without one) and is restarted when it changes; without --cluster it keeps the
+configuration it has.`,
 		Example: "  kueuelab cluster up\n  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := clusterSpecObjects(spec, false)
+			sp, objs, err := clusterSpecObjects(spec, false)
 			if err != nil {
 				return err
 			}
@@ -88,7 +90,11 @@ nvidia.com/gpu each.`,
 				}
 				dir = d
 			}
-			cl, err := cluster.Up(cmd.Context(), cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Out: cmd.OutOrStdout()})
+			o := cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Out: cmd.OutOrStdout()}
+			if sp != nil {
+				o.Scheduler = sp.KubeSchedulerConfiguration()
+			}
+			cl, err := cluster.Up(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -173,18 +179,24 @@ func newClusterInstallCmd() *cobra.Command {
 		Long: `For a cluster you run yourself (e.g. kind + KWOK with Kueue installed): checks that the Kueue,
 JobSet, training-operator, mpi-operator and KWOK Stage CRDs are served (and Kueue's version from its
 controller Deployment), then installs only what kueuelab owns: the KWOK completion stages and, with
---cluster, the spec's namespaces, flavors, queues and KWOK nodes.`,
+--cluster, the spec's namespaces, flavors, queues and KWOK nodes. It reports what the cluster's
+kube-scheduler does (its pods' image and flags, and whether it runs a configuration file) without
+changing it: a spec's scheduler section applies to the local cluster only.`,
 		Example: "  kueuelab cluster install --kubeconfig ~/.kube/config",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
 				return errors.New("--kubeconfig is required")
 			}
-			objs, err := clusterSpecObjects(spec, !withNodes)
+			sp, objs, err := clusterSpecObjects(spec, !withNodes)
 			if err != nil {
 				return err
 			}
-			return cluster.Install(cmd.Context(), kubeconfig, objs, cmd.OutOrStdout())
+			var scoring string
+			if sp != nil && sp.Scheduler != nil {
+				scoring = sp.Scoring().String()
+			}
+			return cluster.Install(cmd.Context(), kubeconfig, objs, scoring, cmd.OutOrStdout())
 		},
 	}
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the existing cluster")
@@ -194,13 +206,14 @@ controller Deployment), then installs only what kueuelab owns: the KWOK completi
 }
 
 // clusterSpecObjects loads a cluster spec and renders its objects; nil without a spec.
-func clusterSpecObjects(path string, omitNodes bool) ([]client.Object, error) {
+func clusterSpecObjects(path string, omitNodes bool) (*rcluster.Spec, []client.Object, error) {
 	if path == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	spec, err := rcluster.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return spec.Objects(rcluster.Options{OmitNodes: omitNodes})
+	objs, err := spec.Objects(rcluster.Options{OmitNodes: omitNodes})
+	return spec, objs, err
 }

@@ -78,7 +78,10 @@ with a generator, a trace generated with generator.seed + k, shared by every var
 Each run writes OUT/<variant>/r<k>/ and, once finished, a 'done' marker holding its summary: a
 rerun skips finished runs and redoes cut-short ones. A run that reaches the experiment's timeout
 counts as finished (its unfinished workloads are reported). Compare the variants with
-'kueuelab report OUT'.`,
+'kueuelab report OUT'.
+
+An experiment with 'engine: sim' runs every variant through Kueue's scheduler in virtual time
+instead (runtime/sim: no cluster, seconds per run); 'sim: {cycle, podStart}' sets its timing.`,
 		Example: `  kueuelab experiment run examples/experiments/quota-sweep.yaml --out results/quota-sweep
   kueuelab report results/quota-sweep --out quota-sweep.html`,
 		Args: cobra.ExactArgs(1),

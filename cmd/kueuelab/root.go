@@ -22,7 +22,7 @@ queued through Kueue), and replays traces on a real control plane with KWOK GPU 
 		newValidateCmd(),
 		newAgentCmd(),
 		newRenderCmd(),
-		newExperimentCmd(), newReportCmd(), newScenarioCmd(),
+		newExperimentCmd(), newReportCmd(), newScenarioCmd(), newCompareCmd(),
 		newRunCmd(),
 	)
 	return root

@@ -28,6 +28,8 @@ import (
 type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
 	faults                                              string
+	engine                                              string
+	sim                                                 simFlags
 	speedup                                             speedupFlag
 	qps                                                 float64
 	timeout, stall                                      time.Duration
@@ -109,10 +111,16 @@ instead of reading --trace; --gen-span spreads its submissions over that much tr
 failures per GPU-hour and node-hour (defaults from Meta's Llama 3 report, in the hardware
 catalog), seeded. A node goes NotReady, its pods stop and are evicted after evictAfter (5m); a pod
 fails (restart policy Never) or restarts in place (OnFailure); the workload's owner then acts by
-its own failure policy (the trace's maxRestarts) and Kueue follows. faults.jsonl lists each fault.`,
+its own failure policy (the trace's maxRestarts) and Kueue follows. faults.jsonl lists each fault.
+The sim engine does not model faults: --faults needs --engine cluster.
+
+--engine sim replays the same trace, cluster spec and mapping through Kueue v0.15.0's own
+scheduler, imported as a library, in virtual time: no cluster, no processes, the same results
+files. ` + simHelp,
 		Example: `  kueuelab run --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml
   kueuelab run --trace trace.jsonl --cluster examples/clusters/teams.yaml --out results/base
-  kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --speedup 100 --keep`,
+  kueuelab run --trace trace.jsonl --cluster spec.yaml --kubeconfig ~/.kube/config --speedup 100 --keep
+  kueuelab run --engine sim --gen-jobs 100000 --seed 1 --cluster examples/clusters/teams.yaml --out results/sim`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, &f) },
 	}
@@ -132,7 +140,9 @@ its own failure policy (the trace's maxRestarts) and Kueue follows. faults.jsonl
 	fl.IntVar(&f.genJobs, "gen-jobs", 0, "generate a trace of this many workloads instead of --trace")
 	fl.DurationVar(&f.genSpan, "gen-span", 0, "trace time the --gen-jobs submissions cover, e.g. 24h (default: the profile's mean inter-arrival of 30s)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of --gen-jobs, the placer and Katib's parameter sampling")
-	fl.StringVar(&f.faults, "faults", "", "fault spec to inject: node, GPU and pod faults, explicit or random (see examples/scenarios/fault-tolerance)")
+	fl.StringVar(&f.faults, "faults", "", "fault spec to inject: node, GPU and pod faults, explicit or random (see examples/scenarios/fault-tolerance); cluster engine only")
+	fl.StringVar(&f.engine, "engine", "cluster", "cluster (a real Kueue on a cluster) or sim (Kueue's scheduler in virtual time)")
+	f.sim.register(fl)
 	return c
 }
 
@@ -147,6 +157,17 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if (f.tracePath == "") == (f.genJobs == 0) {
 		return errors.New("give exactly one of --trace and --gen-jobs")
+	}
+	if f.engine != "cluster" && f.engine != "sim" {
+		return fmt.Errorf("--engine %q: want cluster or sim", f.engine)
+	}
+	if err := f.sim.check(f.engine, cmd.Flags()); err != nil {
+		return err
+	}
+	if f.engine == "sim" && f.faults != "" {
+		// Faults need the injector, the owners' failure policies and Kueue's requeue on a cluster;
+		// the sim's loop plays none of them yet.
+		return fmt.Errorf("--faults %s: the sim engine does not model faults; use --engine cluster", f.faults)
 	}
 	if f.out == "" {
 		f.out = filepath.Join("results", time.Now().Format("20060102-150405"))
@@ -170,6 +191,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			return err
 		}
 		fmt.Fprintf(out, "generated %d workloads (seed %d) into %s\n", f.genJobs, f.seed, f.tracePath)
+	}
+	if f.engine == "sim" {
+		return runSim(cmd, f, spec, mapping)
 	}
 	tr, err := trace.LoadWorkloads(ctx, f.tracePath, trace.Options{})
 	if err != nil {
@@ -197,6 +221,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			return err
 		}
 	} else {
+		if spec.Scheduler != nil {
+			return fmt.Errorf("%s: the scheduler section sets up the local cluster's kube-scheduler; the cluster behind --kubeconfig keeps its own (`kueuelab cluster install --kubeconfig` shows it): leave the section out to run there", f.specPath)
+		}
 		if f.speedup == 0 {
 			return errors.New("--kubeconfig: the agent runs in that cluster on wall time, so --speedup needs a number (e.g. 100)")
 		}
@@ -271,5 +298,5 @@ func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.
 	if err != nil {
 		return nil, err
 	}
-	return cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Out: out})
+	return cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Scheduler: spec.KubeSchedulerConfiguration(), Out: out})
 }

@@ -45,6 +45,9 @@ var catalog = map[string]family{
 	CPUFamily:   {Name: CPUFamily},
 }
 
+// CPUFlavor is the ResourceFlavor derived for CPU pools.
+var CPUFlavor = catalog[CPUFamily].FlavorName()
+
 // GPU reports whether the family has GPUs.
 func (f family) GPU() bool { return f.Resource != "" }
 

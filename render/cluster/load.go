@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 
@@ -22,8 +23,15 @@ func Load(path string) (*Spec, error) {
 	return Parse(path, data)
 }
 
-// Parse is Load on bytes already read; name is used in error messages.
+// Parse is Load on bytes already read; name is used in error messages and its directory is what
+// relative paths in the spec (scheduler.config) are relative to.
 func Parse(name string, data []byte) (*Spec, error) {
+	return ParseIn(filepath.Dir(name), name, data)
+}
+
+// ParseIn is Parse with relative paths in the spec resolved against dir, for a spec that is not a
+// file (an experiment's patched spec).
+func ParseIn(dir, name string, data []byte) (*Spec, error) {
 	root, err := yamldoc.Root(name, "cluster spec", data)
 	if err != nil {
 		return nil, err
@@ -39,7 +47,7 @@ func Parse(name string, data []byte) (*Spec, error) {
 	if err := el.err(); err != nil {
 		return nil, err
 	}
-	s := &Spec{file: name}
+	s := &Spec{file: name, dir: dir}
 	if err := root.Decode(s); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {

@@ -194,6 +194,9 @@ func (s *Spec) clusterQueueObject(q *ClusterQueue) *kueue.ClusterQueue {
 			WhenCanPreempt: kueue.FlavorFungibilityPolicy(cmp.Or(ff.WhenCanPreempt, "TryNextFlavor")),
 		}
 	}
+	if as := q.AdmissionScope; as != nil {
+		cq.Spec.AdmissionScope = &kueue.AdmissionScope{AdmissionMode: kueue.AdmissionMode(as.AdmissionMode)}
+	}
 	return cq
 }
 

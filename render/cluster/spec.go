@@ -32,8 +32,12 @@ type Spec struct {
 	DefaultTeam string `yaml:"defaultTeam,omitempty"`
 	// PriorityClasses maps the trace's intent classes to WorkloadPriorityClasses.
 	PriorityClasses PriorityClasses `yaml:"priorityClasses,omitempty"`
+	// Scheduler is how kube-scheduler places admitted pods on nodes (default: upstream's,
+	// NodeResourcesFit LeastAllocated on cpu and memory).
+	Scheduler *Scheduler `yaml:"scheduler,omitempty"`
 
 	file    string
+	dir     string // what relative paths in the spec are relative to
 	valid   bool
 	flavors []*flavor
 }
@@ -121,6 +125,9 @@ type ClusterQueue struct {
 	Preemption        *Preemption        `yaml:"preemption,omitempty"`
 	FairSharing       *FairSharing       `yaml:"fairSharing,omitempty"`
 	FlavorFungibility *FlavorFungibility `yaml:"flavorFungibility,omitempty"`
+	// AdmissionScope turns on admission fair sharing for this queue (with admissionFairSharing
+	// in Kueue's configuration): its heads are ordered by their LocalQueues' decayed usage.
+	AdmissionScope *AdmissionScope `yaml:"admissionScope,omitempty"`
 	// Quotas list the flavors in the order Kueue tries them (put cpu first so CPU pods do not
 	// take GPU nodes); they form one resource group covering every resource named.
 	Quotas []FlavorQuota `yaml:"quotas"`
@@ -142,6 +149,12 @@ type Preemption struct {
 type BorrowWithinCohort struct {
 	Policy               string `yaml:"policy"`
 	MaxPriorityThreshold *int32 `yaml:"maxPriorityThreshold,omitempty"`
+}
+
+// AdmissionScope is a ClusterQueue's admission fair sharing mode: UsageBasedAdmissionFairSharing
+// or NoAdmissionFairSharing.
+type AdmissionScope struct {
+	AdmissionMode string `yaml:"admissionMode"`
 }
 
 // FlavorFungibility says when a workload tries the next flavor.

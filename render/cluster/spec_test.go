@@ -111,6 +111,8 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate priority class", "defaultTeam: team-a", "defaultTeam: team-a\npriorityClasses:\n  eco: {name: standard}", []string{"priorityClasses.eco.name: class \"standard\" is also used by standard"}},
 		{"cohort cycle", "- name: all", "- name: all\n  parent: b\n- name: b\n  parent: all", []string{"cohorts[0].parent: cohort \"all\" is part of a parent cycle"}},
 		{"two documents", "defaultTeam: team-a", "defaultTeam: team-a\n---\nkind: x", []string{"single YAML document"}},
+		{"bad admission mode", "  cohort: all\n", "  cohort: all\n  admissionScope: {admissionMode: Usage}\n", []string{"clusterQueues[0].admissionScope.admissionMode: must be one of UsageBasedAdmissionFairSharing, NoAdmissionFairSharing"}},
+		{"admission scope is valid", "  cohort: all\n", "  cohort: all\n  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}\n", nil},
 		{"selector misses team", "  cohort: all\n", "  cohort: all\n  namespaceSelector: {matchLabels: {tier: gold}}\n", []string{"teams[0].clusterQueue: ClusterQueue cq-a's namespaceSelector (tier=gold) does not select namespace team-a"}},
 	}
 	for _, tc := range tests {

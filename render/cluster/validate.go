@@ -70,6 +70,7 @@ func (s *Spec) validate(l *errList) {
 	s.validateQueues(l)
 	s.validateTeams(l)
 	s.validatePriorities(l)
+	s.validateScheduler(l, s.dir)
 	s.valid = len(l.errs) == 0
 }
 
@@ -371,6 +372,9 @@ func (s *Spec) validateQueues(l *errList) {
 		if ff := q.FlavorFungibility; ff != nil {
 			oneOf(l, p.key("flavorFungibility").key("whenCanBorrow"), or(ff.WhenCanBorrow, "MayStopSearch"), "MayStopSearch", "TryNextFlavor")
 			oneOf(l, p.key("flavorFungibility").key("whenCanPreempt"), or(ff.WhenCanPreempt, "TryNextFlavor"), "MayStopSearch", "TryNextFlavor")
+		}
+		if as := q.AdmissionScope; as != nil {
+			oneOf(l, p.key("admissionScope").key("admissionMode"), as.AdmissionMode, "UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
 		}
 		if len(q.Quotas) == 0 {
 			l.add(p.key("quotas"), "at least one flavor quota is required")

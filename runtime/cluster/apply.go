@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kueuelab/kueuelab/render/contract"
@@ -224,10 +225,44 @@ func DefaultNodes(n, gpus int) []client.Object {
 	return out
 }
 
-// waitNodesReady waits until every KWOK node is Ready.
+// WaitNodesSchedulable waits until each named node is Ready and free of the node controller's
+// condition taints (node.kubernetes.io/not-ready and the like): a node new to the cluster keeps
+// node.kubernetes.io/not-ready for a moment after it reports Ready, and pods created meanwhile
+// all go to the other nodes, whatever the scheduler's scoring.
+func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, names []string, timeout time.Duration) error {
+	c, err := kueuelabClient(rc)
+	if err != nil {
+		return err
+	}
+	var waiting string
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			var n corev1.Node
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+				if apierrors.IsNotFound(err) {
+					waiting = name + " (not found)"
+					return false, nil
+				}
+				return false, err
+			}
+			if !nodeSchedulable(&n) {
+				waiting = name
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("node %s not Ready and schedulable: %w", waiting, err)
+	}
+	return nil
+}
+
+// waitNodesReady waits until every KWOK node is Ready and has no node.kubernetes.io/ taint, and
+// returns how many are.
 func waitNodesReady(ctx context.Context, c client.Client, timeout time.Duration) (int, error) {
 	ready := 0
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var nodes corev1.NodeList
 		if err := c.List(ctx, &nodes); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -242,16 +277,28 @@ func waitNodesReady(ctx context.Context, c client.Client, timeout time.Duration)
 				continue
 			}
 			total++
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-					ready++
-				}
+			if nodeSchedulable(&n) {
+				ready++
 			}
 		}
 		return total > 0 && ready == total, nil
 	})
 	if err != nil {
-		return ready, fmt.Errorf("KWOK nodes not Ready (%d ready): %w", ready, err)
+		return ready, fmt.Errorf("KWOK nodes not Ready and schedulable (%d are): %w", ready, err)
 	}
 	return ready, nil
+}
+
+func nodeSchedulable(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if strings.HasPrefix(t.Key, "node.kubernetes.io/") {
+			return false
+		}
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }

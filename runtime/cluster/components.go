@@ -121,10 +121,12 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 			health: httpOK(insecure, loopURL("https", pt.ControllerManager, "/healthz")),
 		},
 		Scheduler: {
+			// The configuration file (scheduler.go) holds the kubeconfig, client rate, leader
+			// election and profiles; with --config the scheduler ignores the flags for them.
 			process: process{name: Scheduler, bin: bins[Scheduler], argv: []string{bins[Scheduler],
-				"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
-				"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(pt.Scheduler), "--leader-elect=false",
-				"--kube-api-qps=" + strconv.Itoa(clientQPS), "--kube-api-burst=" + strconv.Itoa(clientQPS)}},
+				"--config=" + s.path("config", schedulerConfigFile),
+				"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+				"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(pt.Scheduler)}},
 			ports:  []int{pt.Scheduler},
 			health: httpOK(insecure, loopURL("https", pt.Scheduler, "/healthz")),
 		},

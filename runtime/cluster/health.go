@@ -84,6 +84,9 @@ type ComponentHealth struct {
 	// Epoch is the request of Up this state answers: Up raises it to start a crash-looping or
 	// stopped component over, and waits for the supervisor to report on the new epoch.
 	Epoch int `json:"epoch"`
+	// Config is the digest of the configuration file the process started with, for a component
+	// that reads one only at start (kube-scheduler); the supervisor restarts it for a new one.
+	Config string `json:"config,omitempty"`
 }
 
 // SupervisorInfo identifies the process that supervises a cluster.

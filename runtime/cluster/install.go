@@ -11,8 +11,10 @@ import (
 	"github.com/kueuelab/kueuelab/render/contract"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -34,7 +36,9 @@ var prerequisites = []prerequisite{
 
 // Install prepares an existing cluster (e.g. kind + KWOK with Kueue installed by its user): it
 // checks the prerequisites and applies only what kueuelab owns: its completion stages, plus objs.
-func Install(ctx context.Context, kubeconfig string, objs []client.Object, out io.Writer) error {
+// It reports what the cluster's kube-scheduler runs without changing it; scoring, when not
+// empty, is the strategy a spec's scheduler section asks for, which applies to local clusters.
+func Install(ctx context.Context, kubeconfig string, objs []client.Object, scoring string, out io.Writer) error {
 	cfg, err := RESTConfig(kubeconfig)
 	if err != nil {
 		return err
@@ -84,6 +88,7 @@ func Install(ctx context.Context, kubeconfig string, objs []client.Object, out i
 	default:
 		return fmt.Errorf("read Kueue Deployment: %w", err)
 	}
+	reportScheduler(ctx, c, scoring, out)
 	if len(problems) > 0 {
 		return fmt.Errorf("cluster prerequisites not met:\n  - %s", strings.Join(problems, "\n  - "))
 	}
@@ -115,4 +120,59 @@ func imageTag(image string) string {
 		return ""
 	}
 	return image[i+1:]
+}
+
+// schedulerSelector selects the kube-scheduler static pods kubeadm and kind run in kube-system.
+const schedulerSelector = "component=kube-scheduler"
+
+// reportScheduler prints what places the cluster's pods, as far as the API shows it: kueuelab
+// never changes a foreign cluster's scheduler, so a replay there runs under whatever it does.
+func reportScheduler(ctx context.Context, c client.Client, scoring string, out io.Writer) {
+	var pods corev1.PodList
+	sel, err := labels.Parse(schedulerSelector)
+	if err == nil {
+		err = c.List(ctx, &pods, client.InNamespace("kube-system"), client.MatchingLabelsSelector{Selector: sel})
+	}
+	if err != nil {
+		fmt.Fprintf(out, "  ??  kube-scheduler: cannot list its pods in kube-system (%v)\n", err)
+	} else {
+		for _, line := range describeSchedulers(pods.Items) {
+			fmt.Fprintf(out, "  %s\n", line)
+		}
+	}
+	if scoring != "" {
+		fmt.Fprintf(out, "  !!  the spec's scheduler section (%s) is not applied: kueuelab does not change this cluster's scheduler, it sets up the local cluster's\n", scoring)
+	}
+}
+
+// describeSchedulers says, per kube-scheduler pod, its image and what configures it.
+func describeSchedulers(pods []corev1.Pod) []string {
+	if len(pods) == 0 {
+		return []string{"??  kube-scheduler: no pod labelled " + schedulerSelector + " in kube-system (a managed control plane?): how it scores nodes is not visible through the API"}
+	}
+	var out []string
+	for _, p := range pods {
+		for _, ctr := range p.Spec.Containers {
+			if ctr.Name != "kube-scheduler" {
+				continue
+			}
+			args := append(slices.Clone(ctr.Command), ctr.Args...)
+			config := ""
+			var flags []string
+			for _, a := range args {
+				if v, ok := strings.CutPrefix(a, "--config="); ok {
+					config = v
+				}
+				if strings.HasPrefix(a, "--") && !strings.Contains(a, "kubeconfig") && !strings.Contains(a, "bind-address") {
+					flags = append(flags, a)
+				}
+			}
+			what := "no --config: upstream's default profile (NodeResourcesFit LeastAllocated on cpu and memory), spreading pods over nodes"
+			if config != "" {
+				what = "configuration file " + config + " on its node (the API does not show it; look there for NodeResourcesFit's scoringStrategy)"
+			}
+			out = append(out, fmt.Sprintf("ok  kube-scheduler %s (pod %s): %s; flags %s", ctr.Image, p.Name, what, strings.Join(flags, " ")))
+		}
+	}
+	return out
 }

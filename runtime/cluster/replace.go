@@ -26,11 +26,7 @@ import (
 // flavors and kueuelab nodes of other specs are deleted first, so that nothing of an earlier run's
 // spec (a node pool, a quota) changes this run's results.
 func ReplaceObjects(ctx context.Context, rc *rest.Config, objs []client.Object, prune bool, out io.Writer) error {
-	scheme, err := Scheme()
-	if err != nil {
-		return err
-	}
-	c, err := newClient(rc, scheme)
+	c, err := kueuelabClient(rc)
 	if err != nil {
 		return err
 	}
@@ -67,6 +63,15 @@ func ReplaceObjects(ctx context.Context, rc *rest.Config, objs []client.Object, 
 	return nil
 }
 
+// kueuelabClient is a client that knows every kind kueuelab applies.
+func kueuelabClient(rc *rest.Config) (client.Client, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return newClient(rc, scheme)
+}
+
 func nsFlag(o client.Object) string {
 	if o.GetNamespace() == "" {
 		return ""
@@ -82,11 +87,7 @@ func immutable(err error) bool {
 // contain, queues before the flavors they use, each waited for: on kueuelab's own cluster, what an
 // earlier run's spec left (another cohort member, a node pool) must not change this run's results.
 func PruneOthers(ctx context.Context, rc *rest.Config, keep []client.Object, out io.Writer) error {
-	scheme, err := Scheme()
-	if err != nil {
-		return err
-	}
-	c, err := newClient(rc, scheme)
+	c, err := kueuelabClient(rc)
 	if err != nil {
 		return err
 	}

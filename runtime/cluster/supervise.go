@@ -99,6 +99,12 @@ type member struct {
 	nextProbe   time.Time
 	probing     bool
 	failures    int // probes failed in a row
+	// config is the configuration digest Up asks for (desiredComponent.Config); h.Config is the
+	// one the running process started with.
+	config string
+	// reconfigure: the process was stopped to start with a new configuration. That start is
+	// not a restart: it is not counted and spends no crash-loop budget.
+	reconfigure bool
 }
 
 type probeResult struct {
@@ -153,7 +159,7 @@ func (sup *Supervisor) carryOver() {
 			continue
 		}
 		sup.members[c.Name] = &member{spec: sup.specs[c.Name], everStarted: true, h: ComponentHealth{Name: c.Name,
-			State: c.State, Restarts: c.Restarts, LastRestart: c.LastRestart, LastExit: c.LastExit}}
+			State: c.State, Restarts: c.Restarts, LastRestart: c.LastRestart, LastExit: c.LastExit, Config: c.Config}}
 	}
 }
 
@@ -163,7 +169,11 @@ func (sup *Supervisor) logf(format string, args ...any) {
 
 // enable asks for name to run. A component enabled again with a new epoch (Up run again) leaves
 // crash-looping or stopped and starts over with a fresh crash-loop history.
-func (sup *Supervisor) enable(name string, epoch int) {
+func (sup *Supervisor) enable(name string, epoch int) { sup.enableConfig(name, epoch, "") }
+
+// enableConfig is enable with the digest of the component's configuration file (empty: not
+// tracked). A running process that started with another configuration is restarted with it.
+func (sup *Supervisor) enableConfig(name string, epoch int, config string) {
 	now := sup.clock.Now()
 	m, known := sup.members[name]
 	if !known {
@@ -175,6 +185,9 @@ func (sup *Supervisor) enable(name string, epoch int) {
 		m = &member{spec: sp, h: ComponentHealth{Name: name}}
 		sup.members[name] = m
 	}
+	if config != "" {
+		m.config = config
+	}
 	if !sup.enabled(name) {
 		sup.order = append(sup.order, name)
 		m.h.Epoch = epoch
@@ -183,6 +196,7 @@ func (sup *Supervisor) enable(name string, epoch int) {
 			m.p, m.everStarted = p, true
 			m.h.State, m.h.PID, m.h.Started, m.h.Message = StateStarting, p.pid(), now, "adopted from an earlier supervisor"
 			m.nextProbe = now
+			sup.reconfigure(m)
 			return
 		}
 		// A component carried over from a supervisor that died is restarted (everStarted), not started.
@@ -199,7 +213,28 @@ func (sup *Supervisor) enable(name string, epoch int) {
 		m.history, m.consecutive = nil, 0
 		m.h.State, m.h.Message = StateRestarting, ""
 		m.startAt = now
+		return
 	}
+	sup.reconfigure(m)
+}
+
+// reconfigure stops a running member whose process started with another configuration than the
+// one Up asks for, and starts it again at once: the component reads its configuration file only
+// when it starts (kube-scheduler), as the kubelet restarts a static pod whose manifest changed.
+func (sup *Supervisor) reconfigure(m *member) {
+	if m.p == nil || m.config == "" || m.config == m.h.Config {
+		return
+	}
+	was := m.h.Config
+	if was == "" {
+		was = "an unknown one"
+	}
+	sup.logf("%s: configuration %s asked for, pid %d started with %s: stopping it", m.h.Name, m.config, m.p.pid(), was)
+	sup.stopMember(m)
+	m.reconfigure = true
+	m.h.State, m.h.PID, m.h.ReadySince = StateStarting, 0, time.Time{}
+	m.h.Message = "starting with configuration " + m.config
+	m.startAt = sup.clock.Now()
 }
 
 func (sup *Supervisor) enabled(name string) bool {
@@ -280,7 +315,9 @@ func (sup *Supervisor) startMember(ctx context.Context, m *member) {
 	}
 	now := sup.clock.Now()
 	why := "start"
-	if m.everStarted {
+	if m.reconfigure {
+		why = "start with configuration " + m.config
+	} else if m.everStarted {
 		m.h.Restarts++
 		m.h.LastRestart = now
 		m.history = append(m.history, now)
@@ -289,9 +326,9 @@ func (sup *Supervisor) startMember(ctx context.Context, m *member) {
 			why += " after " + m.h.LastExit.String()
 		}
 	}
-	m.everStarted = true
+	m.everStarted, m.reconfigure = true, false
 	m.startAt = time.Time{}
-	m.h.Started = now
+	m.h.Started, m.h.Config = now, m.config
 	p, err := sup.run.start(m.spec.process, why)
 	if err != nil {
 		sup.logf("%s: %s failed: %v", name, why, err)
@@ -436,6 +473,9 @@ type desiredState struct {
 type desiredComponent struct {
 	Name  string `json:"name"`
 	Epoch int    `json:"epoch"`
+	// Config is the digest of the configuration file the component reads only when it starts
+	// (kube-scheduler); empty when the supervisor need not track it.
+	Config string `json:"config,omitempty"`
 }
 
 func desiredFile(dir string) string { return filepath.Join(dir, "run", "desired.json") }
@@ -474,7 +514,7 @@ func (sup *Supervisor) syncDesired() (shutdown bool, err error) {
 	}
 	sup.desired = b
 	for _, c := range d.Components {
-		sup.enable(c.Name, c.Epoch)
+		sup.enableConfig(c.Name, c.Epoch, c.Config)
 	}
 	return d.Shutdown, nil
 }

@@ -639,3 +639,96 @@ func TestAwaitReadyWaitsForTheNewEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A component that reads its configuration file only at start (kube-scheduler) is restarted by
+// the supervisor when Up asks for it with another file: stopped, started at once, and neither
+// counted as a restart nor spent from the crash-loop budget. A restart after a crash keeps the
+// configuration.
+func TestReconfigureRestartsWithTheNewConfig(t *testing.T) {
+	h := newHarness(t, Scheduler)
+	h.sup.enableConfig(Scheduler, 1, "aaa")
+	h.after(0)
+	h.after(DefaultPolicy.StartingProbe)
+	h.wantState(Scheduler, StateReady)
+	if c := h.member(Scheduler); c.Config != "aaa" {
+		t.Fatalf("started with config %q, want aaa", c.Config)
+	}
+	// The same configuration again (a later Up, new epoch): nothing happens.
+	old := h.run.current[Scheduler]
+	h.sup.enableConfig(Scheduler, 2, "aaa")
+	h.after(0)
+	if h.run.current[Scheduler] != old || len(old.signals) != 0 {
+		t.Fatalf("same configuration: process replaced or signalled (%v)", old.signals)
+	}
+	h.sup.enableConfig(Scheduler, 3, "bbb")
+	if fmt.Sprint(old.signals) != "[terminated]" {
+		t.Fatalf("old process got %v, want SIGTERM", old.signals)
+	}
+	h.wantState(Scheduler, StateStarting)
+	h.after(0)
+	starts := h.run.startsOf(Scheduler)
+	if len(starts) != 2 || starts[1].why != "start with configuration bbb" {
+		t.Fatalf("starts %+v", starts)
+	}
+	h.after(DefaultPolicy.StartingProbe)
+	h.wantState(Scheduler, StateReady)
+	if c := h.member(Scheduler); c.Config != "bbb" || c.Restarts != 0 || c.Epoch != 3 || len(h.sup.members[Scheduler].history) != 0 {
+		t.Fatalf("after the new configuration: %+v, crash history %v", c, h.sup.members[Scheduler].history)
+	}
+	// A crash restarts it with the configuration it has.
+	h.run.current[Scheduler].die(Exit{Code: 1})
+	h.after(0)
+	h.after(DefaultPolicy.InitialBackoff)
+	if c := h.member(Scheduler); c.Config != "bbb" || c.Restarts != 1 {
+		t.Fatalf("after a crash: %+v", c)
+	}
+}
+
+// A process adopted from a supervisor that died is restarted when it started with another
+// configuration (or one the supervisor cannot know), and kept when it started with this one.
+func TestReconfigureAdopted(t *testing.T) {
+	for _, tc := range []struct {
+		name, carried string
+		restart       bool
+	}{{"same", "aaa", false}, {"other", "zzz", true}, {"unknown", "", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Scheduler)
+			running := &fakeProc{p: 77, ch: make(chan struct{})}
+			h.run.adoptable[Scheduler] = running
+			if tc.carried != "" {
+				h.sup.members[Scheduler] = &member{spec: h.sup.specs[Scheduler], everStarted: true,
+					h: ComponentHealth{Name: Scheduler, State: StateReady, Config: tc.carried}}
+			}
+			h.sup.enableConfig(Scheduler, 1, "aaa")
+			h.after(0)
+			restarted := len(h.run.startsOf(Scheduler)) == 1
+			if restarted != tc.restart || (len(running.signals) > 0) != tc.restart {
+				t.Fatalf("restarted %v (signals %v), want %v", restarted, running.signals, tc.restart)
+			}
+			if c := h.member(Scheduler); c.Config != map[bool]string{true: "aaa", false: tc.carried}[tc.restart] || c.Restarts != 0 {
+				t.Fatalf("%+v", c)
+			}
+		})
+	}
+}
+
+// Up asks for a new configuration with a new epoch, so it awaits the restarted process.
+func TestDesiredConfig(t *testing.T) {
+	st := &State{Name: "test", Dir: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(st.Dir, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		config string
+		epoch  int
+	}{{"aaa", 1}, {"aaa", 1}, {"", 1}, {"bbb", 2}, {"bbb", 2}} {
+		epoch, err := st.enableConfig(Scheduler, tc.config)
+		if err != nil || epoch != tc.epoch {
+			t.Fatalf("step %d (%q): epoch %d, %v; want %d", i, tc.config, epoch, err, tc.epoch)
+		}
+	}
+	d, _, err := readDesired(st.Dir)
+	if err != nil || len(d.Components) != 1 || d.Components[0].Config != "bbb" {
+		t.Fatalf("desired %+v, %v", d, err)
+	}
+}

@@ -240,7 +240,12 @@ func (s *State) awaitSupervisor(ctx context.Context, pid int, exited <-chan stru
 
 // enable adds name to the desired components; a crash-looping or stopped one gets a new epoch,
 // which makes the supervisor start it over. It returns the epoch to await.
-func (s *State) enable(name string) (int, error) {
+func (s *State) enable(name string) (int, error) { return s.enableConfig(name, "") }
+
+// enableConfig is enable for a component that reads a configuration file only when it starts:
+// config, when not empty, is the digest of that file (configDigest). A new digest gets a new
+// epoch, and the supervisor restarts a process that started with another one.
+func (s *State) enableConfig(name, config string) (int, error) {
 	d, _, err := readDesired(s.Dir)
 	if err != nil {
 		return 0, err
@@ -255,13 +260,17 @@ func (s *State) enable(name string) (int, error) {
 		if c.Name != name {
 			continue
 		}
-		if state != StateCrashLooping && state != StateStopped {
+		changed := config != "" && config != c.Config
+		if !changed && state != StateCrashLooping && state != StateStopped {
 			return c.Epoch, nil
 		}
 		d.Components[i].Epoch++
+		if changed {
+			d.Components[i].Config = config
+		}
 		return d.Components[i].Epoch, writeDesired(s.Dir, d)
 	}
-	d.Components = append(d.Components, desiredComponent{Name: name, Epoch: 1})
+	d.Components = append(d.Components, desiredComponent{Name: name, Epoch: 1, Config: config})
 	return 1, writeDesired(s.Dir, d)
 }
 

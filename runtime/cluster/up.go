@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kschedv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -36,6 +37,11 @@ type Options struct {
 	// restart a Kueue that is already running. Fields the local cluster needs (webhook, health,
 	// metrics, namespace, internalCertManagement, leaderElection) cannot be overridden.
 	KueueConfig map[string]any
+	// Scheduler is the kube-scheduler configuration (render/cluster's Spec.KubeSchedulerConfiguration);
+	// the cluster sets how the scheduler reaches the API server, leader election and pod backoff.
+	// A scheduler running with another configuration is restarted (it reads it only at start);
+	// nil keeps the one the cluster has, or upstream's defaults on a new cluster.
+	Scheduler *kschedv1.KubeSchedulerConfiguration
 }
 
 // Cluster is a running local cluster.
@@ -93,12 +99,20 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	cl := &Cluster{State: s}
 	fmt.Fprintf(out, "cluster %s (state %s)\n", s.Name, s.Dir)
+	u := &upper{s: s, specs: specs, out: out, timeout: o.Timeout, configs: map[string]string{}}
+	// The scheduler's configuration file is written (and checked by the real binary) before the
+	// supervisor is asked for the scheduler: every start of it, a restart after a crash too,
+	// reads that file, and the supervisor restarts a scheduler that started with another one.
+	digest, err := u.applySchedulerConfig(ctx, o.Scheduler)
+	if err != nil {
+		return nil, err
+	}
+	u.configs[Scheduler] = digest
 	// The supervisor owns the component processes: Up asks it for each one in turn and awaits
 	// its readiness, with the cluster objects each one needs applied in between.
 	if err := s.ensureSupervisor(ctx, specs, o.Daemon); err != nil {
 		return nil, err
 	}
-	u := &upper{s: s, specs: specs, out: out, timeout: o.Timeout}
 	for _, name := range []string{Etcd, APIServer, ControllerManager, Scheduler} {
 		if err := u.ensure(ctx, name); err != nil {
 			return nil, err
@@ -289,13 +303,24 @@ type upper struct {
 	out     io.Writer
 	timeout time.Duration
 	started []string
+	// configs are the digests of the configuration files components read only when they start
+	// (kube-scheduler): the supervisor restarts one that runs with another configuration.
+	configs map[string]string
 }
 
 // ensure asks the supervisor for name and waits until it is ready.
 func (u *upper) ensure(ctx context.Context, name string) error {
 	t0 := time.Now()
 	pidBefore, _ := u.s.running(name, u.specs[name].bin)
-	epoch, err := u.s.enable(name)
+	config := u.configs[name]
+	// A component that runs with another configuration is restarted for it: that is not
+	// starting the cluster (Started stays empty for a cluster that was up).
+	reconfigured := false
+	if h, err := ReadHealth(u.s.Dir); err == nil && config != "" && pidBefore != 0 {
+		c, _ := h.Component(name)
+		reconfigured = c.Config != config
+	}
+	epoch, err := u.s.enableConfig(name, config)
 	if err != nil {
 		return err
 	}
@@ -306,7 +331,11 @@ func (u *upper) ensure(ctx context.Context, name string) error {
 	verb := "running"
 	if c.PID != pidBefore {
 		verb = "started"
-		u.started = append(u.started, name)
+		if reconfigured {
+			verb = "restarted with its new configuration"
+		} else {
+			u.started = append(u.started, name)
+		}
 	}
 	restarts := ""
 	if c.Restarts > 0 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/internal/yamldoc"
 	"github.com/kueuelab/kueuelab/model/fault"
+	"github.com/kueuelab/kueuelab/runtime/sim"
 )
 
 // APIVersion and Kind identify an experiment document.
@@ -53,9 +54,23 @@ type Experiment struct {
 	Variants []Variant `yaml:"variants"`
 	// Faults are injected in every variant that does not give its own (faults.go).
 	Faults *fault.Spec `yaml:"faults,omitempty"`
+	// Engine runs every variant on the cluster engine ("cluster", the default: a fresh local
+	// cluster per run) or the sim engine ("sim": Kueue's scheduler in virtual time, runtime/sim).
+	Engine string `yaml:"engine,omitempty"`
+	// Sim holds the sim engine's control-plane timing (engine: sim only).
+	Sim *SimTiming `yaml:"sim,omitempty"`
 
 	file    string
 	timeout time.Duration
+}
+
+// SimTiming is the sim engine's timing, as Go durations of trace time (defaults: runtime/sim's
+// DefaultTiming).
+type SimTiming struct {
+	// Cycle is the duration of one Kueue scheduling cycle.
+	Cycle string `yaml:"cycle,omitempty"`
+	// PodStart is the time from admission to running pods.
+	PodStart string `yaml:"podStart,omitempty"`
 }
 
 // Speedup is an experiment's speedup: 0 is "max".
@@ -243,6 +258,18 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 	if e.Speedup < 0 {
 		el.add(line("speedup"), "speedup", `want "max" or a positive number, got %g`, float64(e.Speedup))
 	}
+	switch e.Engine {
+	case "", EngineCluster:
+		if e.Sim != nil {
+			el.add(line("sim"), "sim", "sim timing needs engine: sim")
+		}
+	case EngineSim:
+		if _, err := e.SimTiming(); err != nil {
+			el.add(line("sim"), "sim", "%v", err)
+		}
+	default:
+		el.add(line("engine"), "engine", "want %s or %s, got %q", EngineCluster, EngineSim, e.Engine)
+	}
 	if e.Timeout != "" {
 		d, err := time.ParseDuration(e.Timeout)
 		if err != nil || d <= 0 {
@@ -277,7 +304,11 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 		}
 		if v.KueueConfig != nil {
 			err := v.KueueConfig.check()
-			if err == nil {
+			switch {
+			case err != nil:
+			case e.Engine == EngineSim:
+				_, err = sim.KueueConfigFromFields(v.KueueConfig.Fields(1))
+			default:
 				_, err = v.KueueConfig.Scale(e.Speedup)
 			}
 			if err != nil {
@@ -310,3 +341,33 @@ func (l *errList) add(line int, path, format string, args ...any) {
 }
 
 func (l *errList) err() error { return errors.Join(l.errs...) }
+
+// Engines an experiment runs on.
+const (
+	EngineCluster = "cluster"
+	EngineSim     = "sim"
+)
+
+// SimTiming returns the sim engine's timing: the experiment's, on top of sim.DefaultTiming.
+func (e *Experiment) SimTiming() (sim.Timing, error) {
+	t := sim.DefaultTiming
+	if e.Sim == nil {
+		return t, nil
+	}
+	var errs []error
+	for _, f := range []struct {
+		name, v string
+		dst     *float64
+	}{{"cycle", e.Sim.Cycle, &t.CycleSec}, {"podStart", e.Sim.PodStart, &t.PodStartSec}} {
+		if f.v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f.v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s: want a duration ≥ 0 such as 10ms, got %q", f.name, f.v))
+			continue
+		}
+		*f.dst = d.Seconds()
+	}
+	return t, errors.Join(errs...)
+}

@@ -86,9 +86,23 @@ func (e *Experiment) validateFaults(root *yaml.Node, el *errList) {
 		}
 	}
 	check(e.Faults, yamldoc.Path{"faults"})
+	simFaultsSaid := false
 	for i := range e.Variants {
 		v := &e.Variants[i]
 		check(v.Faults, yamldoc.Path{"variants", i, "faults"})
+		// The sim engine plays no injector, no owners' failure policies and no Kueue requeue
+		// after a failure: it refuses faults rather than run without them.
+		if e.Engine == EngineSim && !e.FaultsOf(v).Empty() {
+			switch {
+			case v.Faults != nil:
+				at := yamldoc.Path{"variants", i, "faults"}
+				el.add(yamldoc.Line(root, at), at.String(), "faults are not modelled by the sim engine: use engine: cluster, or faults: {}")
+			case !simFaultsSaid:
+				simFaultsSaid = true
+				el.add(yamldoc.Line(root, yamldoc.Path{"faults"}), "faults",
+					"faults are not modelled by the sim engine (variant %q has them): use engine: cluster, or faults: {} in every variant", v.Name)
+			}
+		}
 		if o := v.Workloads; o != nil {
 			at := yamldoc.Path{"variants", i, "workloads"}
 			for j, f := range o.Families {

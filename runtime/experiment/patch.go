@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,10 @@ type Op struct {
 	PowerCap *SetPowerCap `yaml:"powerCap,omitempty"`
 	// Nodes sets a pool's node count (to add the hardware a larger quota stands for).
 	Nodes *SetNodes `yaml:"nodes,omitempty"`
+	// Scheduler replaces the spec's scheduler section: kube-scheduler's NodeResourcesFit scoring
+	// strategy, or a KubeSchedulerConfiguration file (relative to the experiment file); {} removes
+	// it (upstream's default, LeastAllocated on cpu and memory).
+	Scheduler *cluster.Scheduler `yaml:"scheduler,omitempty"`
 
 	line int
 }
@@ -118,13 +123,13 @@ type SetNodes struct {
 func (o *Op) check() error {
 	n := 0
 	for _, set := range []bool{o.Set != nil, o.Cohort != nil, o.Preemption != nil, o.FairSharingWeight != nil,
-		o.QueueingStrategy != nil, o.Priority != nil, o.PowerCap != nil, o.Nodes != nil} {
+		o.QueueingStrategy != nil, o.Priority != nil, o.PowerCap != nil, o.Nodes != nil, o.Scheduler != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("an operation has exactly one of set, cohort, preemption, fairSharingWeight, queueingStrategy, priority, powerCap, nodes (got %d)", n)
+		return fmt.Errorf("an operation has exactly one of set, cohort, preemption, fairSharingWeight, queueingStrategy, priority, powerCap, nodes, scheduler (got %d)", n)
 	}
 	quantity := func(field string, v *string, allowUnlimited bool) error {
 		if v == nil || (allowUnlimited && *v == Unlimited) {
@@ -199,6 +204,8 @@ func (e *Experiment) Spec(v *Variant) (*cluster.Spec, []byte, error) {
 		return nil, nil, fmt.Errorf("%s: cluster spec: %w", where, err)
 	}
 	name := e.ClusterPath()
+	// Relative paths in the spec (scheduler.config) stay relative to the base spec's directory.
+	dir := filepath.Dir(e.ClusterPath())
 	if v.ClusterPatch != nil {
 		base, err = mergePatch(base, v.ClusterPatch)
 		if err != nil {
@@ -206,7 +213,7 @@ func (e *Experiment) Spec(v *Variant) (*cluster.Spec, []byte, error) {
 		}
 		name = fmt.Sprintf("%s with the clusterPatch of variant %s", name, v.Name)
 	}
-	s, err := cluster.Parse(name, base)
+	s, err := cluster.ParseIn(dir, name, base)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -227,7 +234,7 @@ func (e *Experiment) Spec(v *Variant) (*cluster.Spec, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &patcher{s: s, flavors: flavors, cat: cat}
+	p := &patcher{s: s, flavors: flavors, cat: cat, dir: filepath.Dir(e.file)}
 	for j := range v.Patch {
 		op := &v.Patch[j]
 		if err := p.apply(op); err != nil {
@@ -238,7 +245,7 @@ func (e *Experiment) Spec(v *Variant) (*cluster.Spec, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", where, err)
 	}
-	patched, err := cluster.Parse(fmt.Sprintf("%s patched by variant %s", e.ClusterPath(), v.Name), out)
+	patched, err := cluster.ParseIn(dir, fmt.Sprintf("%s patched by variant %s", e.ClusterPath(), v.Name), out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: the patched cluster spec is invalid: %w", where, err)
 	}
@@ -266,6 +273,7 @@ type patcher struct {
 	s       *cluster.Spec
 	flavors []string
 	cat     *hw.Catalog
+	dir     string // the experiment file's directory
 }
 
 // queues resolves a queue reference; field is the operation's field path for errors.
@@ -363,6 +371,17 @@ func (p *patcher) apply(op *Op) error {
 		(*target).Value = &v
 	case op.PowerCap != nil:
 		return p.setPowerCap(op.PowerCap)
+	case op.Scheduler != nil:
+		sch := *op.Scheduler
+		switch {
+		case sch.ScoringStrategy == nil && sch.Config == "":
+			p.s.Scheduler = nil
+		default:
+			if sch.Config != "" && !filepath.IsAbs(sch.Config) {
+				sch.Config = filepath.Join(p.dir, sch.Config)
+			}
+			p.s.Scheduler = &sch
+		}
 	case op.Nodes != nil:
 		for i := range p.s.NodePools {
 			if p.s.NodePools[i].Name == op.Nodes.Pool {

@@ -28,8 +28,9 @@ const (
 )
 
 // Plots renders the figures: a CDF of time-to-admission per queue (one line per variant, all
-// repeats pooled), GPU utilisation and pending workloads over trace time (repeat 0 of each
-// variant), energy per variant (mean with 95% CI), and the median slowdown per family.
+// repeats pooled), GPU utilisation, reserved vs running GPUs and pending workloads over trace
+// time (repeat 0 of each variant), energy per variant (mean with 95% CI), and the median
+// slowdown per family.
 func Plots(in *Input, r *Report) ([]Plot, error) {
 	var out []Plot
 	for _, q := range names(in, "queue") {
@@ -39,7 +40,7 @@ func Plots(in *Input, r *Report) ([]Plot, error) {
 		}
 		out = append(out, p)
 	}
-	for _, f := range []func(*Input) (Plot, error){gpuOverTime, pendingOverTime} {
+	for _, f := range []func(*Input) (Plot, error){gpuOverTime, reservedVsRunning, pendingOverTime} {
 		p, err := f(in)
 		if err != nil {
 			return nil, err
@@ -165,6 +166,56 @@ func gpuOverTime(in *Input) (Plot, error) {
 		"GPUs held by Running pods over every flavor, as a share of the cluster's GPUs (repeat 0 of each variant).",
 		func(s results.Sample) (float64, bool) { return float64(s.InUse), s.Scope == results.ScopeFlavor },
 		func(run Run) float64 { return math.Max(1, float64(run.Summary.GPUCapacity)) / 100 })
+}
+
+// reservedVsRunning draws, per variant, the GPUs Kueue holds quota for (solid) and the GPUs of
+// Running pods (dashed) over every flavor: the gap is quota held while pods cannot run.
+func reservedVsRunning(in *Input) (Plot, error) {
+	title := "Reserved vs running GPUs over trace time"
+	p := newPlot(title, "trace time (hours)", "GPUs")
+	for i, v := range in.Variants {
+		if len(v.Runs) == 0 || len(v.Runs[0].Series) == 0 {
+			continue
+		}
+		reserved, running := map[float64]float64{}, map[float64]float64{}
+		for _, s := range v.Runs[0].Series {
+			if s.Scope == results.ScopeFlavor {
+				reserved[s.T] += float64(s.Reserved)
+				running[s.T] += float64(s.InUse)
+			}
+		}
+		for k, series := range []struct {
+			name string
+			at   map[float64]float64
+		}{{"reserved", reserved}, {"running", running}} {
+			ts := make([]float64, 0, len(series.at))
+			for t := range series.at {
+				ts = append(ts, t)
+			}
+			sort.Float64s(ts)
+			pts := make(plotter.XYs, len(ts))
+			for j, t := range ts {
+				pts[j] = plotter.XY{X: t / 3600, Y: series.at[t]}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return Plot{}, err
+			}
+			l.Color = plotutil.Color(i)
+			l.Width = vg.Points(1.5)
+			if k == 1 {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			}
+			p.Add(l)
+			p.Legend.Add(v.Name+" "+series.name, l)
+		}
+	}
+	p.Y.Min = 0
+	return render(p, title, "GPUs of the workloads Kueue holds quota for (solid) and GPUs of Running pods (dashed), over every flavor (repeat 0 of each variant). "+
+		"The gap is quota held while the pods are not running: waiting for a node the scheduler cannot find, or starting; summary.json's reservedIdle totals it per workload.")
 }
 
 func pendingOverTime(in *Input) (Plot, error) {

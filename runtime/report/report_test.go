@@ -39,7 +39,7 @@ func synthRecords(rng *rand.Rand, n int, wait float64) []results.Record {
 		r := results.Record{ID: fmt.Sprintf("w%03d", i), Namespace: q, Family: fams[i%3], Intent: "standard",
 			LocalQueue: q + "-lq", Queue: q + "-cq", Pods: 1, GPUs: 8, IdealSec: ideal, GPUUtil: 0.8,
 			SubmitOffsetSec: sub, Submitted: ptr(sub), WorkloadCreated: ptr(sub), QuotaReserved: ptr(sub + tta),
-			Admitted: ptr(sub + tta), FirstPodRunning: ptr(sub + tta + 1), AllPodsRunning: ptr(sub + tta + 1),
+			Admitted: ptr(sub + tta), FirstPodRunning: ptr(sub + tta + 1), AllPodsRunning: ptr(sub + tta + w/10),
 			Finished: ptr(fin), State: results.StateSucceeded, EnergyJ: 8 * 500 * (fin - sub - tta), GPUSeconds: 8 * (fin - sub - tta)}
 		if i == n-1 {
 			r.Finished, r.State = nil, results.StateUnfinished
@@ -71,15 +71,34 @@ func writeRun(t *testing.T, dir string, recs []results.Record, variant string, r
 		t.Fatal(err)
 	}
 	write(results.WorkloadsFile, b.Bytes())
-	write(results.EventsFile, nil)
+	// The events the quota held idle is computed from (results.Load does, without idle.csv).
+	log, err := results.CreateEventLog(filepath.Join(dir, results.EventsFile), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		for _, e := range []results.Event{{T: *r.QuotaReserved, Type: results.EvQuotaReserved, Flavors: map[string]string{"main": "h100-sxm"}},
+			{T: *r.AllPodsRunning, Type: results.EvAllPodsRunning}} {
+			e.Workload = r.ID
+			if err := log.Write(&e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
 	sw, err := results.CreateSeries(filepath.Join(dir, results.TimeSeriesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for ts := 0.0; ts <= 4*3600; ts += 600 {
-		var inUse, pending int64
+		var inUse, reserved, pending int64
 		for _, r := range recs {
-			if *r.Admitted <= ts && (r.Finished == nil || *r.Finished > ts) {
+			if *r.QuotaReserved <= ts && (r.Finished == nil || *r.Finished > ts) {
+				reserved += r.GPUs
+			}
+			if *r.AllPodsRunning <= ts && (r.Finished == nil || *r.Finished > ts) {
 				inUse += r.GPUs
 			}
 			if *r.Submitted <= ts && *r.Admitted > ts {
@@ -87,7 +106,7 @@ func writeRun(t *testing.T, dir string, recs []results.Record, variant string, r
 			}
 		}
 		if err := sw.Write([]results.Sample{
-			{T: ts, Scope: results.ScopeFlavor, Name: "h100-sxm", InUse: inUse, NodePowerW: math.NaN()},
+			{T: ts, Scope: results.ScopeFlavor, Name: "h100-sxm", Reserved: reserved, InUse: inUse, NodePowerW: math.NaN()},
 			{T: ts, Scope: results.ScopeClusterQueue, Name: "qa-cq", Pending: int(pending), NodePowerW: math.NaN()},
 		}); err != nil {
 			t.Fatal(err)
@@ -196,8 +215,8 @@ func TestHTMLAndPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One CDF per queue (2), GPU over time, pending over time, energy, slowdown.
-	if len(plots) != 6 {
+	// One CDF per queue (2), GPU over time, reserved vs running, pending over time, energy, slowdown.
+	if len(plots) != 7 {
 		t.Fatalf("%d plots", len(plots))
 	}
 	for _, p := range plots {

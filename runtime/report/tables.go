@@ -115,11 +115,66 @@ var (
 	makespan = metric{"makespan", "s", field(func(g *results.Group) float64 { return g.MakespanSec })}
 	preempt  = metric{"preemptions", "", field(func(g *results.Group) float64 { return float64(g.Preemptions) })}
 	unfin    = metric{"unfinished", "", field(func(g *results.Group) float64 { return float64(g.Unfinished) })}
+
+	idleGPUh    = metric{"quota held idle", "GPU-h", idleValue(func(g results.IdleGroup) float64 { return g.GPUHours })}
+	idleOver    = metric{"workloads waiting admitted > " + strconv.Itoa(results.DefaultIdleThresholdSec/60) + " min", "", idleValue(func(g results.IdleGroup) float64 { return float64(g.OverThreshold) })}
+	idleLongest = metric{"longest wait admitted", "s", idleValue(func(g results.IdleGroup) float64 { return g.LongestSec })}
 )
 
-// Compute builds the tables: time-to-admission (p50, p95, mean) per queue and overall, JCT p50,
-// slowdown p50 per family, GPU allocation and effective utilisation, energy, makespan,
-// preemptions and unfinished workloads.
+// idleValue reads the quota held idle of a run (results.Idle): the whole run's, a queue's or a
+// flavor's; 0 for a queue or flavor with no reservation; no value for a run without it.
+func idleValue(pick func(results.IdleGroup) float64) func(r Run, scope, name string) (float64, bool) {
+	return func(r Run, scope, name string) (float64, bool) {
+		idle := r.Summary.ReservedIdle
+		if idle == nil {
+			return 0, false
+		}
+		groups := idle.Queues
+		switch scope {
+		case "all":
+			all := results.IdleGroup{GPUHours: idle.GPUHours, OverThreshold: idle.OverThreshold}
+			if idle.Longest != nil {
+				all.LongestSec = idle.Longest.LongestSec
+			}
+			return pick(all), true
+		case "flavor":
+			groups = idle.Flavors
+		}
+		for _, g := range groups {
+			if g.Name == name {
+				return pick(g), true
+			}
+		}
+		return 0, true
+	}
+}
+
+// idleFlavors lists the flavors any run held GPU quota idle on, sorted.
+func idleFlavors(in *Input) []string {
+	set := map[string]bool{}
+	for _, v := range in.Variants {
+		for _, run := range v.Runs {
+			if idle := run.Summary.ReservedIdle; idle != nil {
+				for _, g := range idle.Flavors {
+					if g.GPUHours > 0 {
+						set[g.Name] = true
+					}
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Compute builds the tables: time-to-admission (p50, p95, mean) per queue and overall, JCT p50
+// and slowdown p50 overall and per family, GPU allocation and effective utilisation, energy,
+// makespan, preemptions, unfinished workloads, and quota held idle (GPU-hours overall, per queue
+// and per flavor; workloads that waited admitted over the threshold; the longest such wait).
 func Compute(in *Input) *Report {
 	r := &Report{Name: in.Name, Baseline: in.Baseline}
 	for _, v := range in.Variants {
@@ -134,12 +189,24 @@ func Compute(in *Input) *Report {
 		}
 	}
 	r.add(in, jctP50, "all", "")
+	for _, f := range families {
+		r.add(in, jctP50, "family", f)
+	}
 	r.add(in, slowP50, "all", "")
 	for _, f := range families {
 		r.add(in, slowP50, "family", f)
 	}
 	for _, m := range []metric{gpuAlloc, gpuEff, energy, makespan, preempt, unfin} {
 		r.add(in, m, "all", "")
+	}
+	for _, m := range []metric{idleGPUh, idleOver, idleLongest} {
+		r.add(in, m, "all", "")
+	}
+	for _, q := range queues {
+		r.add(in, idleGPUh, "queue", q)
+	}
+	for _, f := range idleFlavors(in) {
+		r.add(in, idleGPUh, "flavor", f)
 	}
 	r.addFaultTables(in)
 	return r

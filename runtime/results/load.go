@@ -16,6 +16,8 @@ type Dir struct {
 	Workloads []Record
 	Events    []Event
 	Series    []Sample
+	// Waits are idle.csv's rows (quota held idle per workload).
+	Waits []Wait
 }
 
 // Load reads and parses every results file of dir. A missing timeseries.csv is allowed (a run
@@ -37,6 +39,16 @@ func Load(dir string) (*Dir, error) {
 	}
 	d.Series, err = readFile(dir, TimeSeriesFile, ReadSeries)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	// Directories written before idle.csv get quota held idle from their events, so a report
+	// compares them with newer runs (without scheduler reasons: those events are newer too).
+	d.Waits, err = readFile(dir, IdleFile, ReadIdleCSV)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && d.Summary.ReservedIdle == nil:
+		idle, waits := ReservedIdle(d.Events, d.Workloads, d.Summary.TraceSec, DefaultIdleThresholdSec)
+		d.Summary.ReservedIdle, d.Waits = &idle, waits
+	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return nil, err
 	}
 	return d, nil

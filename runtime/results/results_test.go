@@ -403,3 +403,17 @@ func TestReadWorkloadsCSVColumns(t *testing.T) {
 		})
 	}
 }
+
+func TestSummaryEngine(t *testing.T) {
+	recs := synthetic(t, nil).Records()
+	m := meta
+	m.Engine = EngineSim
+	s := Summarize(recs, m)
+	var table bytes.Buffer
+	if err := s.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(table.String(), "\n"); !strings.Contains(first, "sim engine") || strings.Contains(first, "speedup") {
+		t.Errorf("table header %q: want the sim engine named and no speedup", first)
+	}
+}

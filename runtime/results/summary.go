@@ -12,6 +12,14 @@ import (
 	"gonum.org/v1/gonum/stat"
 )
 
+// Engines that produce results (Meta.Engine).
+const (
+	// EngineCluster replays on a cluster: the real Kueue and controllers (runtime/runner).
+	EngineCluster = "cluster"
+	// EngineSim replays through Kueue's scheduler as a library in virtual time (runtime/sim).
+	EngineSim = "sim"
+)
+
 // Meta describes the run a summary belongs to.
 type Meta struct {
 	Trace   string  `json:"trace"`
@@ -25,7 +33,8 @@ type Meta struct {
 	GPUCapacity int64 `json:"gpuCapacity"`
 	// Incomplete says why the run stopped before every workload was terminal ("" when it did not).
 	Incomplete string `json:"incomplete,omitempty"`
-	// Engine is the engine that produced the results: "cluster" (the real control plane) or "sim".
+	// Engine is the engine that produced the results: EngineCluster (the real control plane) or
+	// EngineSim.
 	Engine string `json:"engine,omitempty"`
 	// MaxRate is the cap on trace seconds per wall second between events (0: none, the clock
 	// jumps from event to event).
@@ -115,6 +124,8 @@ type Summary struct {
 	Meta
 	MakespanSec float64 `json:"makespanSec"`
 	Groups      []Group `json:"groups"`
+	// ReservedIdle is the quota Kueue held while pods could not run (idle.go; AddReservedIdle).
+	ReservedIdle *Idle `json:"reservedIdle,omitempty"`
 }
 
 // Summarize computes the summary of recs: one group for all workloads, then one per ClusterQueue
@@ -232,12 +243,16 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 
 // WriteTable prints the summary table: one row per group, times in trace seconds.
 func (s *Summary) WriteTable(w io.Writer) error {
-	speed := "max"
-	if s.Speedup > 0 {
-		speed = strconv.FormatFloat(s.Speedup, 'g', -1, 64)
+	if s.Engine == EngineSim {
+		fmt.Fprintf(w, "makespan %s trace (%s wall, sim engine), %d GPUs\n", dur(s.MakespanSec), dur(s.WallSec), s.GPUCapacity)
+	} else {
+		speed := "max"
+		if s.Speedup > 0 {
+			speed = strconv.FormatFloat(s.Speedup, 'g', -1, 64)
+		}
+		fmt.Fprintf(w, "makespan %s trace (%s wall at speedup %s), %d GPUs\n",
+			dur(s.MakespanSec), dur(s.WallSec), speed, s.GPUCapacity)
 	}
-	fmt.Fprintf(w, "makespan %s trace (%s wall at speedup %s), %d GPUs\n",
-		dur(s.MakespanSec), dur(s.WallSec), speed, s.GPUCapacity)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "group\tn\tok\tfail\trej\tunfin\tTTA p50\tp95\tp99\tJCT p50\tp95\tp99\tslowdown p50\tp95\tp99\tGPU alloc\teff\tkWh\tpreempt\tevict\t")
 	for _, g := range s.Groups {
@@ -258,6 +273,11 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	}
 	if err := s.writeFaultLine(w); err != nil {
 		return err
+	}
+	if s.ReservedIdle != nil {
+		if err := s.ReservedIdle.WriteText(w); err != nil {
+			return err
+		}
 	}
 	if s.Incomplete != "" {
 		_, err := fmt.Fprintf(w, "INCOMPLETE: %s\n", s.Incomplete)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -212,6 +213,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := waitClusterQueuesActive(ctx, c, plan.queues, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	// A node the spec just added keeps node.kubernetes.io/not-ready for a moment after it is
+	// Ready; the first submissions come at once on the event-driven clock and would all be
+	// placed on the nodes that were there before.
+	var nodes []string
+	for _, o := range plan.clusterObjs {
+		if _, ok := o.(*corev1.Node); ok {
+			nodes = append(nodes, o.GetName())
+		}
+	}
+	if err := cluster.WaitNodesSchedulable(ctx, rc, nodes, 2*time.Minute); err != nil {
+		return nil, fmt.Errorf("run: the spec's nodes: %w", err)
+	}
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
@@ -390,7 +403,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res.Summary = results.Summarize(recs, meta)
-	werr := writeResults(cfg.OutDir, recs, &res.Summary)
+	// Quota held idle is computed from events.jsonl (as the sim engine's would be): flush it first.
+	werr := evlog.Flush()
+	if werr == nil {
+		werr = results.AddReservedIdle(cfg.OutDir, recs, &res.Summary, clk.Now())
+	}
+	werr = errors.Join(werr, writeResults(cfg.OutDir, recs, &res.Summary))
 	werr = errors.Join(werr, evlog.Close(), series.Close(), faultErr)
 	if err := res.Summary.WriteTable(cfg.Out); err != nil {
 		werr = errors.Join(werr, err)

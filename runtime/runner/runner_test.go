@@ -396,6 +396,14 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 			wl.Status.Conditions = append(wl.Status.Conditions, cond("Finished", "Succeeded", 3))
 			w.onWorkload(wl, false)
 		}, map[simclock.Key]bool{holdFinish(u): false, kueueKey: true}},
+		{"a restarted Kueue rewrites the finished Workload: nothing owed", func() {
+			w.clk.Release(kueueKey)
+			again := wl.DeepCopy()
+			again.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 9), cond("Finished", "Succeeded", 9)}
+			w.onWorkload(again, false)
+			again.Status.Conditions = again.Status.Conditions[:1] // seen between two of its writes
+			w.onWorkload(again, false)
+		}, map[simclock.Key]bool{holdPods(u): false, holdFinish(u): false}},
 	}
 	for _, st := range steps {
 		st.do()
@@ -404,6 +412,9 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 				t.Errorf("%s: hold %s = %v, want %v", st.name, key, got, want)
 			}
 		}
+	}
+	if n := w.late.n; n != 0 {
+		t.Errorf("%d late steps recorded, want none (the second Finished is no step)", n)
 	}
 }
 
@@ -631,5 +642,25 @@ defaultTeam: team
 	c := rec.Counts()
 	if c.States[results.StateRejected] != len(p.unrunnable) || c.States[results.StateUnsubmitted] != len(p.items) || rec.Pending() != len(p.items) {
 		t.Errorf("counts %+v pending %d: want the unrunnable rejected and the rest unsubmitted", c, rec.Pending())
+	}
+}
+
+// TestWatcherPodsRunningBeforeReservation: the pod informer may show a workload's pods Running
+// before the Workload informer shows its reservation (two watch streams); the pods are then all
+// up at the reservation, and all_pods_running is recorded there.
+func TestWatcherPodsRunningBeforeReservation(t *testing.T) {
+	w, rec, p := watchFixture(t)
+	it := batchJobs(t, p, 1)[0]
+	top := it.objects[0]
+	wl := kueueWorkload(top, "Job", 1)
+	w.onWorkload(wl, false)
+	w.onPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-x", Namespace: top.GetNamespace(), UID: "pod-x",
+		Labels: map[string]string{contract.WorkloadLabel: top.GetName()}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, false)
+	wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 1), cond("Admitted", "Admitted", 1)}
+	w.onWorkload(wl, false)
+	for _, r := range rec.Records() {
+		if r.ID == it.id && (r.QuotaReserved == nil || r.AllPodsRunning == nil) {
+			t.Fatalf("quota reserved %v, all pods running %v: want both", r.QuotaReserved, r.AllPodsRunning)
+		}
 	}
 }

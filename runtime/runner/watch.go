@@ -299,6 +299,12 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		delete(w.byWL, wl.UID)
 		return
 	}
+	if u.finished {
+		// Finished is final in Kueue. A restarted Kueue rewrites a finished Workload's
+		// conditions (new transition times, QuotaReserved seen again): none of that is a step of
+		// the workload's life, and it must not be recorded twice or hold the clock.
+		return
+	}
 	w.conditions(u, wl, now)
 	n := 0
 	for _, ps := range wl.Spec.PodSets {
@@ -320,6 +326,9 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		if len(u.created) < u.expected {
 			w.clk.Hold(holdPods(u))
 		}
+		// The pod informer may have shown every pod Running before this informer showed the
+		// reservation: they are all up now.
+		w.allPodsUp(u, now)
 	case !reserved && u.reserved:
 		u.reserved = false
 		w.clk.Release(holdPods(u))
@@ -340,6 +349,14 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	}
 	if w.timers != nil {
 		w.timers.workload(u, wl, now)
+	}
+}
+
+// allPodsUp reports all_pods_running once per reservation of u, when every expected pod runs.
+func (w *watcher) allPodsUp(u *unit, now float64) {
+	if u.trial == nil && u.reserved && !u.allUp && u.expected > 0 && u.running >= u.expected {
+		u.allUp = true
+		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvAllPodsRunning})
 	}
 }
 
@@ -526,10 +543,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		st.running, st.everRan, st.since = true, true, now
 		u.running++
 		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key, Node: p.Spec.NodeName})
-		if u.trial == nil && u.reserved && !u.allUp && u.expected > 0 && u.running >= u.expected {
-			u.allUp = true
-			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvAllPodsRunning})
-		}
+		w.allPodsUp(u, now)
 	case !running && st.running:
 		st.running = false
 		u.running--
@@ -556,6 +570,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		st.unsched = unsched
 		if unsched {
 			w.unsched++
+			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodUnschedulable, Object: key, Message: scheduledMessage(p)})
 			// Waiting for a node is simulated time, not control-plane lag.
 			w.clk.Release(holdStart(p.UID))
 		} else {
@@ -687,6 +702,16 @@ func unschedulable(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// scheduledMessage is the message of the pod's PodScheduled condition: why the scheduler found no node.
+func scheduledMessage(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 // annotatedTime reads a trace time the agent wrote on the pod.

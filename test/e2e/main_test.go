@@ -23,6 +23,8 @@ type env struct {
 	state      *cluster.State // the local cluster: its component metrics settle the trace clock
 	client     client.Client
 	scheme     *runtime.Scheme
+	// up are the options the cluster was started with: Up with them again (changed) reconfigures it.
+	up cluster.Options
 }
 
 var shared *env // set once by TestMain before any test runs, read-only afterwards
@@ -65,13 +67,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	t0 := time.Now()
-	cl, err := cluster.Up(ctx, cluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout})
+	opts := cluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout}
+	cl, err := cluster.Up(ctx, opts)
 	code := 1
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: cluster up: %v\n", err)
 	} else {
 		fmt.Printf("e2e: cluster %s up in %s (ports from %d)\n", name, time.Since(t0).Round(100*time.Millisecond), base)
-		code = runTests(m, cl)
+		code = runTests(m, cl, opts)
 	}
 	if err := cluster.Down(context.Background(), root, name, false, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: cluster down:", err)
@@ -87,7 +90,7 @@ func run(m *testing.M) int {
 	return code
 }
 
-func runTests(m *testing.M, cl *cluster.Cluster) int {
+func runTests(m *testing.M, cl *cluster.Cluster, opts cluster.Options) int {
 	scheme, err := cluster.Scheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -98,7 +101,7 @@ func runTests(m *testing.M, cl *cluster.Cluster) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	shared = &env{kubeconfig: cl.State.Kubeconfig(), state: cl.State, client: c, scheme: scheme}
+	shared = &env{kubeconfig: cl.State.Kubeconfig(), state: cl.State, client: c, scheme: scheme, up: opts}
 	t0 := time.Now()
 	code := m.Run()
 	fmt.Printf("e2e: tests took %s\n", time.Since(t0).Round(100*time.Millisecond))

@@ -111,3 +111,66 @@ func BenchmarkTick100kPods1kNodesCapChange(b *testing.B) {
 		e.Tick(1)
 	}
 }
+
+// churn keeps 1000 nodes × 5 one-GPU pods busy: every pod that finishes is replaced by a new one
+// on its node, as a loaded cluster in the sim engine does. The engine jumps from finish to finish;
+// each iteration handles one completion. Event-driven engines do it without touching the other
+// nodes; the ticked engine (the baseline, same run) ticks and predicts over all of them.
+func churn(b *testing.B, e *Engine) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	prof := hw.Profile{CPUUtilization: 0.4, GPUUtilization: 0.9, MemoryIntensity: 0.2}
+	seq := 0
+	add := func(n NodeID) {
+		seq++
+		d := 600 + float64(seq%977)
+		s := PodSpec{Key: fmt.Sprintf("ns/p-%d", seq), WorkloadID: "w", DurationSec: d, CPURequest: 8, GPURequest: 1,
+			CPUUnits: 8 * d, GPUUnits: d, Profile: prof, Sensitivity: Sensitivity{CPU: 0.3, GPU: 0.9}}
+		id, err := e.AddPod(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Start(id, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	nodeOf := map[string]NodeID{}
+	for n := range 1000 {
+		id, err := e.AddNode(NodeSpec{Name: fmt.Sprintf("node-%04d", n), GPUFamily: "H100-SXM", GPUs: 8, CPUModel: "2xEPYC-9654"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range 5 {
+			add(id)
+			nodeOf[fmt.Sprintf("ns/p-%d", seq)] = id
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	done := 0
+	for b.Loop() {
+		if e.ev == nil {
+			e.Tick(0) // a ticked engine predicts from its last tick's speeds
+		}
+		at, ok := e.NextFinish()
+		if !ok {
+			b.Fatal("nothing runs")
+		}
+		var fs []Finished
+		if e.ev != nil {
+			fs = e.AdvanceTo(at)
+		} else {
+			fs = e.Tick(at - e.Now())
+		}
+		for _, f := range fs {
+			done++
+			n := nodeOf[f.Key]
+			e.Remove(f.Pod)
+			add(n)
+			nodeOf[fmt.Sprintf("ns/p-%d", seq)] = n
+		}
+	}
+	b.ReportMetric(float64(done)/float64(b.N), "finishes/op")
+}
+
+func BenchmarkChurn5kPods1kNodesTicked(b *testing.B)      { churn(b, New(catalog(b))) }
+func BenchmarkChurn5kPods1kNodesEventDriven(b *testing.B) { churn(b, NewEventDriven(catalog(b))) }

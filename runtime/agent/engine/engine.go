@@ -107,6 +107,7 @@ type Stats struct {
 
 type node struct {
 	name   string
+	last   float64 // event-driven mode: the time its energy and its pods are integrated to
 	gpu    *hw.GPU
 	cpu    *hw.CPU
 	gpus   float64
@@ -149,6 +150,7 @@ type pod struct {
 	podGPURunW   float64 // what its GPUs draw while it progresses
 	podGPUIdleW  float64 // what those GPUs draw while it pauses, waits or once it stops
 	power, speed float64 // power as the tick started (paused: its GPUs idle)
+	nat          float64 // the pod's own speed, before a gang runs it at its slowest member's
 	energy       float64
 }
 
@@ -188,6 +190,8 @@ type Engine struct {
 	freeGang []int32
 	finished []Finished
 	stats    Stats
+	// ev is the event-driven mode's bookkeeping (NewEventDriven); nil for a ticked engine.
+	ev *eventState
 }
 
 // New returns an empty engine using the catalog's physics.
@@ -198,8 +202,13 @@ func New(cat *hw.Catalog) *Engine {
 // Now is the trace time reached by the ticks so far.
 func (e *Engine) Now() float64 { return e.now }
 
-// Stats describe the last tick.
-func (e *Engine) Stats() Stats { return e.stats }
+// Stats describe the last tick (event-driven: the current state).
+func (e *Engine) Stats() Stats {
+	if e.ev != nil {
+		return e.statsEvents()
+	}
+	return e.stats
+}
 
 // AddNode registers a node.
 func (e *Engine) AddNode(s NodeSpec) (NodeID, error) {
@@ -231,8 +240,10 @@ func (e *Engine) AddNode(s NodeSpec) (NodeID, error) {
 		n.cores = cpu.Cores
 	}
 	id := NodeID(len(e.nodes))
+	n.last = e.now
 	e.nodes = append(e.nodes, n)
 	e.nodeIdx[s.Name] = id
+	e.changedNode(id)
 	return id, nil
 }
 
@@ -248,6 +259,8 @@ func (e *Engine) SetGPUCap(id NodeID, capW float64) float64 {
 	if n.gpu == nil {
 		return 0
 	}
+	e.syncNode(id)
+	defer e.changedNode(id)
 	n.capW = n.gpu.ClampCap(capW)
 	for _, pid := range n.pods {
 		e.pods[pid].dirty = true
@@ -256,13 +269,23 @@ func (e *Engine) SetGPUCap(id NodeID, capW float64) float64 {
 }
 
 // SetCPUCap changes a node's CPU power cap as a fraction of full-load power (0 = uncapped).
-func (e *Engine) SetCPUCap(id NodeID, fraction float64) { e.nodes[id].cpuCap = fraction }
+func (e *Engine) SetCPUCap(id NodeID, fraction float64) {
+	e.syncNode(id)
+	e.nodes[id].cpuCap = fraction
+	e.changedNode(id)
+}
 
-// NodePower is the node's power during the last tick, in watts.
-func (e *Engine) NodePower(id NodeID) float64 { return e.nodes[id].power }
+// NodePower is the node's power during the last tick, in watts (event-driven: its power now).
+func (e *Engine) NodePower(id NodeID) float64 {
+	e.refresh()
+	return e.nodes[id].power
+}
 
 // NodeEnergy is the energy the node used so far, in joules of trace time.
-func (e *Engine) NodeEnergy(id NodeID) float64 { return e.nodes[id].energy }
+func (e *Engine) NodeEnergy(id NodeID) float64 {
+	e.syncNode(id)
+	return e.nodes[id].energy
+}
 
 // AddPod registers a pod (not yet running).
 func (e *Engine) AddPod(s PodSpec) (PodID, error) {
@@ -294,8 +317,10 @@ func (e *Engine) AddPod(s PodSpec) (PodID, error) {
 		e.acct = append(e.acct, podAcct{pending: -1})
 	}
 	e.podIdx[s.Key] = id
+	e.newPodSlot(id)
 	if s.GangID != "" {
 		e.joinGang(id, s.GangID, s.GangSize)
+		e.changedGang(e.pods[id].gang)
 	}
 	return id, nil
 }
@@ -384,6 +409,10 @@ func (e *Engine) Start(id PodID, nid NodeID) error {
 	if p.gpus > 0 && n.gpu == nil {
 		return fmt.Errorf("start pod %s: requests %g GPUs but node %s has none", p.key, p.gpus, n.name)
 	}
+	e.syncPod(id)
+	e.syncNode(nid)
+	e.changedPod(id)
+	defer e.changedPod(id)
 	if p.node != nid {
 		e.unbind(id)
 		p.node, p.nodeSlot = nid, int32(len(n.pods))
@@ -395,7 +424,11 @@ func (e *Engine) Start(id PodID, nid NodeID) error {
 }
 
 // Stop marks the pod not running (e.g. Pending again); its progress is kept.
-func (e *Engine) Stop(id PodID) { e.pods[id].running = false }
+func (e *Engine) Stop(id PodID) {
+	e.syncPod(id)
+	e.pods[id].running = false
+	e.changedPod(id)
+}
 
 func (e *Engine) unbind(id PodID) {
 	p := &e.pods[id]
@@ -414,6 +447,8 @@ func (e *Engine) unbind(id PodID) {
 // Evict stops the pod and rewinds its work to the last checkpoint (when the workload declares a
 // checkpoint interval) or to zero.
 func (e *Engine) Evict(id PodID) {
+	e.syncPod(id)
+	e.changedPod(id)
 	e.unbind(id)
 	p := &e.pods[id]
 	p.running, p.done, p.failed = false, false, false
@@ -429,6 +464,8 @@ func (e *Engine) Rewind(id PodID) float64 {
 	if p.done {
 		return 0
 	}
+	e.syncPod(id)
+	defer e.changedPod(id)
 	a := &e.acct[id]
 	lost := p.sinceValid
 	if p.ckptEvery > 0 {
@@ -450,6 +487,8 @@ func (e *Engine) Pause(id PodID, sec float64) {
 	if p.done || !(sec > 0) {
 		return
 	}
+	e.syncPod(id)
+	defer e.changedPod(id)
 	if !a.pauseRestart {
 		// A checkpoint being written when the restart came does not finish.
 		p.pause, a.pending = 0, -1
@@ -460,6 +499,8 @@ func (e *Engine) Pause(id PodID, sec float64) {
 
 // Remove forgets the pod; its ID may be reused.
 func (e *Engine) Remove(id PodID) {
+	e.syncPod(id)
+	e.changedPod(id)
 	e.unbind(id)
 	p := &e.pods[id]
 	if p.gang >= 0 {
@@ -473,22 +514,33 @@ func (e *Engine) Remove(id PodID) {
 			delete(e.gangIdx, g.id)
 			g.inUse = false
 			e.freeGang = append(e.freeGang, p.gang)
+		} else {
+			e.changedGang(p.gang)
 		}
 	}
 	delete(e.podIdx, p.key)
 	e.pods[id] = pod{node: -1, gang: -1}
 	e.acct[id] = podAcct{}
+	e.newPodSlot(id)
 	e.freePods = append(e.freePods, id)
 }
 
 // PodEnergy is the energy attributed to the pod so far, in joules.
-func (e *Engine) PodEnergy(id PodID) float64 { return e.pods[id].energy }
+func (e *Engine) PodEnergy(id PodID) float64 {
+	e.syncPod(id)
+	return e.pods[id].energy
+}
 
-// PodPower is the power attributed to the pod during the last tick, in watts.
-func (e *Engine) PodPower(id PodID) float64 { return e.pods[id].power }
+// PodPower is the power attributed to the pod during the last tick, in watts (event-driven: its
+// power now).
+func (e *Engine) PodPower(id PodID) float64 {
+	e.refresh()
+	return e.pods[id].power
+}
 
 // Snapshot returns the pod's progress for persisting.
 func (e *Engine) Snapshot(id PodID) Snapshot {
+	e.syncPod(id)
 	p, a := &e.pods[id], &e.acct[id]
 	return Snapshot{
 		RemainingSec: p.remaining, RemainingCPUUnits: p.remaining * p.rateCPU, RemainingGPUUnits: p.remaining * p.rateGPU,
@@ -514,6 +566,7 @@ func (e *Engine) Restore(id PodID, s Snapshot) error {
 			return fmt.Errorf("restore pod %s: negative or NaN progress field in %+v", p.key, s)
 		}
 	}
+	e.syncPod(id)
 	p.remaining, p.ckptRemaining, p.sinceValid, p.energy = s.RemainingSec, s.CheckpointSec, s.SinceCheckpointSec, s.EnergyJ
 	// The interval's clock restarts at the checkpoint that counts; a checkpoint that was being
 	// written is not known to have finished, so the pause left is a restart's.
@@ -524,12 +577,14 @@ func (e *Engine) Restore(id PodID, s Snapshot) error {
 	}
 	p.pause, a.pauseRestart = s.PauseSec, s.PauseSec > 0
 	a.checkpoints, a.ckptPauseSec, a.restartPause, a.lostSec = s.Checkpoints, s.CheckpointPauseSec, s.RestartPauseSec, s.LostSec
+	e.changedPod(id)
 	return nil
 }
 
 // BlockedGangs appends to dst the gangs that have some but not all members present (running or
 // finished) and have been so for at least minSec of trace time.
 func (e *Engine) BlockedGangs(dst []GangStatus, minSec float64) []GangStatus {
+	e.refresh()
 	for i := range e.gangs {
 		g := &e.gangs[i]
 		if !g.inUse || !g.blocked || e.now-g.blockedSince < minSec {

@@ -20,6 +20,9 @@ import (
 // Tick(0) advances nothing but brings every pod's speed and power up to date with the current state
 // (pods started or stopped, caps changed), which NextFinish and NodePower read.
 func (e *Engine) Tick(dt float64) []Finished {
+	if e.ev != nil {
+		return e.AdvanceTo(e.now + dt)
+	}
 	e.finished = e.finished[:0]
 	if !(dt >= 0) {
 		return e.finished
@@ -35,7 +38,7 @@ func (e *Engine) Tick(dt float64) []Finished {
 		if !p.inUse || !p.running || p.done {
 			continue
 		}
-		e.advance(PodID(i), p, dt)
+		e.advance(PodID(i), p, e.now, dt)
 	}
 	e.now += dt
 	return e.finished
@@ -43,30 +46,60 @@ func (e *Engine) Tick(dt float64) []Finished {
 
 func (e *Engine) updateGangs() {
 	for gi := range e.gangs {
-		g := &e.gangs[gi]
-		if !g.inUse {
-			continue
-		}
-		present, active := 0, false
-		for _, pid := range g.members {
-			p := &e.pods[pid]
-			if p.running || p.done {
-				present++
-			}
-			if p.running && !p.done {
-				active = true
-			}
-		}
-		g.ready = present >= g.size
-		switch {
-		case !g.ready && active:
-			if !g.blocked {
-				g.blocked, g.blockedSince = true, e.now
-			}
-		default:
-			g.blocked = false
+		if e.gangs[gi].inUse {
+			e.updateGang(int32(gi))
 		}
 	}
+}
+
+// updateGang sets whether the gang has every member present (running or done) and whether it
+// is blocked (some member running, not all present), and gives a complete gang's running members
+// a common pause; it reports whether readiness or a member's pause changed (either changes the
+// members' power).
+func (e *Engine) updateGang(gi int32) bool {
+	g := &e.gangs[gi]
+	present, active := 0, false
+	for _, pid := range g.members {
+		p := &e.pods[pid]
+		if p.running || p.done {
+			present++
+		}
+		if p.running && !p.done {
+			active = true
+		}
+	}
+	was := g.ready
+	g.ready = present >= g.size
+	switch {
+	case !g.ready && active:
+		if !g.blocked {
+			g.blocked, g.blockedSince = true, e.now
+		}
+	default:
+		g.blocked = false
+	}
+	return was != g.ready || (g.ready && e.syncGangPause(g))
+}
+
+// syncGangPause pauses a complete gang's running members while any member is paused: the gang
+// moves as one (members rolled back together carry the same restart pause; a late one catches
+// up). It runs before the members' power is computed, which depends on the pause. It reports
+// whether a member's pause changed.
+func (e *Engine) syncGangPause(g *gang) bool {
+	pause, restart := 0.0, false
+	for _, pid := range g.members {
+		if p := &e.pods[pid]; p.running && !p.done && p.pause > pause {
+			pause, restart = p.pause, e.acct[pid].pauseRestart
+		}
+	}
+	changed := false
+	for _, pid := range g.members {
+		if p := &e.pods[pid]; p.running && !p.done && pause > p.pause {
+			p.pause, e.acct[pid].pauseRestart = pause, restart
+			changed = true
+		}
+	}
+	return changed
 }
 
 func (e *Engine) tickNode(n *node, dt float64) {
@@ -127,6 +160,7 @@ func (e *Engine) tickNode(n *node, dt float64) {
 			}
 			p.speed = gf * (1 - p.sens.CPU*(1-cpuShare*freq))
 		}
+		p.nat = p.speed
 		// Power as the tick starts: a pod that pauses (checkpoint, restart) draws idle GPU power.
 		gpuW += p.gpuNowW()
 	}
@@ -145,36 +179,39 @@ func (e *Engine) tickNode(n *node, dt float64) {
 
 func (e *Engine) syncGangSpeeds() {
 	for gi := range e.gangs {
-		g := &e.gangs[gi]
-		if !g.inUse || !g.ready {
-			continue
+		if e.gangs[gi].inUse {
+			e.syncGangSpeed(int32(gi))
 		}
-		// The gang moves as one: at its slowest member's speed, and paused while any member is
-		// (members rolled back together carry the same restart pause; a late one catches up).
-		slowest, pause, restart := -1.0, 0.0, false
-		for _, pid := range g.members {
-			p := &e.pods[pid]
-			if p.running && !p.done && (slowest < 0 || p.speed < slowest) {
-				slowest = p.speed
-			}
-			if p.running && !p.done && p.pause > pause {
-				pause, restart = p.pause, e.acct[pid].pauseRestart
-			}
+	}
+}
+
+// syncGangSpeed runs a ready gang's running members at the slowest one's own speed (as tickNode
+// last computed it for each).
+func (e *Engine) syncGangSpeed(gi int32) {
+	g := &e.gangs[gi]
+	if !g.ready {
+		return
+	}
+	slowest := -1.0
+	for _, pid := range g.members {
+		p := &e.pods[pid]
+		if p.running && !p.done && (slowest < 0 || p.nat < slowest) {
+			slowest = p.nat
 		}
-		for _, pid := range g.members {
-			if p := &e.pods[pid]; p.running && !p.done {
-				p.speed = slowest
-				if pause > p.pause {
-					p.pause, e.acct[pid].pauseRestart = pause, restart
-				}
-			}
+	}
+	for _, pid := range g.members {
+		if p := &e.pods[pid]; p.running && !p.done {
+			p.speed = slowest
 		}
 	}
 }
 
 // AdvanceTo ticks to trace time t exactly (no rounding drift from summing ticks); a t in the
-// past advances nothing.
+// past advances nothing. An event-driven engine (NewEventDriven) advances only what changes.
 func (e *Engine) AdvanceTo(t float64) []Finished {
+	if e.ev != nil {
+		return e.advanceEvents(t)
+	}
 	if !(t > e.now) {
 		return e.Tick(0)
 	}
@@ -184,8 +221,12 @@ func (e *Engine) AdvanceTo(t float64) []Finished {
 }
 
 // NextFinish is the trace time at which the next running pod will finish (or fail) if nothing
-// changes, as of the last Tick; ok is false when no pod is progressing.
+// changes, as of the last Tick (an event-driven engine: as of now); ok is false when no pod is
+// progressing.
 func (e *Engine) NextFinish() (t float64, ok bool) {
+	if e.ev != nil {
+		return e.nextFinishEvents()
+	}
 	t = math.Inf(1)
 	for i := range e.pods {
 		p := &e.pods[i]
@@ -238,9 +279,9 @@ func (p *pod) untilFinish() float64 {
 
 // advance moves a running pod through dt trace seconds: its pause first, then progress at its
 // speed, stopping at each checkpoint of a workload whose checkpoints cost a pause, until it
-// finishes (at its exact time) or dt is used up. Energy follows the segments: running power
+// finishes (at its exact time, counted from t0) or dt is used up. Energy follows the segments: running power
 // while it progresses, idle GPU power while it pauses or after it finished.
-func (e *Engine) advance(id PodID, p *pod, dt float64) {
+func (e *Engine) advance(id PodID, p *pod, t0, dt float64) {
 	if p.speed <= 0 {
 		p.energy += p.power * dt
 		return
@@ -299,14 +340,17 @@ func (e *Engine) advance(id PodID, p *pod, dt float64) {
 			p.remaining = p.failRemaining
 			p.done, p.failed, p.running = true, p.failRemaining > 0, false
 			finished = true
-			e.finished = append(e.finished, Finished{Pod: id, Key: p.key, WorkloadID: p.workload, AtSec: e.now + used, Failed: p.failed})
+			e.finished = append(e.finished, Finished{Pod: id, Key: p.key, WorkloadID: p.workload, AtSec: t0 + used, Failed: p.failed})
 			break
 		}
-		if toCkpt <= left {
-			// A checkpoint: written during a pause of ckptCost, counted once the pause ends.
-			p.progress(a, toCkpt)
-			ran += toCkpt
-			used += toCkpt
+		if toCkpt <= left+p.tolSec() {
+			// A checkpoint: written during a pause of ckptCost, counted once the pause ends. One
+			// within rounding of the interval's end is taken now (an event-driven engine
+			// integrates gang members on different nodes to the same time, not to the same ulp).
+			u := math.Min(toCkpt, left)
+			p.progress(a, u)
+			ran += u
+			used += u
 			p.sinceCkpt, a.pending = 0, p.remaining
 			p.pause, a.pauseRestart = p.ckptCost, false
 			continue

@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"math"
+
+	"sigs.k8s.io/kueue/pkg/util/wait"
+
+	"github.com/kueuelab/kueuelab/runtime/sim/des"
+)
+
+// Kueue's scheduler loop (pkg/util/wait.UntilWithBackoff in v0.15.0): a cycle that admits nothing
+// returns SlowDown, and the loop then backs off 1 ms, 2 ms, 4 ms, … up to 100 ms between cycle
+// starts until a cycle admits again. The timer for an iteration's wait is armed before its cycle
+// runs, from the previous cycle's signal (apimachinery's wait.BackoffUntil, not sliding), so a
+// backoff takes effect one cycle late; the cycler keeps that order.
+const (
+	backoffInitialSec = 0.001
+	backoffMaxSec     = 0.1
+)
+
+// scheduler is what the cycler drives: Kueue (kueuelib.Kueue) in a run, a fake in tests.
+type scheduler interface {
+	HasHeads() bool
+	Cycle() (wait.SpeedSignal, error)
+}
+
+// cycler plays Kueue's scheduler loop in virtual time. Each iteration of the loop arms its
+// backoff timer, then runs a cycle as soon as a ClusterQueue has a head (Kueue's Heads blocks
+// until then); the cycle takes cycleSec, and its decisions are made, by Kueue's own schedule, at
+// its end, after which done handles them. The next iteration begins when both the cycle and the
+// timer are over.
+type cycler struct {
+	loop     *des.Loop
+	k        scheduler
+	cycleSec float64
+	done     func()
+	fail     func(error)
+	// blocked: the iteration waits in Heads for a head.
+	blocked bool
+	// notBefore is when the backoff timer armed by this iteration fires.
+	notBefore float64
+	// backoff is the wait the next iteration arms (0 after a cycle that admitted).
+	backoff float64
+}
+
+func newCycler(loop *des.Loop, k scheduler, cycleSec float64, done func(), fail func(error)) *cycler {
+	return &cycler{loop: loop, k: k, cycleSec: cycleSec, done: done, fail: fail, blocked: true}
+}
+
+// wake runs the waiting iteration's cycle if a queue has a head now.
+func (c *cycler) wake() {
+	if c.blocked && c.k.HasHeads() {
+		c.blocked = false
+		c.loop.After(c.cycleSec, c.end)
+	}
+}
+
+// iterate begins an iteration of the loop: it arms the backoff timer, then runs a cycle at once
+// when a queue has a head, or waits for one.
+func (c *cycler) iterate() {
+	c.notBefore = c.loop.Now() + c.backoff
+	if c.backoff > 0 {
+		c.backoff = math.Min(2*c.backoff, backoffMaxSec)
+	}
+	c.blocked = true
+	c.wake()
+}
+
+// end runs Kueue's scheduling cycle and schedules the next iteration.
+func (c *cycler) end() {
+	if !c.k.HasHeads() {
+		// The heads this cycle would have taken are gone (their workloads finished or were
+		// deleted meanwhile): Kueue's Heads would still be waiting.
+		c.blocked = true
+		return
+	}
+	signal, err := c.k.Cycle()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if signal == wait.KeepGoing {
+		c.backoff = 0
+	} else if c.backoff == 0 {
+		c.backoff = backoffInitialSec
+	}
+	c.done()
+	c.loop.At(math.Max(c.loop.Now(), c.notBefore), c.iterate)
+}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"sigs.k8s.io/kueue/pkg/util/wait"
+
+	"github.com/kueuelab/kueuelab/runtime/sim/des"
+)
+
+// fakeKueue has heads while heads > 0 and answers cycles from a script of signals, recording when
+// each cycle ran.
+type fakeKueue struct {
+	loop    *des.Loop
+	heads   int
+	signals []wait.SpeedSignal
+	at      []float64
+	err     error
+}
+
+func (f *fakeKueue) HasHeads() bool { return f.heads > 0 }
+
+func (f *fakeKueue) Cycle() (wait.SpeedSignal, error) {
+	f.at = append(f.at, f.loop.Now())
+	f.heads--
+	s := wait.SlowDown
+	if len(f.signals) > 0 {
+		s, f.signals = f.signals[0], f.signals[1:]
+	}
+	return s, f.err
+}
+
+func near(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-12 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCyclerBackoff follows Kueue's loop: cycles back to back while they admit; after a cycle
+// that admits nothing, the next iteration starts at once (its timer was armed before), then the
+// waits are 1, 2, 4 … ms, each counted from its iteration's start, so a cycle longer than the
+// wait hides it.
+func TestCyclerBackoff(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		cycle   float64
+		signals []wait.SpeedSignal
+		want    []float64 // cycle end times
+	}{
+		{"keep going", 0.01, []wait.SpeedSignal{wait.KeepGoing, wait.KeepGoing, wait.KeepGoing}, []float64{0.01, 0.02, 0.03}},
+		{"slow down", 0, []wait.SpeedSignal{wait.SlowDown, wait.SlowDown, wait.SlowDown, wait.SlowDown, wait.KeepGoing, wait.KeepGoing, wait.KeepGoing},
+			// The second iteration's timer was armed from no signal yet: 0. Then the waits are 1, 2
+			// and 4 ms; the fifth cycle admits, but its iteration's 8 ms timer was armed before it
+			// ran; then no wait.
+			[]float64{0, 0, 0.001, 0.003, 0.007, 0.015, 0.015}},
+		{"long cycles hide the backoff", 0.05, []wait.SpeedSignal{wait.SlowDown, wait.SlowDown, wait.SlowDown}, []float64{0.05, 0.10, 0.15}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := des.New(0)
+			f := &fakeKueue{loop: l, heads: len(tt.want), signals: tt.signals}
+			c := newCycler(l, f, tt.cycle, func() {}, func(err error) { t.Fatal(err) })
+			c.wake()
+			for l.Step() {
+			}
+			if !near(f.at, tt.want) {
+				t.Errorf("cycles at %v, want %v", f.at, tt.want)
+			}
+		})
+	}
+}
+
+// TestCyclerBlocksAndWakes: with no head the loop waits in Heads; a head arriving later starts a
+// cycle at once.
+func TestCyclerBlocksAndWakes(t *testing.T) {
+	l := des.New(0)
+	f := &fakeKueue{loop: l}
+	c := newCycler(l, f, 0.5, func() {}, func(err error) { t.Fatal(err) })
+	c.wake()
+	if l.Pending() != 0 {
+		t.Fatal("a cycle was scheduled without heads")
+	}
+	l.At(10, func() { f.heads = 1; c.wake() })
+	for l.Step() {
+	}
+	if !near(f.at, []float64{10.5}) || !c.blocked {
+		t.Fatalf("cycles at %v, blocked %v", f.at, c.blocked)
+	}
+	f.err = errors.New("boom")
+	f.heads = 1
+	failed := false
+	c.fail = func(error) { failed = true }
+	c.wake()
+	for l.Step() {
+	}
+	if !failed {
+		t.Error("a failing cycle was not reported")
+	}
+}

@@ -1,0 +1,307 @@
+// Package kueuelib runs Kueue v0.15.0's admission code as a library, in virtual time: its
+// scheduler cache, queue manager, scheduler (with preemption, cohorts, borrowing and lending, fair
+// sharing and admission fair sharing) and the workload controller's event handlers, all wired to
+// an in-memory API (Store) and a caller's clock. The caller plays the controllers' remaining parts
+// (creating Workloads from jobs, finishing them, releasing evicted ones) through Kueue's own
+// workload functions against the Store, and decides when a scheduling cycle runs.
+package kueuelib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	config "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/controller/core"
+	"sigs.k8s.io/kueue/pkg/scheduler"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
+	afs "sigs.k8s.io/kueue/pkg/util/admissionfairsharing"
+	"sigs.k8s.io/kueue/pkg/util/routine"
+	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
+	"sigs.k8s.io/kueue/pkg/util/wait"
+)
+
+// Options configure Kueue as its Configuration would (config.kueue.x-k8s.io/v1beta2).
+type Options struct {
+	// Scheme knows Kueue's v1beta2 types and the job kinds turned into Workloads.
+	Scheme *runtime.Scheme
+	// Clock is Kueue's clock: the sim's virtual time.
+	Clock clock.WithDelayedExecution
+	// FairSharing, when set, turns fair sharing on (Configuration.fairSharing).
+	FairSharing *config.FairSharing
+	// AdmissionFairSharing, when set, turns admission fair sharing on.
+	AdmissionFairSharing *config.AdmissionFairSharing
+	// Seed draws the objects' UIDs.
+	Seed uint64
+}
+
+// Kueue is one Kueue instance: its cache, queues and scheduler over a Store.
+type Kueue struct {
+	Store      *Store
+	Cache      *schdcache.Cache
+	Queues     *qcache.Manager
+	Scheduler  *scheduler.Scheduler
+	reconciler *core.WorkloadReconciler
+	ctx        context.Context
+	log        logr.Logger
+	clk        clock.WithDelayedExecution
+	heads      *heads
+	cqs        []kueue.ClusterQueueReference
+	opts       Options
+	cycles     int64
+	// headsKnown says headsVal is still HasHeads's answer: only Kueue's own code (its handlers, a
+	// cycle, its timers) changes the queues.
+	headsKnown, headsVal bool
+	// Admission fair sharing (afs.go): the LocalQueue reconciler and the LocalQueues Kueue
+	// notified.
+	lqs         []types.NamespacedName
+	lqr         *core.LocalQueueReconciler
+	notified    []types.NamespacedName
+	notifiedSet map[types.NamespacedName]bool
+}
+
+// newMu guards the swap of routine.DefaultWrapper while a Scheduler is built.
+var newMu sync.Mutex
+
+// syncWrapper runs the scheduler's admission API write in the cycle instead of in a goroutine of
+// its own, so the write has happened when the cycle returns.
+type syncWrapper struct{}
+
+func (syncWrapper) Run(f func()) { f() }
+
+// New builds Kueue over a new Store. Add the cluster's objects with AddObjects before the first
+// Workload.
+func New(o Options) (*Kueue, error) {
+	if o.Scheme == nil || o.Clock == nil {
+		return nil, errors.New("kueuelib: Options need a Scheme and a Clock")
+	}
+	st := NewStore(o.Scheme)
+	st.SetUIDSeed(o.Seed)
+	cacheOpts := []schdcache.Option{schdcache.WithPodsReadyTracking(false)}
+	queueOpts := []qcache.Option{qcache.WithClock(o.Clock), qcache.WithPodsReadyRequeuingTimestamp(config.EvictionTimestamp)}
+	if o.FairSharing != nil {
+		cacheOpts = append(cacheOpts, schdcache.WithFairSharing(fairsharing.Enabled(o.FairSharing)))
+	}
+	if o.AdmissionFairSharing != nil {
+		queueOpts = append(queueOpts, qcache.WithAdmissionFairSharing(o.AdmissionFairSharing))
+		cacheOpts = append(cacheOpts, schdcache.WithAdmissionFairSharing(o.AdmissionFairSharing))
+	}
+	k := &Kueue{}
+	clk := timerClock{WithDelayedExecution: o.Clock, k: k}
+	queueOpts[0] = qcache.WithClock(clk)
+	cc := schdcache.New(st, cacheOpts...)
+	qm := qcache.NewManager(st, cc, queueOpts...)
+
+	newMu.Lock()
+	saved := routine.DefaultWrapper
+	routine.DefaultWrapper = syncWrapper{}
+	s := scheduler.New(qm, cc, st, discardRecorder{},
+		scheduler.WithPodsReadyRequeuingTimestamp(config.EvictionTimestamp),
+		scheduler.WithFairSharing(o.FairSharing),
+		scheduler.WithAdmissionFairSharing(o.AdmissionFairSharing),
+		scheduler.WithClock(nil, clk))
+	routine.DefaultWrapper = saved
+	newMu.Unlock()
+
+	var wopts []core.Option
+	if afs.Enabled(o.AdmissionFairSharing) {
+		// The LocalQueue reconciler hears of every Workload event, as in Kueue's
+		// core.SetupControllers, and the handlers account admitted usage.
+		wopts = append(wopts, core.WithWorkloadUpdateWatchers(k), core.WithAdmissionFairSharing(o.AdmissionFairSharing))
+	}
+	r := core.NewWorkloadReconciler(st, qm, cc, discardRecorder{}, wopts...)
+	if err := setReconcilerClock(r, clk); err != nil {
+		return nil, err
+	}
+	log := logr.Discard()
+	*k = Kueue{Store: st, Cache: cc, Queues: qm, Scheduler: s, reconciler: r, clk: clk, opts: o,
+		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{}}
+	k.newLocalQueueReconciler()
+	return k, nil
+}
+
+// timerClock is the clock Kueue's code gets: the caller's, with the queues marked changed when
+// one of Kueue's timers fires (the queue manager's second-pass requeue).
+type timerClock struct {
+	clock.WithDelayedExecution
+	k *Kueue
+}
+
+func (c timerClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return c.WithDelayedExecution.AfterFunc(d, func() {
+		c.k.headsKnown = false
+		f()
+	})
+}
+
+// Context is the context Kueue's code runs with (logging discarded).
+func (k *Kueue) Context() context.Context { return k.ctx }
+
+// Clock is Kueue's clock.
+func (k *Kueue) Clock() clock.WithDelayedExecution { return k.clk }
+
+// AddObjects adds the cluster's objects, in the order the controllers would see them created:
+// Namespaces and WorkloadPriorityClasses to the Store; ResourceFlavors, Topologies, Cohorts,
+// ClusterQueues (marked Active, as the ClusterQueue controller would) and LocalQueues also to the
+// cache and the queue manager. Objects of other kinds are stored only.
+func (k *Kueue) AddObjects(objs []client.Object) error {
+	order := func(o client.Object) int {
+		switch o.(type) {
+		case *corev1.Namespace, *kueue.WorkloadPriorityClass:
+			return 0
+		case *kueue.ResourceFlavor, *kueue.Topology:
+			return 1
+		case *kueue.Cohort:
+			return 2
+		case *kueue.ClusterQueue:
+			return 3
+		case *kueue.LocalQueue:
+			return 4
+		}
+		return 5
+	}
+	for pass := 0; pass <= 5; pass++ {
+		for _, o := range objs {
+			if order(o) != pass {
+				continue
+			}
+			if err := k.add(o.DeepCopyObject().(client.Object)); err != nil {
+				return fmt.Errorf("kueue: add %T %s: %w", o, o.GetName(), err)
+			}
+		}
+	}
+	h, err := newHeads(k.Queues, k.cqs)
+	if err != nil {
+		return err
+	}
+	k.heads, k.headsKnown = h, false
+	return nil
+}
+
+func (k *Kueue) add(o client.Object) error {
+	switch x := o.(type) {
+	case *kueue.ClusterQueue:
+		x.Status.Conditions = append(x.Status.Conditions, activeCondition())
+	case *corev1.Node:
+		// Ready as KWOK reports its nodes (topology-aware scheduling counts only ready nodes).
+		if !utiltas.IsNodeStatusConditionTrue(x.Status.Conditions, corev1.NodeReady) {
+			x.Status.Conditions = append(x.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue})
+		}
+	}
+	if err := k.Store.AddObject(o); err != nil {
+		return err
+	}
+	switch x := o.(type) {
+	case *kueue.ResourceFlavor:
+		k.Cache.AddOrUpdateResourceFlavor(k.log, x)
+	case *kueue.Topology:
+		k.Cache.AddOrUpdateTopology(k.log, x)
+	case *kueue.Cohort:
+		if err := k.Cache.AddOrUpdateCohort(x); err != nil {
+			return err
+		}
+		k.Queues.AddOrUpdateCohort(k.ctx, x)
+	case *kueue.ClusterQueue:
+		if err := k.Cache.AddClusterQueue(k.ctx, x); err != nil {
+			return err
+		}
+		if err := k.Queues.AddClusterQueue(k.ctx, x); err != nil {
+			return err
+		}
+		k.cqs = append(k.cqs, kueue.ClusterQueueReference(x.Name))
+	case *kueue.LocalQueue:
+		if err := k.Cache.AddLocalQueue(x); err != nil {
+			return err
+		}
+		if err := k.Queues.AddLocalQueue(k.ctx, x); err != nil {
+			return err
+		}
+		k.lqs = append(k.lqs, types.NamespacedName{Namespace: x.Namespace, Name: x.Name})
+	}
+	return nil
+}
+
+// ClusterQueues lists the ClusterQueues added, in the order added.
+func (k *Kueue) ClusterQueues() []kueue.ClusterQueueReference { return k.cqs }
+
+// InactiveClusterQueues names the ClusterQueues Kueue's cache does not consider active (a flavor
+// or topology they need is missing), which would never admit anything.
+func (k *Kueue) InactiveClusterQueues() []kueue.ClusterQueueReference {
+	var out []kueue.ClusterQueueReference
+	for _, n := range k.cqs {
+		if !k.Cache.ClusterQueueActive(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// HasHeads reports whether a scheduling cycle would find a workload to try now.
+func (k *Kueue) HasHeads() bool {
+	if !k.headsKnown {
+		k.headsVal, k.headsKnown = k.heads.any(k.Cache.ClusterQueueActive), true
+	}
+	return k.headsVal
+}
+
+// Queued is the number of workloads in the ClusterQueues' heaps (waiting to be tried; the
+// inadmissible ones wait elsewhere until the cluster changes).
+func (k *Kueue) Queued() int { return k.heads.count() }
+
+// Cycle runs one scheduling cycle of Kueue's scheduler, which must have heads (HasHeads). It
+// returns whether the cycle admitted a workload (Kueue's own signal to run the next cycle at
+// once) or asks to slow down. Kueue's writes are in the Store's changes when it returns.
+func (k *Kueue) Cycle() (wait.SpeedSignal, error) {
+	if !k.HasHeads() {
+		return wait.SlowDown, errors.New("kueue: a scheduling cycle without heads would block")
+	}
+	k.cycles++
+	k.headsKnown = false
+	return schedule(k.Scheduler, k.ctx), nil
+}
+
+// Cycles is the number of cycles run.
+func (k *Kueue) Cycles() int64 { return k.cycles }
+
+// Deliver hands each of changes to the workload controller's event handlers, as its informer
+// would (create, update or delete), which update the queues and the cache.
+func (k *Kueue) Deliver(c Change) {
+	k.headsKnown = false
+	switch {
+	case c.Old == nil:
+		k.reconciler.Create(event.TypedCreateEvent[*kueue.Workload]{Object: c.New})
+	case c.New == nil:
+		k.reconciler.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: c.Old})
+	default:
+		k.reconciler.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: c.Old, ObjectNew: c.New})
+	}
+}
+
+func activeCondition() metav1.Condition {
+	return metav1.Condition{Type: kueue.ClusterQueueActive, Status: "True", Reason: "Ready", Message: "Can admit new workloads"}
+}
+
+// discardRecorder drops Kueue's Kubernetes events; the sim records its own.
+type discardRecorder struct{}
+
+var _ record.EventRecorder = discardRecorder{}
+
+func (discardRecorder) Event(runtime.Object, string, string, string)          {}
+func (discardRecorder) Eventf(runtime.Object, string, string, string, ...any) {}
+func (discardRecorder) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
+}

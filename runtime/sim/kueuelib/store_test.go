@@ -1,0 +1,135 @@
+package kueuelib
+
+import (
+	"context"
+	"testing"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueuelab/kueuelab/runtime/sim/des"
+)
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(s)
+	for _, o := range cluster() {
+		if err := st.AddObject(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+func cond(wl *kueue.Workload, typ string) *metav1.Condition {
+	return apimeta.FindStatusCondition(wl.Status.Conditions, typ)
+}
+
+// TestStoreAppliesKueueWrites checks the store against what the API server does with Kueue's own
+// status writes: the admission manager's apply replaces the fields it owns (a condition it
+// stops applying goes away), another manager's apply merges its condition, and every write is a
+// Change with the old and new object.
+func TestStoreAppliesKueueWrites(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	clk := des.New(10).Clock()
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "w"}, Spec: kueue.WorkloadSpec{QueueName: "lq"}}
+	if err := st.Create(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Create(ctx, wl.DeepCopy()); err == nil {
+		t.Fatal("a second create of one name succeeded")
+	}
+	key := types.NamespacedName{Namespace: "a", Name: "w"}
+	admission := &kueue.Admission{ClusterQueue: "qa"}
+	// Admit, as the scheduler does.
+	cur := st.Workload(key).DeepCopy()
+	if err := workload.PatchAdmissionStatus(ctx, st, cur, clk, func(w *kueue.Workload) (bool, error) {
+		workload.SetQuotaReservation(w, admission, clk)
+		return workload.SyncAdmittedCondition(w, clk.Now()), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := st.Workload(key)
+	if !workload.IsAdmitted(got) || got.Status.Admission == nil || got.Status.Admission.ClusterQueue != "qa" {
+		t.Fatalf("after admission: %+v", got.Status)
+	}
+	// Another manager's single condition merges.
+	if err := workload.UpdateStatus(ctx, st, got, kueue.WorkloadPodsReady, metav1.ConditionTrue, "PodsReady", "ready", "job-controller", clk); err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(st.Workload(key), kueue.WorkloadPodsReady); c == nil || c.Status != metav1.ConditionTrue || !workload.IsAdmitted(st.Workload(key)) {
+		t.Fatalf("PodsReady not merged or admission lost: %+v", st.Workload(key).Status.Conditions)
+	}
+	// Releasing quota: the admission manager's apply without Admitted removes it and the
+	// admission, keeps PodsReady (another manager's).
+	cur = st.Workload(key).DeepCopy()
+	if err := workload.PatchAdmissionStatus(ctx, st, cur, clk, func(w *kueue.Workload) (bool, error) {
+		return workload.UnsetQuotaReservationWithCondition(w, "Pending", "evicted", clk.Now()), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got = st.Workload(key)
+	if workload.HasQuotaReservation(got) || workload.IsAdmitted(got) || got.Status.Admission != nil || cond(got, kueue.WorkloadPodsReady) == nil {
+		t.Fatalf("after release: %+v", got.Status)
+	}
+	ch := st.TakeChanges()
+	if len(ch) != 4 || ch[0].Old != nil || ch[1].Old == nil || workload.IsAdmitted(ch[1].Old) || !workload.IsAdmitted(ch[1].New) {
+		t.Fatalf("changes: %d, want create, admit, PodsReady, release in order", len(ch))
+	}
+	if len(st.TakeChanges()) != 0 {
+		t.Fatal("TakeChanges returned changes twice")
+	}
+	// Finish, then forget: gone without a Change.
+	if err := workload.Finish(ctx, st, st.Workload(key).DeepCopy(), kueue.WorkloadFinishedReasonSucceeded, "done", clk); err != nil {
+		t.Fatal(err)
+	}
+	if !workload.IsFinished(st.Workload(key)) {
+		t.Fatal("Finish did not set Finished")
+	}
+	st.Forget(key)
+	if st.Workload(key) != nil || st.Workloads() != 0 || len(st.TakeChanges()) != 1 {
+		t.Fatal("Forget")
+	}
+}
+
+func TestStoreListsByKueuesIndexes(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	var lqs kueue.LocalQueueList
+	if err := st.List(ctx, &lqs, client.MatchingFields{indexer.QueueClusterQueueKey: "qb"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(lqs.Items) != 1 || lqs.Items[0].Namespace != "b" {
+		t.Fatalf("LocalQueues of qb: %+v", lqs.Items)
+	}
+	for _, n := range []string{"w1", "w2"} {
+		if err := st.Create(ctx, &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: n}, Spec: kueue.WorkloadSpec{QueueName: "lq"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wls kueue.WorkloadList
+	if err := st.List(ctx, &wls, client.InNamespace("a"), client.MatchingFields{indexer.WorkloadQueueKey: "lq"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(wls.Items) != 2 || wls.Items[0].Name != "w1" {
+		t.Fatalf("Workloads of a/lq: %d", len(wls.Items))
+	}
+	wls = kueue.WorkloadList{}
+	if err := st.List(ctx, &wls, client.MatchingFields{indexer.WorkloadClusterQueueKey: "qa"}); err != nil || len(wls.Items) != 0 {
+		t.Fatalf("Workloads admitted by qa: %d (%v), want none", len(wls.Items), err)
+	}
+	var ns kueue.ClusterQueueList
+	if err := st.List(ctx, &ns); err != nil || len(ns.Items) != 2 {
+		t.Fatalf("ClusterQueues: %d (%v)", len(ns.Items), err)
+	}
+}

@@ -1,0 +1,243 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
+)
+
+// The lifecycle role: what Kueue's workload controller and job reconciler (jobframework) do
+// around the scheduler, played with Kueue's own functions against the Store.
+//   - Every Workload write goes to the workload controller's event handlers (Kueue.Deliver),
+//     which keep the queue manager and the cache in step, exactly as the informer feeds them.
+//   - Quota reserved and admitted: the job starts (its pods are created after
+//     Timing.PodStartSec and bound by the kube-scheduler role).
+//   - Evicted (preempted): the job stops — its pods are deleted — and, once they are gone, the
+//     Workload's quota is released with Requeued set as jobframework sets it
+//     (pkg/controller/jobframework reconciler, "handle eviction"); the handlers requeue it.
+//   - Every pod done: the job is finished and so is its Workload (workload.Finish), Succeeded or,
+//     when a pod failed, Failed (the rendered jobs allow no retries); the handlers release its
+//     quota and the sim forgets it.
+
+// drain delivers Kueue's Workload writes to the workload controller's handlers and then to the
+// lifecycle, until none is left.
+func (s *sim) drain() {
+	for s.kq.Store.HasChanges() {
+		for _, c := range s.kq.Store.TakeChanges() {
+			s.kq.Deliver(c)
+			s.react(c)
+		}
+	}
+}
+
+// react plays the controllers' reaction to one Workload write.
+func (s *sim) react(c kueuelib.Change) {
+	if c.New == nil {
+		return
+	}
+	w := s.wls[c.Key()]
+	if w == nil {
+		return
+	}
+	old, cur := c.Old, c.New
+	if old == nil {
+		old = &kueue.Workload{}
+	}
+	now := s.loop.Now()
+	ev := results.Event{T: now, Workload: w.it.id, Object: w.key.String()}
+	if !workload.HasQuotaReservation(old) && workload.HasQuotaReservation(cur) {
+		e := ev
+		e.Type, e.Flavors = results.EvQuotaReserved, flavorsOf(cur)
+		s.emit(e)
+		s.reserve(w, cur)
+	}
+	if !workload.IsAdmitted(old) && workload.IsAdmitted(cur) {
+		e := ev
+		e.Type, e.Flavors = results.EvAdmitted, flavorsOf(cur)
+		s.emit(e)
+		w.startEv = s.loop.After(s.cfg.Timing.PodStartSec, func() { s.pods.start(w, cur) })
+	}
+	if c, ok := becameTrue(old, cur, kueue.WorkloadEvicted); ok {
+		e := ev
+		e.Type, e.Reason, e.Message = results.EvEvicted, c.Reason, c.Message
+		s.emit(e)
+		w.evicted = true
+	}
+	if c, ok := becameTrue(old, cur, kueue.WorkloadPreempted); ok {
+		e := ev
+		e.Type, e.Reason, e.Message = results.EvPreempted, c.Reason, c.Message
+		s.emit(e)
+	}
+	if c, ok := becameTrue(old, cur, kueue.WorkloadRequeued); ok && w.evicted {
+		e := ev
+		e.Type, e.Reason, e.Message = results.EvRequeued, c.Reason, c.Message
+		s.emit(e)
+		w.evicted = false
+	}
+	if workload.HasQuotaReservation(old) && !workload.HasQuotaReservation(cur) {
+		s.unreserve(w)
+	}
+	if workload.IsEvicted(cur) && workload.HasQuotaReservation(cur) && !workload.IsFinished(cur) {
+		s.stopEvicted(w, cur)
+	}
+	if !workload.IsFinished(old) && workload.IsFinished(cur) {
+		s.workloadFinished(w, cur)
+	}
+}
+
+// becameTrue returns condition typ of cur when it is True there and was not in old (or changed
+// reason, a new transition).
+func becameTrue(old, cur *kueue.Workload, typ string) (*metav1.Condition, bool) {
+	c := apimeta.FindStatusCondition(cur.Status.Conditions, typ)
+	if c == nil || c.Status != "True" {
+		return nil, false
+	}
+	o := apimeta.FindStatusCondition(old.Status.Conditions, typ)
+	if o != nil && o.Status == "True" && o.LastTransitionTime.Equal(&c.LastTransitionTime) && o.Reason == c.Reason {
+		return nil, false
+	}
+	return c, true
+}
+
+// reserve books the quota a Workload got for the time series.
+func (s *sim) reserve(w *kwl, cur *kueue.Workload) {
+	w.cq = string(cur.Status.Admission.ClusterQueue)
+	w.reservedGPU = map[string]int64{}
+	for _, psa := range cur.Status.Admission.PodSetAssignments {
+		for r, f := range psa.Flavors {
+			if isGPU(string(r)) {
+				q := psa.ResourceUsage[r]
+				w.reservedGPU[string(f)] += q.Value()
+			}
+		}
+	}
+	s.sample.g.reserved(w)
+}
+
+func (s *sim) unreserve(w *kwl) {
+	s.sample.g.unreserved(w)
+	w.cq, w.reservedGPU = "", nil
+}
+
+// stopEvicted plays the job reconciler for an evicted Workload that still holds quota: the job is
+// stopped (its pods deleted) and the Workload's admission cleared, with Requeued True when
+// Kueue preempted it (jobframework sets it so for preemption and node failures only).
+func (s *sim) stopEvicted(w *kwl, cur *kueue.Workload) {
+	if w.startEv != nil {
+		w.startEv.Cancel()
+		w.startEv = nil
+	}
+	s.pods.stopAll(w, "Evicted")
+	evCond := apimeta.FindStatusCondition(cur.Status.Conditions, kueue.WorkloadEvicted)
+	wl := cur.DeepCopy()
+	err := workload.PatchAdmissionStatus(s.kq.Context(), s.kq.Store, wl, s.clk, func(wl *kueue.Workload) (bool, error) {
+		setRequeued := evCond.Reason == kueue.WorkloadEvictedByPreemption || evCond.Reason == kueue.WorkloadEvictedDueToNodeFailures
+		updated := workload.SetRequeuedCondition(wl, evCond.Reason, evCond.Message, setRequeued)
+		if workload.UnsetQuotaReservationWithCondition(wl, "Pending", evCond.Message, s.clk.Now()) {
+			updated = true
+		}
+		return updated, nil
+	})
+	if err != nil {
+		s.fail(fmt.Errorf("release evicted workload %s: %w", w.key, err))
+	}
+}
+
+// finishWorkload declares the job finished: Kueue's workload.Finish sets the Workload's Finished
+// condition, which the handlers see.
+func (s *sim) finishWorkload(w *kwl, failed bool, msg string) {
+	reason := kueue.WorkloadFinishedReasonSucceeded
+	if failed {
+		reason = kueue.WorkloadFinishedReasonFailed
+	}
+	cur := s.kq.Store.Workload(w.key)
+	if cur == nil {
+		s.fail(fmt.Errorf("finish workload %s: not in the store", w.key))
+		return
+	}
+	if features.Enabled(features.WorkloadRequestUseMergePatch) {
+		cur = cur.DeepCopy() // the merge-patch path writes the result into the object it is given
+	}
+	// Kueue's server-side apply path only reads cur (it builds the patch from it).
+	if err := workload.Finish(s.kq.Context(), s.kq.Store, cur, reason, msg, s.clk); err != nil {
+		s.fail(fmt.Errorf("finish workload %s: %w", w.key, err))
+	}
+}
+
+// workloadFinished records a finished Workload, forgets it and, for a trial, tells its experiment.
+func (s *sim) workloadFinished(w *kwl, cur *kueue.Workload) {
+	if w.finished {
+		return
+	}
+	w.finished = true
+	s.sample.g.finished(w)
+	s.pods.removeAll(w)
+	delete(s.wls, w.key)
+	s.kq.Store.Forget(w.key)
+	it := w.it
+	it.open--
+	c := apimeta.FindStatusCondition(cur.Status.Conditions, kueue.WorkloadFinished)
+	failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
+	now := s.loop.Now()
+	if w.trial < 0 {
+		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvFinished, Object: w.key.String(), Reason: outcome(failed)})
+		return
+	}
+	verdict, err := s.trialDone(it, failed)
+	if err != nil {
+		// A trial that cannot be created can never finish: the experiment stays unfinished and
+		// the reason is in the event log, as in the cluster engine.
+		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
+		return
+	}
+	if verdict != "" {
+		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvFinished, Reason: verdict, Message: "all trials finished"})
+	}
+}
+
+func outcome(failed bool) string {
+	if failed {
+		return results.StateFailed
+	}
+	return results.StateSucceeded
+}
+
+// flavorsOf maps each pod set to the flavor of its GPU resource, else of its cpu (as the cluster
+// engine's watcher reports them).
+func flavorsOf(wl *kueue.Workload) map[string]string {
+	if wl.Status.Admission == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		pick := ""
+		names := make([]string, 0, len(psa.Flavors))
+		for r := range psa.Flavors {
+			names = append(names, string(r))
+		}
+		sort.Strings(names)
+		for _, r := range names {
+			f := string(psa.Flavors[corev1.ResourceName(r)])
+			switch {
+			case isGPU(r):
+				pick = f
+			case r == string(corev1.ResourceCPU) && pick == "":
+				pick = f
+			}
+		}
+		if pick == "" && len(names) > 0 {
+			pick = string(psa.Flavors[corev1.ResourceName(names[0])])
+		}
+		out[string(psa.Name)] = pick
+	}
+	return out
+}

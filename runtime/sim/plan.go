@@ -1,0 +1,331 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/render"
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/results"
+)
+
+// item is one trace workload.
+type item struct {
+	id     string
+	offset float64
+	pl     *render.Placement
+	rec    *results.Record
+	// njobs is the number of its job records (a streamed trace reads them at submission).
+	njobs int
+	// trials is set for an HPO experiment: the sim creates its trials as the runner does.
+	trials *trialSet
+	// open counts its Kueue Workloads created and not finished.
+	open int
+}
+
+// plan is everything decided before the run starts: the cluster's objects and, per trace
+// workload, its record and placement (namespace, queue, priority, GPU family), as the runner
+// decides them. The workloads themselves are rendered at their submission, from a source that
+// holds the trace in memory or reads it again from its file as the run goes, so that memory holds
+// only the workloads alive at a time.
+type plan struct {
+	records     []*results.Record
+	items       []*item
+	kueueObjs   []client.Object
+	nodes       []*corev1.Node
+	gpuCapacity int64
+	queues      []string
+	flavors     []string
+	renderer    *render.Renderer
+	src         source
+}
+
+func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
+	spec := cfg.Spec
+	objs, err := spec.Objects(rcluster.Options{KueueAPI: rcluster.KueueV1beta2})
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{}
+	for _, o := range objs {
+		switch x := o.(type) {
+		case *corev1.Node:
+			p.nodes = append(p.nodes, x)
+			if spec.Topology != nil {
+				// Kueue's topology-aware scheduling reads the nodes.
+				p.kueueObjs = append(p.kueueObjs, o)
+			}
+		case *kueue.ResourceFlavor:
+			p.flavors = append(p.flavors, x.Name)
+			p.kueueObjs = append(p.kueueObjs, o)
+		default:
+			p.kueueObjs = append(p.kueueObjs, o)
+		}
+	}
+	for _, q := range spec.ClusterQueues {
+		p.queues = append(p.queues, q.Name)
+	}
+	for _, np := range spec.NodePools {
+		if np.GPUFamily != rcluster.CPUFamily {
+			p.gpuCapacity += int64(np.Count * np.GPUsPerNode)
+		}
+	}
+	if p.renderer, err = render.NewRenderer(render.DefaultRegistry(), cfg.Mapping, render.Options{Target: render.TargetKWOK}); err != nil {
+		return nil, err
+	}
+	ix := newIndexer(cfg)
+	if cfg.Trace != nil {
+		for _, w := range cfg.Trace.Workloads {
+			ix.add(w).njobs = len(cfg.Trace.Jobs[w.WorkloadID])
+		}
+		p.src = newMemSource(cfg.Trace)
+	} else {
+		streamed, err := ix.scan(ctx, cfg.TracePath)
+		if err != nil {
+			return nil, err
+		}
+		if !streamed {
+			// Job records only: rebuilding workloads needs the whole trace.
+			tr, err := trace.LoadWorkloads(ctx, cfg.TracePath, trace.Options{})
+			if err != nil {
+				return nil, err
+			}
+			ix = newIndexer(cfg)
+			for _, w := range tr.Workloads {
+				ix.add(w).njobs = len(tr.Jobs[w.WorkloadID])
+			}
+			p.src = newMemSource(tr)
+		} else {
+			p.src = &fileSource{path: cfg.TracePath, buf: map[string]*fetched{}}
+		}
+	}
+	// Submission order: by submit time, ties by id (trace.SortWorkloads).
+	slices.SortStableFunc(ix.all, func(a, b *item) int {
+		return cmp.Or(cmp.Compare(a.offset, b.offset), strings.Compare(a.id, b.id))
+	})
+	for _, it := range ix.all {
+		p.records = append(p.records, it.rec)
+		if it.rec.Error == "" {
+			p.items = append(p.items, it)
+		}
+	}
+	if len(p.items) == 0 {
+		if len(p.records) == 0 {
+			return nil, errors.New("trace: no workloads")
+		}
+		return nil, fmt.Errorf("no workload of the trace can run on cluster %s: %s", specName(spec), p.records[0].Error)
+	}
+	return p, nil
+}
+
+// indexer builds each workload's record and placement, sharing identical placements.
+type indexer struct {
+	placer render.Placer
+	lqToCQ map[string]string
+	shared map[string]*render.Placement
+	all    []*item
+	// early lists the workload ids of job records read before their workload's record.
+	early []string
+}
+
+func newIndexer(cfg *Config) *indexer {
+	ix := &indexer{placer: cfg.Spec.Placer(cfg.Seed, false), lqToCQ: map[string]string{}, shared: map[string]*render.Placement{}}
+	for _, t := range cfg.Spec.Teams {
+		ix.lqToCQ[t.Name+"/"+t.LocalQueue] = t.ClusterQueue
+	}
+	return ix
+}
+
+func (ix *indexer) add(w *trace.Workload) *item {
+	rec := results.NewRecord(w, "", "")
+	it := &item{id: rec.ID, offset: w.SubmitTimeOffsetSec, rec: rec}
+	ix.all = append(ix.all, it)
+	pl, err := ix.placer.Place(w)
+	if err != nil {
+		// A workload the cluster cannot run stays in the results, unfinished, with the reason,
+		// as in the cluster engine.
+		rec.Error = fmt.Sprintf("place workload %s: %v", w.WorkloadID, err)
+		return it
+	}
+	key := fmt.Sprintf("%s|%s|%s|%v|%s|%v|%s", pl.Namespace, pl.Queue, pl.PriorityClass, pl.GPUNodeSelector, pl.GPUResource, pl.Tolerations, pl.TopologyLevel)
+	shared, ok := ix.shared[key]
+	if !ok {
+		shared = &pl
+		ix.shared[key] = shared
+	}
+	it.pl = shared
+	rec.LocalQueue, rec.Queue = pl.Queue, ix.lqToCQ[pl.Namespace+"/"+pl.Queue]
+	return it
+}
+
+// scan reads a trace file once, checking it as the trace reader does, and indexes its workloads.
+// It reports false for a trace of job records only, whose workloads must be rebuilt in memory.
+func (ix *indexer) scan(ctx context.Context, path string) (bool, error) {
+	r, err := trace.Open(path, trace.Options{})
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	var last *item
+	var byID map[string]*item // built only if a job record does not follow its workload's
+	for n := 0; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return false, fmt.Errorf("read trace %s: %w", path, ctx.Err())
+		}
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return false, err
+		}
+		if rec.Workload != nil {
+			last = ix.add(rec.Workload)
+			if byID != nil {
+				byID[last.id] = last
+			}
+			continue
+		}
+		id := rec.Job.WorkloadID
+		if last != nil && last.id == id {
+			last.njobs++
+			continue
+		}
+		if byID == nil {
+			byID = make(map[string]*item, len(ix.all))
+			for _, it := range ix.all {
+				byID[it.id] = it
+			}
+		}
+		if it := byID[id]; it != nil {
+			it.njobs++
+			continue
+		}
+		// A job read before its workload's record is counted once every record is read (the
+		// trace reader's end-of-input checks fail when its workload never comes).
+		ix.early = append(ix.early, id)
+	}
+	nw, _ := r.Counts()
+	if nw == 0 {
+		return false, nil
+	}
+	ix.settleEarly()
+	return true, nil
+}
+
+// settleEarly counts the job records that came before their workload's record.
+func (ix *indexer) settleEarly() {
+	if len(ix.early) == 0 {
+		return
+	}
+	byID := make(map[string]*item, len(ix.all))
+	for _, it := range ix.all {
+		byID[it.id] = it
+	}
+	for _, id := range ix.early {
+		if it := byID[id]; it != nil {
+			it.njobs++
+		}
+	}
+	ix.early = nil
+}
+
+// source gives a workload and its job records at its submission.
+type source interface {
+	fetch(it *item) (*trace.Workload, []*trace.Job, error)
+	close() error
+}
+
+// memSource serves a trace held in memory.
+type memSource struct {
+	tr   *trace.Trace
+	byID map[string]*trace.Workload
+}
+
+func newMemSource(tr *trace.Trace) memSource {
+	m := memSource{tr: tr, byID: make(map[string]*trace.Workload, len(tr.Workloads))}
+	for _, w := range tr.Workloads {
+		m.byID[w.WorkloadID] = w
+	}
+	return m
+}
+
+func (m memSource) fetch(it *item) (*trace.Workload, []*trace.Job, error) {
+	w := m.byID[it.id]
+	if w == nil {
+		return nil, nil, fmt.Errorf("trace: workload %s not found", it.id)
+	}
+	return w, m.tr.Jobs[it.id], nil
+}
+
+func (memSource) close() error { return nil }
+
+// fileSource reads the trace file forward as submissions come due, keeping the records read
+// ahead of their workload's submission (none when the file is in submission order, as generated
+// traces are).
+type fileSource struct {
+	path string
+	r    *trace.Reader
+	buf  map[string]*fetched
+}
+
+type fetched struct {
+	w    *trace.Workload
+	jobs []*trace.Job
+}
+
+func (f *fileSource) fetch(it *item) (*trace.Workload, []*trace.Job, error) {
+	if f.r == nil {
+		r, err := trace.Open(f.path, trace.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		f.r = r
+	}
+	for {
+		if x := f.buf[it.id]; x != nil && x.w != nil && len(x.jobs) >= it.njobs {
+			delete(f.buf, it.id)
+			return x.w, x.jobs, nil
+		}
+		rec, err := f.r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, nil, fmt.Errorf("trace %s: workload %s ends before its records (did the file change during the run?)", f.path, it.id)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		id := ""
+		if rec.Workload != nil {
+			id = rec.Workload.WorkloadID
+		} else {
+			id = rec.Job.WorkloadID
+		}
+		x := f.buf[id]
+		if x == nil {
+			x = &fetched{}
+			f.buf[id] = x
+		}
+		if rec.Workload != nil {
+			x.w = rec.Workload
+		} else {
+			x.jobs = append(x.jobs, rec.Job)
+		}
+	}
+}
+
+func (f *fileSource) close() error {
+	if f.r == nil {
+		return nil
+	}
+	return f.r.Close()
+}

@@ -1,0 +1,444 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/podset"
+	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
+
+	"github.com/kueuelab/kueuelab/model/hw"
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/agent"
+	"github.com/kueuelab/kueuelab/runtime/agent/engine"
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/sim/des"
+	"github.com/kueuelab/kueuelab/runtime/sim/kubesched"
+)
+
+// The pods role: the operators create an admitted job's pods, the kube-scheduler role binds them
+// to nodes (runtime/sim/kubesched), and the agent's physics engine (runtime/agent/engine, with
+// the agent's own reading of nodes and pods) advances their work and energy from event to event:
+// the loop ticks the engine exactly to the next event and asks it when the next pod will finish.
+// A pod no node can take waits and is tried again whenever a pod leaves a node. A gang's members
+// progress only while all of them run (the engine's gang semantics), so a gang placed in part
+// holds its GPUs without progressing, as on a cluster.
+
+// pod is one pod of an admitted Workload.
+type pod struct {
+	w     *kwl
+	ps    int
+	key   string // namespace/name, the engine's key
+	name  string
+	req   *kubesched.Request
+	node  int // -1 until bound
+	eid   engine.PodID
+	since float64
+	gpus  int64
+	spec  engine.PodSpec
+	fail  bool // fails when its work is done
+	done  bool
+	// ckpt is where its workload keeps the checkpoint of this role.
+	ckpt string
+}
+
+type podRole struct {
+	sim        *sim
+	ks         *kubesched.Scheduler
+	eng        *engine.Engine
+	cat        *hw.Catalog
+	nodeIDs    []engine.NodeID
+	nodeFlavor []string
+	byKey      map[string]*pod
+	pending    []*pod
+	finishEv   *des.Event
+	dirty      bool
+	seed       uint64
+	// ckpts holds, per namespace/workload/role, the remaining work at the last checkpoint of an
+	// evicted pod, which its replacement resumes from (as the agent keeps it).
+	ckpts map[string]float64
+	// gangs keeps the finished members of a gang in the engine until the gang is done: a
+	// finished member still counts as present for the others (as the agent does).
+	gangs map[string][]*pod
+}
+
+func newPodRole(nodes []*corev1.Node, cat *hw.Catalog, scoring kubesched.Strategy, seed uint64) (*podRole, error) {
+	ks, err := kubesched.New(nodes, scoring, seed)
+	if err != nil {
+		return nil, err
+	}
+	p := &podRole{ks: ks, eng: engine.NewEventDriven(cat), cat: cat, byKey: map[string]*pod{}, seed: seed,
+		ckpts: map[string]float64{}, gangs: map[string][]*pod{}}
+	for _, n := range nodes {
+		spec, err := agent.EngineNode(n, cat)
+		if err != nil {
+			return nil, err
+		}
+		id, err := p.eng.AddNode(spec)
+		if err != nil {
+			return nil, err
+		}
+		p.nodeIDs = append(p.nodeIDs, id)
+		p.nodeFlavor = append(p.nodeFlavor, flavorOfFamily(n.Labels[contract.GPUFamily]))
+	}
+	return p, nil
+}
+
+// flavorOfFamily is render/cluster's flavor name for a catalog family: the lowercased name.
+func flavorOfFamily(family string) string {
+	b := []byte(family)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// advance moves the engine to the loop's time, handling pods that finished on the way.
+func (p *podRole) advance() {
+	if now := p.sim.loop.Now(); now > p.eng.Now() {
+		for _, f := range p.eng.AdvanceTo(now) {
+			p.finished(f)
+		}
+		p.dirty = true
+	}
+}
+
+// reschedule predicts the next pod completion after a change, as an event.
+func (p *podRole) reschedule() {
+	if !p.dirty {
+		return
+	}
+	p.dirty = false
+	p.finishEv.Cancel()
+	p.finishEv = nil
+	if at, ok := p.eng.NextFinish(); ok {
+		p.finishEv = p.sim.loop.At(at, p.advance)
+	}
+}
+
+// start creates the pods of an admitted Workload (the counts Kueue admitted, templates with the
+// admitting flavors' node labels and tolerations merged in, as Kueue's job integrations do) and
+// binds each.
+func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
+	w.startEv = nil
+	s := p.sim
+	p.advance()
+	w.attempt++
+	w.running, w.allRunning = 0, false
+	for i := range w.podsets {
+		ps := &w.podsets[i]
+		psa := assignment(admitted, ps.name)
+		if psa == nil {
+			s.fail(fmt.Errorf("workload %s: no assignment for pod set %s", w.key, ps.name))
+			return
+		}
+		proto := ps.proto.DeepCopy()
+		wps := podSetOf(admitted, ps.name)
+		info, err := podset.FromAssignment(s.kq.Context(), s.kq.Store, psa, wps)
+		if err == nil {
+			err = podset.Merge(&proto.ObjectMeta, &proto.Spec, info)
+		}
+		if err != nil {
+			s.fail(fmt.Errorf("workload %s pod set %s: %w", w.key, ps.name, err))
+			return
+		}
+		count := int(wps.Count)
+		if psa.Count != nil {
+			count = int(*psa.Count)
+		}
+		requests := resourcehelper.PodRequests(proto, resourcehelper.PodResourcesOptions{})
+		reqs := p.topologyRequests(requests, proto, psa.TopologyAssignment, count)
+		base := w.object[len(w.key.Namespace)+1:] + "-" + string(ps.name) + "-"
+		for k := range count {
+			req := reqs[k]
+			name := base + strconv.Itoa(k)
+			if w.attempt > 1 {
+				name += "-a" + strconv.Itoa(w.attempt)
+			}
+			pd := &pod{w: w, ps: i, key: w.key.Namespace + "/" + name, name: name, req: req, node: -1, gpus: ps.gpus,
+				ckpt: w.key.Namespace + "/" + ps.contract.WorkloadID + "/" + ps.contract.Role}
+			po := *proto
+			po.Name = name
+			spec, fail, err := agent.EnginePod(&po, ps.contract, 0, p.seed)
+			if err != nil {
+				s.fail(fmt.Errorf("pod %s: %w", pd.key, err))
+				return
+			}
+			pd.spec, pd.fail = spec, fail
+			w.pods = append(w.pods, pd)
+			p.place(pd)
+		}
+	}
+}
+
+// topologyRequests compiles the requests of a pod set's count pods. Without a topology
+// assignment they are one. With one, Kueue's topology ungater gives each pod the node labels of
+// one domain of the assignment (as many pods per domain as the assignment counts), which the
+// kube-scheduler then honours like any nodeSelector; the sim hands out the domains in order.
+func (p *podRole) topologyRequests(requests corev1.ResourceList, proto *corev1.Pod, ta *kueue.TopologyAssignment, count int) []*kubesched.Request {
+	out := make([]*kubesched.Request, 0, count)
+	if ta == nil {
+		req := p.ks.Compile(requests, proto.Spec.NodeSelector, proto.Spec.Tolerations, nil)
+		for range count {
+			out = append(out, req)
+		}
+		return out
+	}
+	for d := range utiltas.InternalSeqFrom(ta) {
+		sel := maps.Clone(proto.Spec.NodeSelector)
+		if sel == nil {
+			sel = make(map[string]string, len(ta.Levels))
+		}
+		for i, level := range ta.Levels {
+			sel[level] = d.Values[i]
+		}
+		req := p.ks.Compile(requests, sel, proto.Spec.Tolerations, nil)
+		for range d.Count {
+			out = append(out, req)
+		}
+	}
+	// An assignment that counts fewer pods than the pod set (never, from Kueue) leaves the rest
+	// to the pod set's own selector.
+	for len(out) < count {
+		out = append(out, p.ks.Compile(requests, proto.Spec.NodeSelector, proto.Spec.Tolerations, nil))
+	}
+	return out[:count]
+}
+
+func assignment(wl *kueue.Workload, name kueue.PodSetReference) *kueue.PodSetAssignment {
+	for i := range wl.Status.Admission.PodSetAssignments {
+		if a := &wl.Status.Admission.PodSetAssignments[i]; a.Name == name {
+			return a
+		}
+	}
+	return nil
+}
+
+func podSetOf(wl *kueue.Workload, name kueue.PodSetReference) *kueue.PodSet {
+	for i := range wl.Spec.PodSets {
+		if ps := &wl.Spec.PodSets[i]; ps.Name == name {
+			return ps
+		}
+	}
+	return nil
+}
+
+// place binds a pod if a node fits it now, else queues it.
+func (p *podRole) place(pd *pod) {
+	node, err := p.ks.Schedule(pd.req)
+	if err != nil {
+		p.pending = append(p.pending, pd)
+		return
+	}
+	p.bind(pd, node)
+}
+
+// bind runs the pod on the node: the engine starts it (resuming its role's checkpoint) and it is
+// Running.
+func (p *podRole) bind(pd *pod, node int) {
+	s := p.sim
+	now := s.loop.Now()
+	id, err := p.eng.AddPod(pd.spec)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	if ck, ok := p.ckpts[pd.ckpt]; ok && pd.spec.CheckpointIntervalSec > 0 {
+		if err := p.eng.Restore(id, engine.Snapshot{RemainingSec: ck, CheckpointSec: ck}); err != nil {
+			s.fail(err)
+			return
+		}
+	}
+	if err := p.eng.Start(id, p.nodeIDs[node]); err != nil {
+		s.fail(err)
+		return
+	}
+	pd.node, pd.eid, pd.since = node, id, now
+	s.sample.g.podOn(pd)
+	p.byKey[pd.key] = pd
+	if pd.spec.GangID != "" {
+		p.gangs[pd.spec.GangID] = append(p.gangs[pd.spec.GangID], pd)
+	}
+	p.dirty = true
+	w := pd.w
+	w.running++
+	s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvPodRunning, Object: pd.key})
+	if w.trial < 0 && !w.allRunning && w.running >= w.expected {
+		w.allRunning = true
+		s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvAllPodsRunning})
+	}
+}
+
+// retry tries the waiting pods again, in the order they came, after a pod left node. Each of
+// them fit on no node when last tried and only node changed since, so node is the only one it
+// can fit on now (kube-scheduler would find it the only feasible node).
+func (p *podRole) retry(node int) {
+	if len(p.pending) == 0 {
+		return
+	}
+	kept := p.pending[:0]
+	for _, pd := range p.pending {
+		switch {
+		case pd.done:
+		case p.ks.ScheduleOn(pd.req, node):
+			p.bind(pd, node)
+		default:
+			kept = append(kept, pd)
+		}
+	}
+	clear(p.pending[len(kept):])
+	p.pending = kept
+}
+
+// finished handles a pod the engine reports done: its energy and GPU time are recorded, its node
+// is freed, and when it was its workload's last pod (or failed), the job is finished.
+func (p *podRole) finished(f engine.Finished) {
+	pd := p.byKey[f.Key]
+	if pd == nil || pd.done {
+		return
+	}
+	s := p.sim
+	w := pd.w
+	failed := f.Failed || pd.fail
+	phase := corev1.PodSucceeded
+	if failed {
+		phase = corev1.PodFailed
+	}
+	p.leave(pd)
+	s.emit(results.Event{T: f.AtSec, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: string(phase),
+		GPUSeconds: float64(pd.gpus) * (f.AtSec - pd.since), EnergyJ: f.EnergyJ})
+	p.release(pd)
+	if failed && !w.podsFailed {
+		// The rendered jobs allow no retry: the first failed pod fails the job, whose other
+		// pods are deleted.
+		w.podsFailed = true
+		p.stopAll(w, "Failed")
+		s.finishWorkload(w, true, "pod "+pd.name+" failed")
+		return
+	}
+	for _, o := range w.pods {
+		if !o.done {
+			return
+		}
+	}
+	if !w.podsFailed {
+		s.finishWorkload(w, false, "all pods succeeded")
+	}
+}
+
+// leave marks the pod gone from its node (it finished, or was deleted).
+func (p *podRole) leave(pd *pod) {
+	pd.done = true
+	w := pd.w
+	if pd.node >= 0 {
+		w.running--
+		p.sim.sample.g.podOff(pd)
+		p.ks.Release(pd.node, pd.req)
+		p.dirty = true
+	}
+}
+
+// release removes a terminal pod from the engine; a gang's members stay until every member is
+// terminal.
+func (p *podRole) release(pd *pod) {
+	if pd.node < 0 {
+		return
+	}
+	defer p.retry(pd.node)
+	if g := pd.spec.GangID; g != "" {
+		members := p.gangs[g]
+		for _, m := range members {
+			if !m.done {
+				return
+			}
+		}
+		for _, m := range members {
+			p.eng.Remove(m.eid)
+			delete(p.byKey, m.key)
+		}
+		delete(p.gangs, g)
+		return
+	}
+	p.eng.Remove(pd.eid)
+	delete(p.byKey, pd.key)
+}
+
+// stopAll deletes every pod of w not done (eviction, or a failed job): a running pod's energy is
+// lost, and its role's checkpoint kept for the replacement.
+func (p *podRole) stopAll(w *kwl, reason string) {
+	if len(w.pods) == 0 {
+		return
+	}
+	s := p.sim
+	p.advance()
+	now := s.loop.Now()
+	var gangs []string
+	var freed []int
+	for _, pd := range w.pods {
+		if pd.done {
+			continue
+		}
+		if pd.node < 0 {
+			pd.done = true // waiting for a node: never ran
+			continue
+		}
+		if j := p.eng.PodEnergy(pd.eid); j > 0 {
+			s.lostJ[w.it.id] += j
+		}
+		if pd.spec.CheckpointIntervalSec > 0 {
+			// As the agent: the role keeps the checkpoint with the most work left among its
+			// evicted pods.
+			ck := p.eng.Snapshot(pd.eid).CheckpointSec
+			if prev, ok := p.ckpts[pd.ckpt]; !ok || ck > prev {
+				p.ckpts[pd.ckpt] = ck
+			}
+		}
+		p.leave(pd)
+		freed = append(freed, pd.node)
+		s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: reason,
+			GPUSeconds: float64(pd.gpus) * (now - pd.since)})
+		// Deleted members leave the engine at once: the rest of a gang must stop progressing.
+		p.eng.Remove(pd.eid)
+		delete(p.byKey, pd.key)
+		if pd.spec.GangID != "" {
+			gangs = append(gangs, pd.spec.GangID)
+		}
+	}
+	for _, g := range gangs {
+		var keep []*pod
+		for _, m := range p.gangs[g] {
+			if _, ok := p.byKey[m.key]; ok {
+				keep = append(keep, m)
+			}
+		}
+		if len(keep) == 0 {
+			delete(p.gangs, g)
+		} else {
+			p.gangs[g] = keep
+		}
+	}
+	w.pods = nil
+	for _, n := range freed {
+		p.retry(n)
+	}
+}
+
+// removeAll drops a finished Workload's pods that are still in the engine (a finished gang).
+func (p *podRole) removeAll(w *kwl) {
+	for _, pd := range w.pods {
+		if _, ok := p.byKey[pd.key]; ok {
+			p.eng.Remove(pd.eid)
+			delete(p.byKey, pd.key)
+		}
+		if g := pd.spec.GangID; g != "" {
+			delete(p.gangs, g)
+		}
+	}
+	w.pods = nil
+}

@@ -1,0 +1,250 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
+
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/sim/des"
+	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
+)
+
+// kwl is one Kueue Workload of a trace workload (an experiment has one per trial).
+type kwl struct {
+	key   types.NamespacedName
+	it    *item
+	trial int // the trial's index, -1 when not a trial
+	// object is namespace/name of the job object, lq the LocalQueue's namespace/name.
+	object   string
+	podsets  []podsetSpec
+	gpus     int64 // of every pod of every pod set
+	expected int   // pods of the workload
+
+	// Current admission: the ClusterQueue, the GPUs reserved per flavor, the pods of this
+	// attempt and the event that will start them.
+	cq          string
+	reservedGPU map[string]int64
+	pods        []*pod
+	running     int
+	allRunning  bool
+	startEv     *des.Event
+	attempt     int
+	evicted     bool // evicted since the last admission: a Requeued is a requeue
+	finished    bool
+	podsFailed  bool
+}
+
+// podsetSpec is what the pods of one pod set need: their prototype (the pod template with the
+// render contract's annotations, which the Workload Kueue holds leaves out) and its contract.
+type podsetSpec struct {
+	name     kueue.PodSetReference
+	proto    corev1.Pod
+	contract *contract.Pod
+	gpus     int64 // per pod
+}
+
+// submit is the submitter's event for one trace workload: it renders the workload and creates a
+// Kueue Workload per job object (for an experiment, its first trials).
+func (s *sim) submit(it *item) {
+	now := s.loop.Now()
+	w, jobRecs, err := s.plan.src.fetch(it)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	objs, err := s.plan.renderer.Render(w, jobRecs, *it.pl)
+	if err != nil {
+		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
+		return
+	}
+	var jobs []client.Object
+	var exp *katibv1beta1.Experiment
+	for _, o := range objs {
+		if e, ok := o.(*katibv1beta1.Experiment); ok {
+			exp = e
+			continue
+		}
+		jobs = append(jobs, o)
+	}
+	top := ""
+	switch {
+	case exp != nil:
+		top = exp.Namespace + "/" + exp.Name
+	case len(jobs) > 0:
+		top = jobs[0].GetNamespace() + "/" + jobs[0].GetName()
+	default:
+		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitFailed, Message: fmt.Sprintf("workload %s: rendered no objects", it.id)})
+		return
+	}
+	// Submitted is when the first create goes out, as the runner records it.
+	s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitted, Object: top})
+	if exp != nil {
+		ts, err := newTrialSet(exp)
+		if err == nil {
+			it.trials = ts
+			err = s.createTrials(it)
+		}
+		if err != nil {
+			s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
+		}
+		return
+	}
+	for _, o := range jobs {
+		if err := s.createWorkload(it, o, -1); err != nil {
+			s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
+			return
+		}
+	}
+}
+
+// createWorkload creates the Kueue Workload of job object o, as Kueue's job reconciler does when
+// the object appears, and records it.
+func (s *sim) createWorkload(it *item, o client.Object, trial int) error {
+	now := s.loop.Now()
+	// Creation timestamps are the virtual time plus a nanosecond per Workload created before, so
+	// that no two Workloads tie in Kueue's FIFO order (on a cluster they have second resolution
+	// and ties fall by heap position; here that would depend on Go's map order).
+	s.created++
+	created := metav1.NewTime(des.Time(now).Add(time.Duration(s.created)))
+	wl, err := s.kq.WorkloadFor(o, created)
+	if err != nil {
+		return err
+	}
+	w := &kwl{key: keyOf(wl), it: it, trial: trial, object: o.GetNamespace() + "/" + o.GetName()}
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		c, err := contract.Parse(ps.Template.Annotations)
+		if err != nil {
+			return fmt.Errorf("%s pod set %s: %w", w.object, ps.Name, err)
+		}
+		spec := podsetSpec{name: ps.Name, contract: c,
+			proto: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Labels: ps.Template.Labels, Annotations: ps.Template.Annotations},
+				Spec: *ps.Template.Spec.DeepCopy()}}
+		spec.gpus = podGPUs(&spec.proto.Spec)
+		w.podsets = append(w.podsets, spec)
+		w.gpus += int64(ps.Count) * spec.gpus
+		w.expected += int(ps.Count)
+	}
+	kueuelib.StripAnnotations(wl, contract.Prefix)
+	if _, dup := s.wls[w.key]; dup {
+		return fmt.Errorf("workload %s exists", w.key)
+	}
+	s.wls[w.key] = w
+	if err := s.kq.Store.Create(s.kq.Context(), wl); err != nil {
+		delete(s.wls, w.key)
+		return fmt.Errorf("create workload of %s: %w", w.object, err)
+	}
+	it.open++
+	s.sample.g.created(w)
+	s.emit(results.Event{T: now, Workload: it.id, Type: results.EvWorkloadCreated, Object: w.key.String()})
+	return nil
+}
+
+// trialSet is one experiment's trials. On KWOK there is no Katib suggestion service, so the
+// runner plays Katib's part (runtime/runner/katib.go) and the sim does the same: trial Jobs from
+// the Experiment's trial template, named <experiment>-trial-<n>, at most parallelTrialCount at a
+// time up to maxTrialCount; the experiment fails when more than maxFailedTrialCount trials
+// failed. The trials' parameter values are not drawn: they do not change what Kueue admits.
+type trialSet struct {
+	ns, name                 string
+	tmpl                     *batchv1.Job
+	parallel, max, maxFailed int
+	created, done, failed    int
+}
+
+func newTrialSet(e *katibv1beta1.Experiment) (*trialSet, error) {
+	tt := e.Spec.TrialTemplate
+	if tt == nil || tt.TrialSpec == nil {
+		return nil, fmt.Errorf("experiment %s: no trialTemplate.trialSpec", e.Name)
+	}
+	if k := tt.TrialSpec.GetKind(); k != "Job" {
+		return nil, fmt.Errorf("experiment %s: trialSpec kind %q: trials are batch/v1 Jobs", e.Name, k)
+	}
+	var job batchv1.Job
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tt.TrialSpec.Object, &job); err != nil {
+		return nil, fmt.Errorf("experiment %s: trialSpec is not a batch/v1 Job: %w", e.Name, err)
+	}
+	ts := &trialSet{ns: e.Namespace, name: e.Name, tmpl: &job,
+		parallel: int(deref(e.Spec.ParallelTrialCount, 3)), max: int(deref(e.Spec.MaxTrialCount, 1))}
+	ts.maxFailed = int(deref(e.Spec.MaxFailedTrialCount, int32(ts.max)))
+	if ts.parallel < 1 || ts.max < 1 {
+		return nil, fmt.Errorf("experiment %s: parallelTrialCount %d, maxTrialCount %d: must be ≥ 1", e.Name, ts.parallel, ts.max)
+	}
+	return ts, nil
+}
+
+// createTrials creates the trials there is room for now.
+func (s *sim) createTrials(it *item) error {
+	ts := it.trials
+	for ts.created-ts.done < ts.parallel && ts.created < ts.max {
+		n := ts.created
+		j := ts.tmpl.DeepCopy()
+		j.APIVersion, j.Kind = "batch/v1", "Job"
+		j.Name = ts.name + "-trial-" + strconv.Itoa(n)
+		j.Namespace = ts.ns
+		if j.Labels == nil {
+			j.Labels = map[string]string{}
+		}
+		j.Labels[contract.Trial] = strconv.Itoa(n)
+		j.Labels[contract.WorkloadLabel] = ts.name
+		ts.created++
+		if err := s.createWorkload(it, j, n); err != nil {
+			return err
+		}
+		s.emit(results.Event{T: s.loop.Now(), Workload: it.id, Type: results.EvTrialCreated, Object: j.Namespace + "/" + j.Name})
+	}
+	return nil
+}
+
+// trialDone records a finished trial; it returns the experiment's outcome once its last trial
+// finished ("" before), and creates the next trials otherwise.
+func (s *sim) trialDone(it *item, failed bool) (string, error) {
+	ts := it.trials
+	ts.done++
+	if failed {
+		ts.failed++
+	}
+	if ts.done == ts.max {
+		if ts.failed > ts.maxFailed {
+			return results.StateFailed, nil
+		}
+		return results.StateSucceeded, nil
+	}
+	return "", s.createTrials(it)
+}
+
+func deref(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// podGPUs is the GPUs a pod's containers request (every vendor's */gpu resource).
+func podGPUs(spec *corev1.PodSpec) int64 {
+	var n int64
+	for i := range spec.Containers {
+		for name, q := range spec.Containers[i].Resources.Requests {
+			if isGPU(string(name)) {
+				n += q.Value()
+			}
+		}
+	}
+	return n
+}
+
+func isGPU(resource string) bool {
+	return len(resource) > 4 && resource[len(resource)-4:] == "/gpu"
+}
