@@ -54,6 +54,30 @@ func TestCheckpointsCostAPause(t *testing.T) {
 	if !(pauseW < runW) {
 		t.Errorf("paused power %g W not below running power %g W", pauseW, runW)
 	}
+	// An event-driven engine (the sim's) predicts and reaches the same finish in one advance, with
+	// the same checkpoints and energy.
+	ev := NewEventDriven(catalog(t))
+	n, _ := ev.AddNode(h100Node("n", 0))
+	id, err := ev.AddPod(costlyPod("ns/p", d, every, cost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Start(id, n); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := ev.NextFinish(); !ok || math.Abs(at-want) > 1e-9*want {
+		t.Fatalf("event-driven: NextFinish = %g, %v; want %g", at, ok, want)
+	}
+	done = ev.AdvanceTo(2 * want)
+	if len(done) != 1 || math.Abs(done[0].AtSec-want) > 1e-9*want {
+		t.Fatalf("event-driven: finished %+v, want at %g", done, want)
+	}
+	if s := ev.Snapshot(id); s.Checkpoints != 5 || math.Abs(s.CheckpointPauseSec-5*cost) > 1e-9 {
+		t.Errorf("event-driven: snapshot %+v, want 5 checkpoints, 150 s paused", s)
+	}
+	if e := runW*d + pauseW*5*cost; math.Abs(done[0].EnergyJ-e) > 1e-9*e {
+		t.Errorf("event-driven: energy %g J, want %g J", done[0].EnergyJ, e)
+	}
 }
 
 // TestRewindToLastCheckpoint: a crash throws away the work since the last checkpoint that counts
