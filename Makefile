@@ -16,7 +16,7 @@ IMAGE_DIR      := bin/images
 IMAGE_FORMAT   ?= docker
 export GOTOOLCHAIN := local
 
-.PHONY: all build test unit e2e tools lint fmt bench bench-replay clean image print-version
+.PHONY: all build test unit e2e tools lint fmt bench bench-replay scenarios clean image print-version
 
 all: build
 
@@ -71,6 +71,12 @@ bench:
 ## replaced (hack/bench-replay.sh; ~1.5 h, run it on an idle machine).
 bench-replay: build tools
 	hack/bench-replay.sh results/bench-replay
+
+## scenarios: every scenario of examples/scenarios, each on fresh local clusters, PASS/FAIL per
+## expected outcome (hack/scenarios.sh; make test runs only those marked ci; the others take
+## minutes to an hour each). SCENARIOS="gang topology" picks some.
+scenarios: build tools
+	hack/scenarios.sh results/scenarios "$(SCENARIOS)"
 
 clean:
 	rm -rf bin

@@ -74,6 +74,7 @@ func (Job) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) 
 		ObjectMeta: b.topMeta(),
 		Spec:       batchJobSpec(r.Replicas, tmpl),
 	}
+	job.Spec.BackoffLimit = b.jobBackoffLimit()
 	return []client.Object{job}, nil
 }
 

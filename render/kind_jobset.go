@@ -152,6 +152,7 @@ func (JobSet) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 		}
 		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, rj)
 	}
+	js.Spec.FailurePolicy = b.jobSetFailurePolicy()
 	return []client.Object{js}, nil
 }
 

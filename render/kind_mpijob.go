@@ -102,8 +102,13 @@ func (MPIJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 		restart  mpiv2beta1.RestartPolicy
 	}
 	// mpi-operator's defaults: the launcher Job retries on failure, workers do not.
+	workerRestart := mpiv2beta1.DefaultRestartPolicy
+	if b.restarts() > 0 {
+		// A worker whose process dies restarts in place (render/restarts.go).
+		workerRestart = mpiv2beta1.RestartPolicyOnFailure
+	}
 	parts := []spec{
-		{&b.roles[wk], b.roles[wk].Replicas, mpiv2beta1.MPIReplicaTypeWorker, mpiv2beta1.DefaultRestartPolicy},
+		{&b.roles[wk], b.roles[wk].Replicas, mpiv2beta1.MPIReplicaTypeWorker, workerRestart},
 	}
 	launcherAsWorker := l < 0
 	if launcherAsWorker {
@@ -143,6 +148,9 @@ func (MPIJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Option
 			LauncherCreationPolicy: mpiv2beta1.LauncherCreationPolicyAtStartup,
 			MPIReplicaSpecs:        specs,
 		},
+	}
+	if b.restarts() > 0 {
+		job.Spec.RunPolicy.BackoffLimit = b.runPolicyBackoffLimit()
 	}
 	return []client.Object{job}, nil
 }

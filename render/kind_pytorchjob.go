@@ -137,6 +137,7 @@ func (PyTorchJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Op
 			NprocPerNode:        ptr.To(kftov1.DefaultNprocPerNode),
 		},
 	}
+	job.Spec.RunPolicy.BackoffLimit = b.runPolicyBackoffLimit()
 	return []client.Object{job}, nil
 }
 
@@ -150,18 +151,20 @@ func kubeflowRunPolicy() kftov1.RunPolicy {
 }
 
 // kubeflowReplicas builds one training-operator replica per role. Restart policy Never: a failure
-// in the trace is final, retrying would replay work the trace did not do.
+// in the trace is final, retrying would replay work the trace did not do; OnFailure when the
+// workload has a restart budget (render/restarts.go).
 func kubeflowReplicas(b *build, container string, port corev1.ContainerPort, types map[string]kftov1.ReplicaType) (map[kftov1.ReplicaType]*kftov1.ReplicaSpec, error) {
 	specs := make(map[kftov1.ReplicaType]*kftov1.ReplicaSpec, len(b.roles))
 	for i := range b.roles {
 		r := &b.roles[i]
-		tmpl, err := b.podTemplate(r, container, corev1.RestartPolicyNever)
+		restart := b.kubeflowRestartPolicy()
+		tmpl, err := b.podTemplate(r, container, podRestartPolicy(restart))
 		if err != nil {
 			return nil, err
 		}
 		// The operator's defaulting webhook would add this port; validation does not default.
 		tmpl.Spec.Containers[0].Ports = []corev1.ContainerPort{port}
-		specs[types[r.Role]] = &kftov1.ReplicaSpec{Replicas: ptr.To(int32(r.Replicas)), RestartPolicy: kftov1.RestartPolicyNever, Template: tmpl}
+		specs[types[r.Role]] = &kftov1.ReplicaSpec{Replicas: ptr.To(int32(r.Replicas)), RestartPolicy: restart, Template: tmpl}
 	}
 	return specs, nil
 }

@@ -61,5 +61,6 @@ func (TFJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Options
 			TFReplicaSpecs: specs,
 		},
 	}
+	job.Spec.RunPolicy.BackoffLimit = b.runPolicyBackoffLimit()
 	return []client.Object{job}, nil
 }

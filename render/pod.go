@@ -122,6 +122,8 @@ func newBuild(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) (*bu
 				SubmitOffsetSec:       w.SubmitTimeOffsetSec,
 				IntentClass:           w.Intent(),
 				CheckpointIntervalSec: w.CheckpointIntervalSec,
+				CheckpointCostSec:     w.CheckpointCostSec,
+				RestartOverheadSec:    w.RestartOverheadSec,
 				Work: trace.Work{
 					CPUUnits: work.Units(w.DurationSec, r.Requests.Value(trace.ResourceCPU), w.SharedIntensityProfile.CPUUtilization, o.Rates.CPUPerCore, r.Role),
 					GPUUnits: work.Units(w.DurationSec, float64(r.Requests.GPUs()), w.SharedIntensityProfile.GPUUtilization, o.Rates.GPUPerGPU, r.Role),

@@ -58,7 +58,7 @@ func newExperimentCheckCmd() *cobra.Command {
 				if len(kc) > 0 {
 					timers = fmt.Sprintf(", Kueue's wall-time settings ÷ %g", scale)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "variant %s: %d operations, kueue config [%s]%s: ok\n", v.Name, len(v.Patch), strings.Join(kc, ", "), timers)
+				fmt.Fprintf(cmd.OutOrStdout(), "variant %s: %d operations, kueue config [%s]%s%s: ok\n", v.Name, len(v.Patch), strings.Join(kc, ", "), timers, e.DescribeFaults(v))
 			}
 			return nil
 		},

@@ -161,7 +161,7 @@ func TestProfileShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	if printed, _, err := runCLI(t, "profile", "show", "--profile", bad); err == nil || printed != "" ||
-		!strings.Contains(err.Error(), "bad.yaml:132: families[2].duration.sigma") {
+		!strings.Contains(err.Error(), "bad.yaml:141: families[2].duration.sigma") {
 		t.Fatalf("invalid profile: printed %d bytes, error %v", len(printed), err)
 	}
 }

@@ -22,7 +22,7 @@ traces on a real control plane with KWOK GPU nodes.`,
 		newValidateCmd(),
 		newAgentCmd(),
 		newRenderCmd(),
-		newExperimentCmd(), newReportCmd(), newCompareCmd(),
+		newExperimentCmd(), newReportCmd(), newScenarioCmd(), newCompareCmd(),
 		newRunCmd(),
 		newImageCmd(),
 	)

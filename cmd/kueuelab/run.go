@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
@@ -26,6 +27,7 @@ import (
 
 type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
+	faults                                              string
 	engine                                              string
 	sim                                                 simFlags
 	speedup                                             speedupFlag
@@ -110,6 +112,14 @@ changed for --stall-timeout), or when results could not be written.
 --gen-jobs N generates an N-workload trace with the default profile (saved as trace.jsonl in --out)
 instead of reading --trace; --gen-span spreads its submissions over that much trace time.
 
+--faults FILE injects faults at exact trace times: explicit ones ({at: 36h, node: h100-003, for:
+2h}; {at: 3h, workload: ID}; {at: 1h, node: N, gpu: 3}) and random ones by mean time between
+failures per GPU-hour and node-hour (defaults from Meta's Llama 3 report, in the hardware
+catalog), seeded. A node goes NotReady, its pods stop and are evicted after evictAfter (5m); a pod
+fails (restart policy Never) or restarts in place (OnFailure); the workload's owner then acts by
+its own failure policy (the trace's maxRestarts) and Kueue follows. faults.jsonl lists each fault.
+The sim engine does not model faults: --faults needs --engine cluster.
+
 --engine sim replays the same trace, cluster spec and mapping through Kueue v0.15.0's own
 scheduler, imported as a library, in virtual time: no cluster, no processes, the same results
 files. ` + simHelp,
@@ -139,6 +149,7 @@ files. ` + simHelp,
 	fl.DurationVar(&f.genSpan, "gen-span", 0, "trace time the --gen-jobs submissions cover, e.g. 24h (default: the profile's mean inter-arrival of 30s)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of --gen-jobs, the placer and Katib's parameter sampling")
 	f.remote.register(fl)
+	fl.StringVar(&f.faults, "faults", "", "fault spec to inject: node, GPU and pod faults, explicit or random (see examples/scenarios/fault-tolerance); cluster engine only")
 	fl.StringVar(&f.engine, "engine", "cluster", "cluster (a real Kueue on a cluster) or sim (Kueue's scheduler in virtual time)")
 	f.sim.register(fl)
 	return c
@@ -161,6 +172,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if err := f.sim.check(f.engine, cmd.Flags()); err != nil {
 		return err
+	}
+	if f.engine == "sim" && f.faults != "" {
+		// Faults need the injector, the owners' failure policies and Kueue's requeue on a cluster;
+		// the sim's loop plays none of them yet.
+		return fmt.Errorf("--faults %s: the sim engine does not model faults; use --engine cluster", f.faults)
 	}
 	if f.out == "" {
 		f.out = filepath.Join("results", time.Now().Format("20060102-150405"))
@@ -252,6 +268,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		}
 	}
 	cfg.Trace, cfg.TraceName, cfg.Mapping = tr, f.tracePath, mapping
+	if f.faults != "" {
+		if cfg.Faults, err = fault.Load(f.faults); err != nil {
+			return err
+		}
+	}
 	cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Keep, cfg.QPS, cfg.Out = f.timeout, f.stall, f.out, f.keep, f.qps, out
 	if fd, ok := cmd.ErrOrStderr().(interface{ Fd() uintptr }); ok {
 		cfg.Progress, cfg.TTY = cmd.ErrOrStderr(), term.IsTerminal(int(fd.Fd()))

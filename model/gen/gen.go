@@ -132,6 +132,10 @@ func (g *Generator) Next() (*trace.Workload, []trace.Job) {
 		SharedIntensityProfile: prof,
 		Pods:                   g.pods(f, gpus, trials, wl.Pods[:0]),
 		IntentClass:            intent,
+		CheckpointIntervalSec:  f.Checkpoint.IntervalSec,
+		CheckpointCostSec:      f.Checkpoint.CostSec,
+		RestartOverheadSec:     f.Checkpoint.RestartSec,
+		MaxRestarts:            f.MaxRestarts,
 	}
 	wl.Gang = f.Name == trace.DistributedTraining || f.Name == trace.ParameterServerTraining
 	for i := range wl.Pods {

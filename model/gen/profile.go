@@ -111,6 +111,19 @@ type FamilySpec struct {
 	CPUFeedIntensityGPU Range           `yaml:"cpuFeedIntensityGpu"`
 	Sensitivity         SensitivitySpec `yaml:"sensitivity"`
 	Roles               Roles           `yaml:"roles"`
+	// Checkpoint is how the family's workloads checkpoint and restart (omitted: never).
+	Checkpoint CheckpointSpec `yaml:"checkpoint,omitempty"`
+	// MaxRestarts is how often the owner of a workload restarts it after a pod failure.
+	MaxRestarts int `yaml:"maxRestarts,omitempty"`
+}
+
+// CheckpointSpec is a family's checkpointing: every IntervalSec of work, at CostSec of pause per
+// checkpoint, and RestartSec from a restart to resumed work. Values, not ranges: the same for
+// every workload of the family, so the generator's random draws do not depend on them.
+type CheckpointSpec struct {
+	IntervalSec float64 `yaml:"intervalSec"`
+	CostSec     float64 `yaml:"costSec"`
+	RestartSec  float64 `yaml:"restartSec"`
 }
 
 // DurationSpec is a clamped lognormal duration.
@@ -535,6 +548,16 @@ func (p *Profile) validateFamilies(v *validator) {
 			v.fail(path+".gpuUtilizationScale", "a CPU family has no GPU utilisation")
 		}
 		p.validateRoles(v, path+".roles", f)
+		c := f.Checkpoint
+		v.nonNegative(path+".checkpoint.intervalSec", c.IntervalSec)
+		v.nonNegative(path+".checkpoint.costSec", c.CostSec)
+		v.nonNegative(path+".checkpoint.restartSec", c.RestartSec)
+		if c.CostSec > 0 && c.IntervalSec < 1 {
+			v.fail(path+".checkpoint.intervalSec", "must be >= 1 when checkpoints cost a pause, got %v", c.IntervalSec)
+		}
+		if f.MaxRestarts < 0 {
+			v.fail(path+".maxRestarts", "must be >= 0, got %d", f.MaxRestarts)
+		}
 	}
 	for _, fam := range trace.Families {
 		if !seen[fam] {

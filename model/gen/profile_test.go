@@ -49,12 +49,12 @@ func TestProfileErrors(t *testing.T) {
 		{"wrong version", "version: 1", "version: 2", []string{"custom.yaml:4", "version", "unsupported profile version 2"}},
 		{"probabilities do not sum to 1", "    probability: 0.45", "    probability: 0.46", []string{"families (GPU families)", "sum to 1.01"}},
 		{"probability above 1", "gpuRatio: 0.8", "gpuRatio: 1.5", []string{"custom.yaml:43", "gpuRatio", "not in [0, 1]"}},
-		{"clamps unordered", "minSec: 1200, maxSec: 1209600", "minSec: 1209600, maxSec: 1200", []string{"custom.yaml:132", "families[2].duration", "minSec 1.2096e+06 > maxSec 1200"}},
-		{"median outside clamps", "medianSec: 206,", "medianSec: 2060,", []string{"custom.yaml:108", "families[0].duration.medianSec", "outside the clamps"}},
+		{"clamps unordered", "minSec: 1200, maxSec: 1209600", "minSec: 1209600, maxSec: 1200", []string{"custom.yaml:141", "families[2].duration", "minSec 1.2096e+06 > maxSec 1200"}},
+		{"median outside clamps", "medianSec: 206,", "medianSec: 2060,", []string{"custom.yaml:115", "families[0].duration.medianSec", "outside the clamps"}},
 		{"sigma not positive", "sigma: 1.2", "sigma: 0", []string{"families[2].duration.sigma", "positive"}},
-		{"range reversed", "cpuUtilization: [0.20, 0.40]", "cpuUtilization: [0.40, 0.20]", []string{"custom.yaml:110", "families[0].cpuUtilization", "min <= max"}},
+		{"range reversed", "cpuUtilization: [0.20, 0.40]", "cpuUtilization: [0.40, 0.20]", []string{"custom.yaml:117", "families[0].cpuUtilization", "min <= max"}},
 		{"range outside [0,1]", "ioIntensity: [0.10, 0.30]", "ioIntensity: [0.10, 1.30]", []string{"families[0].ioIntensity"}},
-		{"range not a pair", "ioIntensity: [0.10, 0.30]", "ioIntensity: [0.10]", []string{"custom.yaml:112:", "[min, max]"}},
+		{"range not a pair", "ioIntensity: [0.10, 0.30]", "ioIntensity: [0.10]", []string{"custom.yaml:119:", "[min, max]"}},
 		{"23 hourly multipliers", "    - 0.95 # 23:00\n", "", []string{"custom.yaml:10", "arrival.hourlyMultipliers", "needs 24 values"}},
 		{"mean inter-arrival", "meanInterArrivalSec: 30", "meanInterArrivalSec: -1", []string{"custom.yaml:8", "arrival.meanInterArrivalSec"}},
 		{"bad namespace", "namespace: team-b", "namespace: Team_B", []string{"custom.yaml:54", "teams[1].namespace", "DNS-1123"}},
@@ -64,6 +64,8 @@ func TestProfileErrors(t *testing.T) {
 		{"hpo range", "  min: 2", "  min: 9", []string{"custom.yaml:78", "hpoTrials"}},
 		{"wrong type", "gpuRatio: 0.8", "gpuRatio: lots", []string{"custom.yaml:43:", "lots"}},
 		{"cpu choices sum", "- {cores: 4, probability: 0.45}", "- {cores: 4, probability: 0.5}", []string{"families[6].roles.main.cpuChoices", "sum to"}},
+		{"costly checkpoints too often", "intervalSec: 3600, costSec: 60, restartSec: 600", "intervalSec: 0.5, costSec: 60, restartSec: 600", []string{"custom.yaml:151", "families[2].checkpoint.intervalSec"}},
+		{"negative restarts", "    maxRestarts: 3\n\n  - name: parameter", "    maxRestarts: -1\n\n  - name: parameter", []string{"families[2].maxRestarts"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

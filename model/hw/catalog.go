@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 
@@ -50,6 +51,17 @@ type Catalog struct {
 	CPUs        []CPU              `yaml:"cpus"`
 	DefaultCPU  string             `yaml:"defaultCPU"`
 	CapProfiles map[string]float64 `yaml:"capProfiles"`
+	// Faults are the default rates of random faults; optional in a catalog file (zero: none).
+	Faults FaultRates `yaml:"faults,omitempty"`
+}
+
+// FaultRates are the default rates of random faults (model/fault): one GPU fault per
+// GPUMTBFHours GPU-hours, one node fault per NodeMTBFHours node-hours, and a failed node back in
+// service after NodeRepairSec.
+type FaultRates struct {
+	GPUMTBFHours  float64 `yaml:"gpuMTBFHours"`
+	NodeMTBFHours float64 `yaml:"nodeMTBFHours"`
+	NodeRepairSec float64 `yaml:"nodeRepairSec"`
 }
 
 // DefaultCatalog returns the embedded catalog (a fresh copy each call).
@@ -198,6 +210,14 @@ func (c *Catalog) validate(name string, root *yaml.Node) error {
 		top("defaultCPU", "must name one of cpus")
 	} else if !seen[c.DefaultCPU] {
 		top("defaultCPU", "%q is not a model in cpus", c.DefaultCPU)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"gpuMTBFHours", c.Faults.GPUMTBFHours}, {"nodeMTBFHours", c.Faults.NodeMTBFHours}, {"nodeRepairSec", c.Faults.NodeRepairSec}} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			top("faults."+f.name, "must be a finite number >= 0, got %g", f.v)
+		}
 	}
 	profiles := make([]string, 0, len(c.CapProfiles))
 	for p := range c.CapProfiles {

@@ -35,13 +35,16 @@ type wire struct {
 
 	Gang                         bool
 	Submit, Duration, Checkpoint float64
-	Class                        Class
-	Shared, Profile              *Profile // nil: absent
-	Pods                         []wirePod
-	PodTemplate                  PodTemplate
-	Work                         Work
-	Sensitivity                  Sensitivity
-	Tags                         json.RawMessage
+	// CheckpointCost and RestartOverhead are optional (NaN: absent), as are MaxRestarts.
+	CheckpointCost, RestartOverhead float64
+	MaxRestarts                     int
+	Class                           Class
+	Shared, Profile                 *Profile // nil: absent
+	Pods                            []wirePod
+	PodTemplate                     PodTemplate
+	Work                            Work
+	Sensitivity                     Sensitivity
+	Tags                            json.RawMessage
 	// Which objects the line had, for members of the other record type.
 	hasPods, hasTemplate, hasWork, hasSens bool
 	templateCanon                          string // canonical form of PodTemplate.Requests
@@ -55,7 +58,7 @@ type wirePod struct {
 
 // blankWire is a wire before decoding: the required numbers NaN.
 var blankWire = wire{
-	Submit: math.NaN(), Duration: math.NaN(), Checkpoint: math.NaN(),
+	Submit: math.NaN(), Duration: math.NaN(), Checkpoint: math.NaN(), CheckpointCost: math.NaN(), RestartOverhead: math.NaN(),
 	Work:        Work{CPUUnits: math.NaN(), GPUUnits: math.NaN()},
 	Sensitivity: Sensitivity{CPU: math.NaN(), GPU: math.NaN()},
 }
@@ -304,6 +307,15 @@ func (d *decoder) member(name []byte) (bit uint64, err error) {
 	case "tags":
 		bit = 1 << 19
 		w.Tags, err = d.raw()
+	case "checkpointCostSec":
+		bit = 1 << 20
+		w.CheckpointCost, err = d.num()
+	case "restartOverheadSec":
+		bit = 1 << 21
+		w.RestartOverhead, err = d.num()
+	case "maxRestarts":
+		bit = 1 << 22
+		w.MaxRestarts, err = d.integer()
 	default:
 		return d.skip("", name)
 	}
@@ -696,6 +708,13 @@ func (w *wire) workload(warn func(path string)) (*Workload, error) {
 	if !math.IsNaN(w.Checkpoint) {
 		wl.CheckpointIntervalSec = w.Checkpoint
 	}
+	if !math.IsNaN(w.CheckpointCost) {
+		wl.CheckpointCostSec = w.CheckpointCost
+	}
+	if !math.IsNaN(w.RestartOverhead) {
+		wl.RestartOverheadSec = w.RestartOverhead
+	}
+	wl.MaxRestarts = w.MaxRestarts
 	if w.Shared == nil {
 		return wl, missingErr("sharedIntensityProfile")
 	}
@@ -770,6 +789,7 @@ func (w *wire) job(warn func(path string)) (*Job, error) {
 		present bool
 	}{
 		{"durationSec", !math.IsNaN(w.Duration)}, {"checkpointIntervalSec", !math.IsNaN(w.Checkpoint)},
+		{"checkpointCostSec", !math.IsNaN(w.CheckpointCost)}, {"restartOverheadSec", !math.IsNaN(w.RestartOverhead)},
 		{"sharedIntensityProfile", w.Shared != nil}, {"pods", w.hasPods},
 	} {
 		if f.present {

@@ -127,6 +127,15 @@ type Workload struct {
 	Tags json.RawMessage `json:"tags,omitempty"`
 	// CheckpointIntervalSec, when > 0, lets a preempted pod resume from its last checkpoint.
 	CheckpointIntervalSec float64 `json:"checkpointIntervalSec,omitempty"`
+	// CheckpointCostSec is the pause each checkpoint costs (the workload makes no progress).
+	CheckpointCostSec float64 `json:"checkpointCostSec,omitempty"`
+	// RestartOverheadSec is how long a restart after a failure or preemption takes before work
+	// resumes from the last checkpoint (process start, rendezvous, checkpoint load).
+	RestartOverheadSec float64 `json:"restartOverheadSec,omitempty"`
+	// MaxRestarts is how often the workload's owner restarts it after a pod failure (the kind's
+	// own policy: Job backoffLimit, JobSet failurePolicy.maxRestarts, PyTorchJob and MPIJob
+	// runPolicy.backoffLimit); 0: a pod failure fails the workload.
+	MaxRestarts int `json:"maxRestarts,omitempty"`
 }
 
 // PodTemplate is the pod shape of a job record.

@@ -57,7 +57,21 @@ func (w *Workload) validate(checkRequests func(Requests) error) error {
 	if err := validIntent(w.IntentClass); err != nil {
 		return err
 	}
-	return nonNegative("checkpointIntervalSec", w.CheckpointIntervalSec)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"checkpointIntervalSec", w.CheckpointIntervalSec}, {"checkpointCostSec", w.CheckpointCostSec}, {"restartOverheadSec", w.RestartOverheadSec}} {
+		if err := nonNegative(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if w.CheckpointCostSec > 0 && w.CheckpointIntervalSec > 0 && w.CheckpointIntervalSec < 1 {
+		return fieldErrf("checkpointIntervalSec", "must be >= 1 when checkpoints cost a pause, got %v", w.CheckpointIntervalSec)
+	}
+	if w.MaxRestarts < 0 {
+		return fieldErrf("maxRestarts", "must be >= 0, got %d", w.MaxRestarts)
+	}
+	return nil
 }
 
 // Validate checks the values of a job record, like Workload.Validate.

@@ -166,10 +166,19 @@ func (w *Writer) appendWorkload(b []byte, wl *Workload) ([]byte, error) {
 			return b, err
 		}
 	}
-	if wl.CheckpointIntervalSec != 0 {
-		if b, err = appendJSONFloatField(b, `,"checkpointIntervalSec":`, wl.CheckpointIntervalSec, "", "checkpointIntervalSec"); err != nil {
-			return b, err
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"checkpointIntervalSec", wl.CheckpointIntervalSec}, {"checkpointCostSec", wl.CheckpointCostSec}, {"restartOverheadSec", wl.RestartOverheadSec}} {
+		if f.v != 0 {
+			if b, err = appendJSONFloatField(b, `,"`+f.name+`":`, f.v, "", f.name); err != nil {
+				return b, err
+			}
 		}
+	}
+	if wl.MaxRestarts != 0 {
+		b = append(b, `,"maxRestarts":`...)
+		b = strconv.AppendInt(b, int64(wl.MaxRestarts), 10)
 	}
 	return append(b, '}', '\n'), nil
 }

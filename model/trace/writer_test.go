@@ -86,6 +86,11 @@ func TestWriterExampleLines(t *testing.T) {
 			strings.Replace(strings.Replace(writerExampleWorkload, `"gang":true,`, ``, -1), `}]}`, `}],"intentClass":"eco","tags":{"a":"b"},"checkpointIntervalSec":600}`, 1),
 			strings.Replace(strings.Replace(writerExampleWorkload, `"gang":true,`, ``, -1), `}]}`, `}],"intentClass":"eco","tags":{"a":"b"},"checkpointIntervalSec":600}`, 1),
 		},
+		{
+			"checkpoint cost, restart overhead and budget",
+			strings.Replace(writerExampleWorkload, `}]}`, `}],"maxRestarts":3,"restartOverheadSec":600.0,"checkpointIntervalSec":1800,"checkpointCostSec":60.5}`, 1),
+			strings.Replace(writerExampleWorkload, `}]}`, `}],"checkpointIntervalSec":1800,"checkpointCostSec":60.5,"restartOverheadSec":600,"maxRestarts":3}`, 1),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

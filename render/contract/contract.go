@@ -22,6 +22,8 @@
 //	kueuelab.io/submit-offset-sec            the workload's submit time, seconds from the trace start
 //	kueuelab.io/intent-class                 performance, standard or eco
 //	kueuelab.io/checkpoint-interval-sec      present only when the workload checkpoints (> 0)
+//	kueuelab.io/checkpoint-cost-sec          the pause each checkpoint costs; absent when 0
+//	kueuelab.io/restart-overhead-sec         trace seconds from a restart to resumed work; absent when 0
 //
 // Work units come from the trace's job records when it has them (the mean over the pods the
 // template stands for: one pod group, or a whole role where the kind has one template per role;
@@ -76,6 +78,8 @@ const (
 	SubmitOffsetSec       = Prefix + "submit-offset-sec"
 	IntentClass           = Prefix + "intent-class"
 	CheckpointIntervalSec = Prefix + "checkpoint-interval-sec"
+	CheckpointCostSec     = Prefix + "checkpoint-cost-sec"
+	RestartOverheadSec    = Prefix + "restart-overhead-sec"
 )
 
 // WorkloadLabel is the label key (on the top object and on pods) that selects a workload's objects.
@@ -97,11 +101,13 @@ type Pod struct {
 	SubmitOffsetSec       float64
 	IntentClass           string
 	CheckpointIntervalSec float64
+	CheckpointCostSec     float64
+	RestartOverheadSec    float64
 }
 
 // Annotations returns the annotations that describe p; Parse(p.Annotations()) returns p.
 func (p *Pod) Annotations() map[string]string {
-	a := make(map[string]string, 17)
+	a := make(map[string]string, 19)
 	p.Put(a)
 	return a
 }
@@ -130,6 +136,12 @@ func (p *Pod) Put(a map[string]string) {
 	a[IntentClass] = p.IntentClass
 	if p.CheckpointIntervalSec > 0 {
 		a[CheckpointIntervalSec] = format(p.CheckpointIntervalSec)
+	}
+	if p.CheckpointCostSec > 0 {
+		a[CheckpointCostSec] = format(p.CheckpointCostSec)
+	}
+	if p.RestartOverheadSec > 0 {
+		a[RestartOverheadSec] = format(p.RestartOverheadSec)
 	}
 }
 
@@ -193,6 +205,8 @@ func Parse(a map[string]string) (*Pod, error) {
 	p.Profile.CPUFeedIntensityGPU = num(ProfileCPUFeedGPU, true, 0, 1)
 	p.SubmitOffsetSec = num(SubmitOffsetSec, true, 0, inf)
 	p.CheckpointIntervalSec = num(CheckpointIntervalSec, false, 0, inf)
+	p.CheckpointCostSec = num(CheckpointCostSec, false, 0, inf)
+	p.RestartOverheadSec = num(RestartOverheadSec, false, 0, inf)
 	_, hasCPU := a[SensitivityCPU]
 	_, hasGPU := a[SensitivityGPU]
 	if hasCPU || hasGPU {

@@ -13,7 +13,8 @@ func pod() *Pod {
 		Work: trace.Work{CPUUnits: 1024.5, GPUUnits: 6800}, DurationSec: 14400,
 		Sensitivity:     &trace.Sensitivity{CPU: 0.65, GPU: 0.9},
 		Profile:         trace.Profile{CPUUtilization: 0.28, GPUUtilization: 0.47, MemoryIntensity: 0.58, IOIntensity: 0.08, CPUFeedIntensityGPU: 0.56},
-		SubmitOffsetSec: 12.4, IntentClass: trace.IntentEco, CheckpointIntervalSec: 900,
+		SubmitOffsetSec: 12.4, IntentClass: trace.IntentEco, CheckpointIntervalSec: 900, CheckpointCostSec: 45.5,
+		RestartOverheadSec: 600,
 	}
 }
 
@@ -23,7 +24,9 @@ func TestRoundTrip(t *testing.T) {
 		edit func(*Pod)
 	}{
 		{"full", func(*Pod) {}},
-		{"no gang, no sensitivity, no checkpoint", func(p *Pod) { p.GangSize, p.Sensitivity, p.CheckpointIntervalSec = 0, nil, 0 }},
+		{"no gang, no sensitivity, no checkpoint", func(p *Pod) {
+			p.GangSize, p.Sensitivity, p.CheckpointIntervalSec, p.CheckpointCostSec, p.RestartOverheadSec = 0, nil, 0, 0, 0
+		}},
 		{"awkward floats", func(p *Pod) { p.Work.CPUUnits, p.SubmitOffsetSec = 0.1+0.2, 1e-9 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,6 +38,11 @@ const (
 	Pool = Prefix + "pool"
 	// Team is the namespace label naming the cluster spec's team.
 	Team = Prefix + "team"
+	// Fault is the node label (value FaultNodeDown) with which the runner's fault injector takes a
+	// node down: kueuelab's KWOK stage then reports it NotReady. The same key is the NoSchedule
+	// taint that keeps pods off the node meanwhile.
+	Fault         = Prefix + "fault"
+	FaultNodeDown = "node-down"
 )
 
 // Trial is the label the runner puts on each trial Job it creates for an HPO experiment: the

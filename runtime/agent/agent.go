@@ -114,6 +114,11 @@ type Agent struct {
 	// completion write; the runner reads it from its own goroutine once the run is over.
 	lostMu sync.Mutex
 	lost   map[string]float64
+	faults map[string]*WorkloadFaults // per namespace/workload id (faults.go), under lostMu
+
+	// restartsOwed counts, per namespace/workload/role, the interrupted pods whose replacements
+	// have not started yet: each pays the restart overhead (owned by the Run goroutine).
+	restartsOwed map[string]int
 }
 
 // New validates cfg and prepares an agent; nothing talks to the API server before Run.
@@ -134,7 +139,7 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 		wake:      make(chan struct{}, 1),
 		nodeState: map[string]*nodeState{}, podState: map[string]*podState{}, gangs: map[string]map[string]struct{}{},
 		checkpoints: map[string]float64{}, bad: map[types.UID]struct{}{}, reported: map[string]struct{}{}, badNodes: map[string]struct{}{},
-		lost: map[string]float64{},
+		lost: map[string]float64{}, faults: map[string]*WorkloadFaults{}, restartsOwed: map[string]int{},
 	}
 	for _, sel := range cfg.ServicePods {
 		ls, err := labels.Parse(sel)
@@ -244,6 +249,8 @@ type Snapshot struct {
 	NodePowerW map[string]float64
 	// LostEnergyJ is, per "namespace/workload id", the energy of pods that left before finishing.
 	LostEnergyJ map[string]float64
+	// Faults is, per "namespace/workload id", what faults and checkpoints cost the workload.
+	Faults map[string]WorkloadFaults
 }
 
 // Snapshot returns the agent's node power and lost energy; safe from any goroutine.
@@ -254,7 +261,7 @@ func (a *Agent) Snapshot() Snapshot {
 		power[n] = a.nodePower[i]
 	}
 	a.statsMu.Unlock()
-	return Snapshot{NodePowerW: power, LostEnergyJ: a.LostEnergy()}
+	return Snapshot{NodePowerW: power, LostEnergyJ: a.LostEnergy(), Faults: a.Faults()}
 }
 
 // Run watches, simulates and writes until ctx ends. It returns nil when ctx is cancelled.
@@ -390,6 +397,22 @@ func (a *Agent) syncNode(name string, dirtyPods map[string]struct{}) {
 			}
 		}
 	}
+	if down := !nodeReady(n); down != st.down {
+		// A node gone NotReady stops its pods where they are; Ready again, they may run (and
+		// the scheduler may place pods there). The runner's fault injector waits for this.
+		st.down = down
+		what := "node-up"
+		if down {
+			what = "node-down"
+		}
+		a.acks = append(a.acks, FaultKey(what, name))
+		objs, _ := a.podInf.GetIndexer().ByIndex(nodeNameIndex, name)
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok {
+				dirtyPods[p.Namespace+"/"+p.Name] = struct{}{}
+			}
+		}
+	}
 	raw := capValue(n, a.cfg.PowerCapKey)
 	if raw == st.capRaw || st.gpu == nil {
 		return
@@ -415,10 +438,13 @@ func (a *Agent) syncPod(key string, deletedUID types.UID) {
 	if st != nil && (!exists || p.UID != st.uid) {
 		a.forget(key, st)
 		a.ack(simclock.KindGone, st.uid)
+		// An evicted pod may be gone before this agent saw it Failed: its fault is handled too.
+		a.acks = append(a.acks, PodFailedKey(st.uid))
 		st = nil
 	}
 	if deletedUID != "" {
 		a.ack(simclock.KindGone, deletedUID)
+		a.acks = append(a.acks, PodFailedKey(deletedUID))
 	}
 	if !exists {
 		return
@@ -428,13 +454,21 @@ func (a *Agent) syncPod(key string, deletedUID types.UID) {
 		if st != nil {
 			a.stop(st)
 			if !st.completing && !st.terminal {
-				a.lose(st) // ended by someone else (e.g. evicted by the kubelet): no completion write
+				// Ended by someone else (a fault, the kubelet): no completion write. Its work since
+				// the checkpoint is lost, its gang rolls back, a replacement resumes.
+				a.interrupt(st, false)
+				a.keepCheckpoint(st)
+				a.lose(st)
 			}
 			st.terminal = true
 			if p.Status.Phase == corev1.PodSucceeded {
 				delete(a.checkpoints, st.ckptKey)
+				delete(a.restartsOwed, st.ckptKey)
 			}
 			a.release(key, st)
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			a.acks = append(a.acks, PodFailedKey(p.UID))
 		}
 		return
 	case p.DeletionTimestamp != nil:
@@ -454,6 +488,21 @@ func (a *Agent) syncPod(key string, deletedUID types.UID) {
 	ns := a.nodeState[p.Spec.NodeName]
 	if ns == nil {
 		return
+	}
+	if ns.down {
+		// Its node is NotReady: the pod makes no progress until it is evicted.
+		if st != nil {
+			a.stop(st)
+		}
+		return
+	}
+	if st != nil {
+		if n := containerRestarts(p); n > st.restarts {
+			// The container restarted in place (restart policy OnFailure): the process crashed.
+			st.restarts = n
+			a.interrupt(st, true)
+			a.acks = append(a.acks, PodRestartKey(p.UID, n))
+		}
 	}
 	if st == nil {
 		if _, done := p.Annotations[contract.Complete]; done {
@@ -513,6 +562,7 @@ func (a *Agent) track(p *corev1.Pod) *podState {
 		ckptKey: p.Namespace + "/" + c.WorkloadID + "/" + c.Role, ckpt: spec.CheckpointIntervalSec > 0,
 		failAtEnd: failAtEnd, written: -1, handoff: a.cfg.Handoff != nil && a.cfg.Handoff(p),
 		service: a.servesUntilDeleted(p),
+		gpus:    spec.GPURequest, restartSec: c.RestartOverheadSec, restarts: containerRestarts(p),
 	}
 	switch remaining, ok := a.checkpoints[st.ckptKey]; {
 	case hasProg:
@@ -525,6 +575,9 @@ func (a *Agent) track(p *corev1.Pod) *podState {
 		if err := a.eng.Restore(id, engine.Snapshot{RemainingSec: remaining, CheckpointSec: remaining}); err != nil {
 			a.log.Error("checkpoint not restored", "pod", key, "err", err)
 		}
+	}
+	if !hasProg {
+		a.resume(st)
 	}
 	a.podState[key] = st
 	if st.gang != "" {
@@ -552,32 +605,38 @@ func (a *Agent) stop(st *podState) {
 func (a *Agent) forget(key string, st *podState) {
 	a.stop(st)
 	if !st.completing && !st.terminal {
+		a.interrupt(st, false)
 		a.lose(st)
-		if st.ckpt {
-			ck := a.eng.Snapshot(st.id).CheckpointSec
-			if prev, ok := a.checkpoints[st.ckptKey]; !ok || ck > prev {
-				a.checkpoints[st.ckptKey] = ck
-			}
-		}
+		a.keepCheckpoint(st)
 	}
 	st.terminal = true
 	a.release(key, st)
 	if st.gang == "" || a.gangs[st.gang] == nil {
 		// Not (or no longer) held for its gang: gone already or removed now.
 		if _, ok := a.podState[key]; ok {
-			a.eng.Remove(st.id)
-			delete(a.podState, key)
+			a.remove(key, st)
 		}
 		return
 	}
 	// Evicted gang members leave at once: the rest of the gang must stop progressing.
 	if !st.completing {
-		a.eng.Remove(st.id)
-		delete(a.podState, key)
+		a.remove(key, st)
 		delete(a.gangs[st.gang], key)
 		if len(a.gangs[st.gang]) == 0 {
 			delete(a.gangs, st.gang)
 		}
+	}
+}
+
+// keepCheckpoint keeps the workload's checkpoint of a pod that leaves before it finished, for its
+// replacement: the least advanced of its role's pods.
+func (a *Agent) keepCheckpoint(st *podState) {
+	if !st.ckpt {
+		return
+	}
+	ck := a.eng.Snapshot(st.id).CheckpointSec
+	if prev, ok := a.checkpoints[st.ckptKey]; !ok || ck > prev {
+		a.checkpoints[st.ckptKey] = ck
 	}
 }
 
@@ -600,8 +659,7 @@ func (a *Agent) lose(st *podState) {
 // gang is terminal, because a finished member still counts as present for the others.
 func (a *Agent) release(key string, st *podState) {
 	if st.gang == "" {
-		a.eng.Remove(st.id)
-		delete(a.podState, key)
+		a.remove(key, st)
 		return
 	}
 	members := a.gangs[st.gang]
@@ -612,8 +670,7 @@ func (a *Agent) release(key string, st *podState) {
 	}
 	for k := range members {
 		if m := a.podState[k]; m != nil {
-			a.eng.Remove(m.id)
-			delete(a.podState, k)
+			a.remove(k, m)
 		}
 	}
 	delete(a.gangs, st.gang)

@@ -35,6 +35,7 @@ type nodeState struct {
 	gpu        *hw.GPU
 	capRaw     string
 	lastEnergy float64
+	down       bool // NotReady: its pods make no progress
 }
 
 // gpuCount is the node's allocatable GPUs (or a pod's requested GPUs) over every vendor resource.

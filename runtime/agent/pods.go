@@ -29,16 +29,20 @@ type Progress struct {
 
 // podState is what the agent remembers of a tracked pod.
 type podState struct {
-	uid       types.UID
-	id        engine.PodID
-	ns, name  string
-	gang      string // "" unless the pod is in a gang
-	workload  string // the contract's workload id: where energy of a pod lost before completion is booked
-	ckptKey   string // namespace/workload/role: where an evicted pod's checkpoint is kept
-	ckpt      bool   // the workload declares a checkpoint interval
-	duration  float64
-	failAtEnd bool
-	handoff   bool // a runner in this process follows the pod (Config.Handoff)
+	uid        types.UID
+	id         engine.PodID
+	ns, name   string
+	gang       string // "" unless the pod is in a gang
+	workload   string // the contract's workload id: where energy of a pod lost before completion is booked
+	ckptKey    string // namespace/workload/role: where an evicted pod's checkpoint is kept
+	ckpt       bool   // the workload declares a checkpoint interval
+	duration   float64
+	failAtEnd  bool
+	handoff    bool    // a runner in this process follows the pod (Config.Handoff)
+	gpus       int     // GPUs the pod requests: what its lost work and pauses cost
+	restartSec float64 // the workload's restart overhead
+	restarts   int32   // the containers' restart count last seen
+	owed       bool    // resumed an interrupted pod and has not worked since (faults.go)
 	// service: the pod serves until its owner deletes it (Config.ServicePods); its completion
 	// write leaves it running.
 	service bool
@@ -105,6 +109,7 @@ func podSpec(p *corev1.Pod, c *contract.Pod, failureRate float64, seed uint64) (
 			MemoryIntensity: c.Profile.MemoryIntensity,
 		},
 		CheckpointIntervalSec: c.CheckpointIntervalSec,
+		CheckpointCostSec:     c.CheckpointCostSec,
 	}
 	if c.GangSize > 0 {
 		s.GangID, s.GangSize = p.Namespace+"/"+c.WorkloadID, c.GangSize

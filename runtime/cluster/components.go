@@ -55,6 +55,12 @@ const clientQPS = 500
 // a replay at speedup 1000 turns into a quarter of an hour of held quota.
 const jobSyncBatchPeriod = 10 * time.Millisecond
 
+// jobPodFailureBackOff replaces the Job controller's 10 s pod-failure backoff (see
+// tools.JobPodFailureBackOffEnv): the trace clock stands still while a Job's failed pod is owed its
+// replacement, so upstream's 10, 20, 40 s of wall time per failure would be a replay's wall time
+// and no trace time; the replacement comes at the failure's trace time either way.
+const jobPodFailureBackOff = 10 * time.Millisecond
+
 // spec is how to run and probe one component.
 type spec struct {
 	process
@@ -149,7 +155,8 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 				"--cluster-signing-cert-file=" + pkiDir + "/ca.crt", "--cluster-signing-key-file=" + pkiDir + "/ca.key",
 				"--use-service-account-credentials=true",
 				"--kube-api-qps=" + strconv.Itoa(clientQPS), "--kube-api-burst=" + strconv.Itoa(clientQPS)},
-				env: []string{tools.JobSyncBatchPeriodEnv + "=" + jobSyncBatchPeriod.String()}},
+				env: []string{tools.JobSyncBatchPeriodEnv + "=" + jobSyncBatchPeriod.String(),
+					tools.JobPodFailureBackOffEnv + "=" + jobPodFailureBackOff.String()}},
 			ports:  []int{pt.ControllerManager},
 			health: httpOK(insecure, loopURL("https", pt.ControllerManager, "/healthz")),
 		},

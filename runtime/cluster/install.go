@@ -187,7 +187,7 @@ func Install(ctx context.Context, o InstallOptions) error {
 		}
 		own = append(own, st)
 	}
-	complete, err := decodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")
+	complete, err := ownStages()
 	if err != nil {
 		return err
 	}
@@ -195,8 +195,8 @@ func Install(ctx context.Context, o InstallOptions) error {
 	if err := applyUnstructured(ctx, c, own); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "  applied %d KWOK stages (%d of KWOK's, %d completion stages: annotation %s=true|fail)\n",
-		len(own), len(own)-len(complete), len(complete), contract.Complete)
+	fmt.Fprintf(out, "  applied %d KWOK stages (%d of KWOK's, %d of kueuelab's: pod completion by annotation %s=true|fail, node faults by label %s=%s)\n",
+		len(own), len(own)-len(complete), len(complete), contract.Complete, contract.Fault, contract.FaultNodeDown)
 	if len(o.Objects) > 0 {
 		if err := ApplyObjects(ctx, cfg, o.Objects); err != nil {
 			return errors.Join(errors.New("apply cluster objects"), err)

@@ -27,6 +27,22 @@ import (
 //go:embed stages-complete.yaml
 var completionStages []byte
 
+// faultStages is kueuelab's node-fault stage: label kueuelab.io/fault=node-down makes a node
+// NotReady (runtime/runner's fault injector).
+//
+//go:embed stages-fault.yaml
+var faultStages []byte
+
+// ownStages decodes kueuelab's own stages: completion and node faults.
+func ownStages() ([]*unstructured.Unstructured, error) {
+	c, err := decodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")
+	if err != nil {
+		return nil, err
+	}
+	f, err := decodeYAML(bytes.NewReader(faultStages), "stages-fault.yaml")
+	return append(c, f...), err
+}
+
 // kwokNodeAnnotation marks the nodes the KWOK controller manages; kwokTaintKey is KWOK's taint
 // (NoSchedule, value fake) that keeps real pods off fake nodes.
 const (
@@ -191,7 +207,7 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	if m.stages, err = decodeFiles(stageFiles...); err != nil {
 		return nil, err
 	}
-	own, err := decodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")
+	own, err := ownStages()
 	if err != nil {
 		return nil, err
 	}

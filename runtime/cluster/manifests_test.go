@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -187,4 +189,27 @@ func TestPortsFollowRegistry(t *testing.T) {
 			t.Errorf("component %s has no ports", name)
 		}
 	}
+}
+
+// TestFaultStageSelectsFaultLabel: kueuelab's node-fault stage selects the fault label, outweighs
+// KWOK's node stages and does not loop on the current time.
+func TestFaultStageSelectsFaultLabel(t *testing.T) {
+	objs, err := ownStages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetName() != "kueuelab-node-fault" {
+			continue
+		}
+		got, _, _ := unstructured.NestedString(o.Object, "spec", "selector", "matchLabels", contract.Fault)
+		wv, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "weight")
+		w, _ := strconv.ParseFloat(fmt.Sprint(wv), 64)
+		tmpl, _, _ := unstructured.NestedString(o.Object, "spec", "next", "statusTemplate")
+		if got != contract.FaultNodeDown || w < 10000 || strings.Contains(tmpl, "Now") {
+			t.Errorf("fault stage: selects %s=%q, weight %g, template uses Now: %v", contract.Fault, got, w, strings.Contains(tmpl, "Now"))
+		}
+		return
+	}
+	t.Fatal("no kueuelab-node-fault stage")
 }

@@ -19,6 +19,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kueuelab/kueuelab/internal/yamldoc"
+	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/runtime/sim"
 )
@@ -52,6 +53,8 @@ type Experiment struct {
 	// Baseline names the variant deltas are measured against (default: the first).
 	Baseline string    `yaml:"baseline,omitempty"`
 	Variants []Variant `yaml:"variants"`
+	// Faults are injected in every variant that does not give its own (faults.go).
+	Faults *fault.Spec `yaml:"faults,omitempty"`
 	// Engine runs every variant on the cluster engine ("cluster", the default: a fresh local
 	// cluster per run) or the sim engine ("sim": Kueue's scheduler in virtual time, runtime/sim).
 	Engine string `yaml:"engine,omitempty"`
@@ -135,6 +138,10 @@ type Variant struct {
 	// ClusterPatch is merged into the cluster spec document (for what the typed operations do
 	// not cover); null deletes a field, a list replaces the list.
 	ClusterPatch map[string]any `yaml:"clusterPatch,omitempty"`
+	// Faults replace the experiment's faults for this variant (`{}`: none).
+	Faults *fault.Spec `yaml:"faults,omitempty"`
+	// Workloads change the trace's checkpointing and restart budget for this variant.
+	Workloads *WorkloadOverrides `yaml:"workloads,omitempty"`
 
 	line int
 }
@@ -191,6 +198,12 @@ func Parse(name string, data []byte) (*Experiment, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseNode(name, root)
+}
+
+// ParseNode is Parse on a decoded YAML tree: a document that holds an experiment among other
+// fields (a scenario) passes it without them, keeping every node's line.
+func ParseNode(name string, root *yaml.Node) (*Experiment, error) {
 	el := &errList{file: name}
 	if root.Kind != yaml.MappingNode {
 		el.add(root.Line, "", "an experiment file is a mapping (apiVersion, kind, cluster, variants, ...)")
@@ -300,6 +313,7 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 	if e.Baseline != "" && !seen[e.Baseline] {
 		el.add(line("baseline"), "baseline", "no variant named %q", e.Baseline)
 	}
+	e.validateFaults(root, el)
 }
 
 // errList collects validation errors: fielderr's one shape, "file:line: path: reason".

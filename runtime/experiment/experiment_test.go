@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kueuelab/kueuelab/model/trace"
+
 	"github.com/kueuelab/kueuelab/render/contract"
 
 	"k8s.io/client-go/rest"
@@ -166,10 +168,22 @@ func TestParseErrors(t *testing.T) {
 			[]string{"exp.yaml:8: variants[0].kueueConfig: fairSharing.preemptionStrategies"}},
 		{"wait without timeout", header("variants:\n- name: a\n  kueueConfig: {waitForPodsReady: {enable: true}}\n"),
 			[]string{"waitForPodsReady.timeout: want a positive trace-time duration"}},
+		{"fault without node or workload", header("faults:\n  events:\n  - {at: 1h}\nvariants: [{name: a}]\n"),
+			[]string{"exp.yaml:8: faults.events[0]: give node"}},
+		{"bad fault duration", header("faults:\n  events:\n  - {at: soon, node: h100-000}\nvariants: [{name: a}]\n"),
+			[]string{"exp.yaml:8", "duration \"soon\""}},
+		{"variant fault field", header("variants:\n- name: a\n  faults: {random: {scale: -2}}\n"),
+			[]string{"exp.yaml:8: variants[0].faults.random.scale: must be a finite number >= 0"}},
+		{"workload overrides", header("variants:\n- name: a\n  workloads: {families: [training], maxRestarts: -1}\n"),
+			[]string{"variants[0].workloads.families[0]: unknown family \"training\"", "variants[0].workloads.maxRestarts: must be >= 0"}},
 		{"wrong kind", strings.Replace(header("variants: [{name: a}]\n"), "kind: Experiment", "kind: Exp", 1), []string{"exp.yaml:2: kind: must be \"Experiment\""}},
 		{"unknown engine", header("engine: fast\nvariants: [{name: a}]\n"), []string{"exp.yaml:6: engine: want cluster or sim"}},
 		{"sim timing without sim", header("sim: {cycle: 1s}\nvariants: [{name: a}]\n"), []string{"exp.yaml:6: sim: sim timing needs engine: sim"}},
 		{"bad sim timing", header("engine: sim\nsim: {cycle: soon}\nvariants: [{name: a}]\n"), []string{"sim: cycle: want a duration"}},
+		{"sim refuses faults", header("engine: sim\nfaults:\n  events:\n  - {at: 1h, node: h100-000}\nvariants: [{name: a}]\n"),
+			[]string{"exp.yaml:8: faults: faults are not modelled by the sim engine"}},
+		{"sim refuses a variant's faults", header("engine: sim\nvariants:\n- name: a\n  faults: {events: [{at: 1h, node: h100-000}]}\n"),
+			[]string{"exp.yaml:9: variants[0].faults: faults are not modelled by the sim engine"}},
 		{"sim refuses waitForPodsReady", header("engine: sim\nvariants:\n- name: a\n  kueueConfig: {waitForPodsReady: {enable: true, timeout: 5m}}\n"),
 			[]string{"variants[0].kueueConfig: kueue config: waitForPodsReady is not modelled by the sim engine"}},
 	} {
@@ -499,6 +513,40 @@ func TestKueueTimerScale(t *testing.T) {
 	}
 	if tm := wfpr.Timers(60); tm.PodsReadyTimeout != 600 || tm.BackoffBase != 60 || tm.BackoffMax != 3600 || tm.Scale != 60 {
 		t.Errorf("timers %+v", tm)
+	}
+}
+
+func TestFaultsAndWorkloadOverrides(t *testing.T) {
+	e, err := Parse("exp.yaml", []byte(header(`faults:
+  seed: 3
+  events:
+  - {at: 36h, node: h100-000, for: 2h}
+variants:
+- name: base
+- name: no-faults
+  faults: {}
+- name: ckpt-15m
+  workloads: {families: [distributed_training], checkpointInterval: 15m, checkpointCost: 1m, restartOverhead: 10m, maxRestarts: 4}
+`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := e.FaultsOf(&e.Variants[0]); f == nil || f.Seed != 3 || f.Events[0].At != 36*3600 || f.Events[0].For != 7200 {
+		t.Errorf("base faults %+v", f)
+	}
+	if f := e.FaultsOf(&e.Variants[1]); !f.Empty() {
+		t.Errorf("faults: {} must turn faults off, got %+v", f)
+	}
+	tr := &trace.Trace{Workloads: []*trace.Workload{
+		{WorkloadID: "d", WorkloadType: trace.DistributedTraining, CheckpointIntervalSec: 3600},
+		{WorkloadID: "s", WorkloadType: trace.SingleGPUTraining, CheckpointIntervalSec: 1800},
+	}}
+	got := e.Variants[2].Workloads.Apply(tr)
+	if d := got.Workloads[0]; d.CheckpointIntervalSec != 900 || d.CheckpointCostSec != 60 || d.RestartOverheadSec != 600 || d.MaxRestarts != 4 {
+		t.Errorf("overridden %+v", d)
+	}
+	if got.Workloads[1] != tr.Workloads[1] || tr.Workloads[0].CheckpointIntervalSec != 3600 {
+		t.Error("the overrides touched a workload of another family, or the shared trace")
 	}
 }
 

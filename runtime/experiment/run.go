@@ -466,7 +466,8 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 			return nil, err
 		}
 	}
-	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.OutDir = j.trace, j.traceRef, e.timeout, j.dir
+	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.OutDir = j.variant.Workloads.Apply(j.trace), j.traceRef, e.timeout, j.dir
+	cfg.Faults = e.FaultsOf(j.variant)
 	cfg.Progress, cfg.Out = &prefixWriter{w: o.Out, prefix: j.label() + ": "}, log
 	return runner.Run(ctx, cfg)
 }
@@ -483,7 +484,12 @@ func (o *Options) executeSim(ctx context.Context, j *job) (*runner.Result, error
 	if err != nil {
 		return nil, err
 	}
-	res, err := sim.Run(ctx, sim.Config{Trace: j.trace, TraceName: j.traceRef, Spec: j.spec, Seed: j.seed, Kueue: kc, Timing: tm,
+	if !e.FaultsOf(j.variant).Empty() {
+		// Parse refuses this already; an Experiment built in code gets the same answer.
+		return nil, fmt.Errorf("variant %s: faults: faults are not modelled by the sim engine", j.variant.Name)
+	}
+	// The variant's workload overrides (checkpoint interval and cost) apply as on the cluster engine.
+	res, err := sim.Run(ctx, sim.Config{Trace: j.variant.Workloads.Apply(j.trace), TraceName: j.traceRef, Spec: j.spec, Seed: j.seed, Kueue: kc, Timing: tm,
 		Timeout: e.timeout, OutDir: j.dir, Progress: &prefixWriter{w: o.Out, prefix: j.label() + ": "},
 		Out: &prefixWriter{w: o.Log, prefix: j.label() + ": "}})
 	if res == nil {

@@ -208,6 +208,7 @@ func Compute(in *Input) *Report {
 	for _, f := range idleFlavors(in) {
 		r.add(in, idleGPUh, "flavor", f)
 	}
+	r.addFaultTables(in)
 	return r
 }
 

@@ -19,11 +19,12 @@ var workloadColumns = []string{
 	"first_pod_running_sec", "all_pods_running_sec", "finished_sec", "state",
 	"time_to_admission_sec", "jct_sec", "slowdown",
 	"evictions", "preemptions", "requeues", "energy_j", "lost_energy_j", "gpu_seconds", "error",
+	"faults", "restarts", "lost_gpu_seconds", "checkpoint_gpu_seconds", "restart_gpu_seconds",
 }
 
 // workloadColumnsAdded are the columns of workloadColumns that files written before them lack;
 // such files still read, with the column empty, so older results directories stay loadable.
-var workloadColumnsAdded = []string{"lost_energy_j"}
+var workloadColumnsAdded = append([]string{"lost_energy_j"}, faultColumns...)
 
 // WriteWorkloadsCSV writes one row per record, in the order given.
 func WriteWorkloadsCSV(w io.Writer, recs []Record) error {
@@ -45,6 +46,7 @@ func WriteWorkloadsCSV(w io.Writer, recs []Record) error {
 			optOK(tta, ttaOK), optOK(jct, jctOK), optOK(sd, sdOK),
 			incidentString(r.Evictions), incidentString(r.Preemptions), strconv.Itoa(r.Requeues), num(r.EnergyJ), num(r.LostEnergyJ), num(r.GPUSeconds), r.Error,
 		)
+		row = r.FaultTolerance.appendColumns(row)
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -91,7 +93,8 @@ func readCSVAdded[T any](r io.Reader, name string, cols, added []string, parse f
 	}
 	var from []int // for an older file: where each column of cols is in its rows, -1 when absent
 	if !slices.Equal(head, cols) {
-		older := slices.DeleteFunc(slices.Clone(cols), func(c string) bool { return slices.Contains(added, c) })
+		// An older file lacks some of the added columns: the others are cols' in its order.
+		older := slices.DeleteFunc(slices.Clone(cols), func(c string) bool { return slices.Contains(added, c) && !slices.Contains(head, c) })
 		if len(added) == 0 || !slices.Equal(head, older) {
 			return nil, fmt.Errorf("%s:1: header %v, want %v", name, head, cols)
 		}
@@ -168,6 +171,11 @@ func parseRow(row []string) (Record, error) {
 	}
 	if lost := o("lost_energy_j"); lost != nil { // empty in files written before the column
 		r.LostEnergyJ = *lost
+	}
+	for _, c := range faultColumns {
+		if v := o(c); v != nil { // empty in files written before the columns
+			r.FaultTolerance.set(c, *v)
+		}
 	}
 	if err != nil {
 		return Record{}, err

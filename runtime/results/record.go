@@ -85,6 +85,13 @@ type Event struct {
 	Flavors    map[string]string `json:"flavors,omitempty"`
 	EnergyJ    float64           `json:"energyJ,omitempty"`
 	GPUSeconds float64           `json:"gpuSeconds,omitempty"`
+	// Node is the pod's node (pod_running, fault).
+	Node string `json:"node,omitempty"`
+	// Restarts, LostGPUSec, CheckpointGPUSec and RestartGPUSec are a fault_cost's (faults.go).
+	Restarts         int     `json:"restarts,omitempty"`
+	LostGPUSec       float64 `json:"lostGpuSec,omitempty"`
+	CheckpointGPUSec float64 `json:"checkpointGpuSec,omitempty"`
+	RestartGPUSec    float64 `json:"restartGpuSec,omitempty"`
 }
 
 // Incident is an eviction or preemption: when, and why (the Workload condition's reason).
@@ -106,7 +113,8 @@ type Record struct {
 	Queue string `json:"queue"`
 	Pods  int    `json:"pods"`
 	GPUs  int64  `json:"gpus"`
-	// IdealSec is the trace's duration: the JCT of the workload alone on an uncapped node.
+	// IdealSec is the JCT of the workload alone on an uncapped node: the trace's duration, plus
+	// the pauses of the checkpoints it takes on the way when they cost one.
 	IdealSec float64 `json:"idealSec"`
 	// GPUUtil is the profile's GPU utilisation, used for effective GPU utilisation.
 	GPUUtil float64 `json:"gpuUtil"`
@@ -133,6 +141,8 @@ type Record struct {
 	GPUSeconds float64 `json:"gpuSeconds"`
 	// Error says why the workload could not be submitted, if it could not.
 	Error string `json:"error,omitempty"`
+	// FaultTolerance is what faults and checkpoints did to it (faults.go).
+	FaultTolerance
 }
 
 // NewRecord starts the record of w, queued on localQueue of ClusterQueue queue.
@@ -140,7 +150,7 @@ func NewRecord(w *trace.Workload, localQueue, queue string) *Record {
 	return &Record{
 		ID: w.WorkloadID, Namespace: w.Namespace, Family: w.WorkloadType, Intent: w.Intent(),
 		LocalQueue: localQueue, Queue: queue, Pods: w.PodCount(), GPUs: w.TotalGPUs(),
-		IdealSec: w.DurationSec, GPUUtil: w.SharedIntensityProfile.GPUUtilization,
+		IdealSec: idealSec(w), GPUUtil: w.SharedIntensityProfile.GPUUtilization,
 		SubmitOffsetSec: w.SubmitTimeOffsetSec, State: StateUnsubmitted,
 	}
 }
@@ -228,6 +238,8 @@ func (r *Record) apply(e *Event) {
 			first(&r.Finished)
 			r.State = e.Reason
 		}
+	case EvFault, EvFaultCost:
+		r.applyFault(e)
 	}
 }
 

@@ -73,6 +73,8 @@ type Meta struct {
 	OutageWallSec float64        `json:"outageWallSec,omitempty"`
 	// States counts the workloads by their state at the end of the run.
 	States map[string]int `json:"states,omitempty"`
+	// Faults counts the injected faults (nil: none were asked for).
+	Faults *FaultMeta `json:"faults,omitempty"`
 }
 
 // Quantiles are the p50, p95 and p99 of N values; nil when N is 0.
@@ -113,6 +115,8 @@ type Group struct {
 	Preemptions int     `json:"preemptions"`
 	Evictions   int     `json:"evictions"`
 	Requeues    int     `json:"requeues"`
+	// FaultTotals are the faults, restarts and lost GPU time of the group's workloads.
+	FaultTotals
 }
 
 // Summary is summary.json.
@@ -182,6 +186,7 @@ func group(scope, name string, recs []Record, runSpan float64, capacity int64) G
 		g.Preemptions += len(r.Preemptions)
 		g.Evictions += len(r.Evictions)
 		g.Requeues += r.Requeues
+		g.FaultTotals.add(r)
 	}
 	g.TimeToAdmissionSec, g.JCTSec, g.Slowdown = quantiles(tta), quantiles(jct), quantiles(sd)
 	g.MakespanSec = makespan(recs)
@@ -264,6 +269,9 @@ func (s *Summary) WriteTable(w io.Writer) error {
 			g.Preemptions, g.Evictions)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := s.writeFaultLine(w); err != nil {
 		return err
 	}
 	if s.ReservedIdle != nil {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
@@ -91,6 +92,8 @@ type Config struct {
 	ControlPlane string
 	// SampleStep is the time series step in trace seconds (default 60).
 	SampleStep float64
+	// Faults are the faults to inject (nil: none; see faults.go).
+	Faults *fault.Spec
 	// Progress receives the progress display (nil: none); TTY selects the bar.
 	Progress io.Writer
 	TTY      bool
@@ -259,6 +262,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	sub := newSubmitter(c, plan, rec, clk, cfg.QPS, cfg.Burst, cfg.Seed)
 	w := newWatcher(plan, rec, clk, sub.trials)
+	var inj *injector
+	if !cfg.Faults.Empty() {
+		if inj, err = newInjector(cfg.Faults, plan, clk, c, rec, cfg.OutDir); err != nil {
+			return nil, errors.Join(err, evlog.Close(), series.Close())
+		}
+		if err := inj.checkStage(ctx, cfg.Faults); err != nil {
+			_, _ = inj.close()
+			return nil, errors.Join(err, evlog.Close(), series.Close())
+		}
+		w.faults = inj
+	}
 	var settlers []*settler
 	if clk.HoldsEnabled() {
 		w.timers = newTimers(cfg.KueueTimers, clk)
@@ -269,6 +283,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	informers, err := w.start(runCtx, rc, scheme)
 	if err != nil {
 		return nil, errors.Join(err, evlog.Close(), series.Close())
+	}
+	if inj != nil {
+		inj.reader = informers
 	}
 	if clk.HoldsEnabled() {
 		kcheck, scheck := settleWithout(w), settleWithout(w)
@@ -314,6 +331,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	bg.Add(2)
 	go func() { defer bg.Done(); sub.run(runCtx) }()
+	if inj != nil {
+		bg.Add(1)
+		go func() { defer bg.Done(); inj.run(runCtx) }()
+	}
 	smp := &sampler{plan: plan, cache: informers, clk: clk, out: series, step: cfg.SampleStep}
 	if cfg.Agent != nil {
 		smp.nodePower = func() map[string]float64 { return cfg.Agent.Snapshot().NodePowerW }
@@ -335,10 +356,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Submitted, res.SubmitWallSec = ss.Submitted, ss.WallSec
 
 	if cfg.Agent != nil {
-		recordLostEnergy(cfg.Agent.Snapshot().LostEnergyJ, plan, rec, clk.Now())
+		snap := cfg.Agent.Snapshot()
+		recordLostEnergy(snap.LostEnergyJ, plan, rec, clk.Now())
+		recordFaultCost(snap.Faults, plan, rec, clk.Now())
 	}
+	var faultErr error
 	recs := rec.Records()
 	meta := clockMeta(clk)
+	if inj != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		inj.restore(rctx)
+		cancel()
+		fm, err := inj.close()
+		meta.Faults, faultErr = &fm, err
+	}
 	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, specName(cfg.Spec), "cluster"
 	meta.GPUCapacity, meta.Incomplete = plan.gpuCapacity, incomplete
 	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = w.lateness()
@@ -378,7 +409,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		werr = results.AddReservedIdle(cfg.OutDir, recs, &res.Summary, clk.Now())
 	}
 	werr = errors.Join(werr, writeResults(cfg.OutDir, recs, &res.Summary))
-	werr = errors.Join(werr, evlog.Close(), series.Close())
+	werr = errors.Join(werr, evlog.Close(), series.Close(), faultErr)
 	if err := res.Summary.WriteTable(cfg.Out); err != nil {
 		werr = errors.Join(werr, err)
 	}

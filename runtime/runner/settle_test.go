@@ -169,8 +169,12 @@ func TestKueueCheck(t *testing.T) {
 			Conditions: []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue}}}}
 	inactive := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "a", UID: "i"}, Spec: kueue.WorkloadSpec{QueueName: "lq", Active: ptr.To(false)}}
 	noQueue := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "b", UID: "n"}, Spec: kueue.WorkloadSpec{QueueName: "lq"}}
-	for _, wl := range []*kueue.Workload{pending, reserving, inactive, noQueue} {
-		if !v.update(wl, false) && wl.UID != "i" && wl.UID != "n" {
+	// Evicted by the PodsReady timeout and waiting out its requeue backoff: in no Kueue queue.
+	backoff := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "a", UID: "b"}, Spec: kueue.WorkloadSpec{QueueName: "lq"},
+		Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{{Type: kueue.WorkloadRequeued, Status: metav1.ConditionFalse,
+			Reason: kueue.WorkloadEvictedByPodsReadyTimeout}}}}
+	for _, wl := range []*kueue.Workload{pending, reserving, inactive, noQueue, backoff} {
+		if !v.update(wl, false) && wl.UID != "i" && wl.UID != "n" && wl.UID != "b" {
 			t.Errorf("new Workload %s: update reported no change", wl.UID)
 		}
 	}

@@ -69,7 +69,10 @@ func (v *queueView) add(e queueEntry, d int) {
 }
 
 // entry is where Kueue keeps a Workload: ok is false when it keeps it nowhere (finished,
-// deactivated, or queued to a LocalQueue that does not exist).
+// deactivated, waiting out a requeue backoff, or queued to a LocalQueue that does not exist).
+// A Workload evicted with a requeuing backoff (waitForPodsReady) has Requeued=False until the
+// backoff ends: Kueue counts it in no queue gauge until then, and the runner's Kueue timers, not
+// the settler, hold the clock for the backoff's end.
 func (v *queueView) entry(wl *kueue.Workload, deleted bool) (queueEntry, bool) {
 	if deleted || meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 		return queueEntry{}, false
@@ -78,6 +81,9 @@ func (v *queueView) entry(wl *kueue.Workload, deleted bool) (queueEntry, bool) {
 		return queueEntry{cq: string(wl.Status.Admission.ClusterQueue), reserving: true}, true
 	}
 	if wl.Spec.Active != nil && !*wl.Spec.Active {
+		return queueEntry{}, false
+	}
+	if meta.IsStatusConditionFalse(wl.Status.Conditions, kueue.WorkloadRequeued) {
 		return queueEntry{}, false
 	}
 	cq, ok := v.lqToCQ(wl.Namespace, string(wl.Spec.QueueName))

@@ -38,6 +38,11 @@ import (
 //	Workload evicted → quota released            evict         QuotaReserved is False or the Workload Finished
 //	pod deleted → agent stops simulating it      gone          the agent acknowledges it
 //	trial finished → next trial Jobs created     trials        the submitter has placed their submit holds
+//	running workload's pod failed or deleted     recover       as many live pods of the newest attempt as the
+//	  → its owner replaces it (or gives up)                    Workload needs, Finished, evicted or quota released
+//	injected fault → its own steps seen          fault         see faults.go: the injector's writes seen, the
+//	                                                           agent's acknowledgement (node down/up, pod
+//	                                                           failed or restarted in place)
 //
 // A Kueue Workload maps to its trace workload through its owner reference: the owner is an object
 // the runner created (or a trial Job of an experiment); a pod maps through its
@@ -61,7 +66,15 @@ type watcher struct {
 	pods    map[string]*podState // by namespace/name
 	unsched int                  // pods the scheduler rejected, over all units
 	late    lateStats
-	changed time.Time // wall time of the last informer event
+	changed time.Time     // wall time of the last informer event
+	faults  faultObserver // nil without fault injection
+}
+
+// faultObserver is told of every pod and node change after the watcher handled it: the fault
+// injector waits there for its writes to show.
+type faultObserver interface {
+	pod(p *corev1.Pod, deleted bool)
+	node(n *corev1.Node)
 }
 
 // unit is one Kueue Workload of a trace workload: the workload itself, or one trial of an
@@ -87,6 +100,10 @@ type unit struct {
 	running     int
 	allUp       bool    // every expected pod has run since the current reservation
 	lastEnd     float64 // trace time the last of its pods ended (0: none yet)
+	// succeeded counts its pods that succeeded since the current reservation; recoverFrom is the
+	// restart attempt whose pods a recovery waits for (see restartAttempt).
+	succeeded   int
+	recoverFrom int
 }
 
 type podState struct {
@@ -100,6 +117,7 @@ type podState struct {
 	unsched    bool
 	since      float64
 	energyDone bool
+	attempt    int // JobSet restart attempt (-1: none)
 }
 
 // lateStats measures what the holds missed: a pod end observed after the trace time at which the
@@ -215,6 +233,9 @@ func unitKey(id string, tr *trialRef) string {
 func holdPods(u *unit) simclock.Key   { return simclock.Key{Kind: simclock.KindPods, ID: u.key} }
 func holdFinish(u *unit) simclock.Key { return simclock.Key{Kind: simclock.KindFinish, ID: u.key} }
 func holdEvict(u *unit) simclock.Key  { return simclock.Key{Kind: simclock.KindEvict, ID: u.key} }
+func holdRecover(u *unit) simclock.Key {
+	return simclock.Key{Kind: simclock.KindRecover, ID: u.key}
+}
 func holdStart(uid types.UID) simclock.Key {
 	return simclock.Key{Kind: simclock.KindStart, ID: string(uid)}
 }
@@ -294,7 +315,7 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	reserved := !finished && meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
 	switch {
 	case reserved && !u.reserved:
-		u.reserved, u.admitted, u.allUp = true, now, false
+		u.reserved, u.admitted, u.allUp, u.succeeded = true, now, false, 0
 		clear(u.created)
 		for _, ps := range u.pods {
 			// Pods of an earlier admission still being deleted do not count for this one.
@@ -313,6 +334,7 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		w.clk.Release(holdPods(u))
 		w.clk.Release(holdFinish(u))
 		w.clk.Release(holdEvict(u))
+		w.clk.Release(holdRecover(u))
 		if w.timers != nil {
 			w.timers.released(u)
 		}
@@ -323,6 +345,7 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	}
 	if u.evicted && u.reserved {
 		w.clk.Hold(holdEvict(u))
+		w.clk.Release(holdRecover(u)) // Kueue took over: the owner no longer replaces pods
 	}
 	if w.timers != nil {
 		w.timers.workload(u, wl, now)
@@ -343,6 +366,7 @@ func (w *watcher) endUnit(u *unit) {
 	w.clk.Release(holdPods(u))
 	w.clk.Release(holdFinish(u))
 	w.clk.Release(holdEvict(u))
+	w.clk.Release(holdRecover(u))
 	if w.timers != nil {
 		w.timers.released(u)
 	}
@@ -490,17 +514,22 @@ func (w *watcher) onPod(o any, deleted bool) {
 		if u == nil {
 			return
 		}
-		st = &podState{unit: u, uid: p.UID, gpus: podGPUs(&p.Spec)}
+		st = &podState{unit: u, uid: p.UID, gpus: podGPUs(&p.Spec), attempt: restartAttempt(p)}
 		w.pods[key] = st
 		u.pods[key] = st
 		if !deleted && p.DeletionTimestamp == nil && !podTerminal(p) {
 			u.live++
+			// Its owner made a new pod (a replacement, a JobSet's next attempt): the workload
+			// goes on, so its last pods' end no longer owes its finish. Left held, the finish
+			// hold would stall the clock to its limit and, expired, not wait for the real end.
+			w.clk.Release(holdFinish(u))
 			if u.reserved {
 				u.created[p.UID] = true
 				if len(u.created) >= u.expected {
 					w.clk.Release(holdPods(u))
 				}
 			}
+			w.recovered(u)
 			if p.Status.Phase != corev1.PodRunning || !st.running {
 				// The pod is owed its start: scheduling, KWOK's Running, the agent's start.
 				w.clk.Hold(holdStart(p.UID))
@@ -513,7 +542,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 	case running && !st.running:
 		st.running, st.everRan, st.since = true, true, now
 		u.running++
-		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key})
+		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key, Node: p.Spec.NodeName})
 		w.allPodsUp(u, now)
 	case !running && st.running:
 		st.running = false
@@ -561,8 +590,14 @@ func (w *watcher) onPod(o any, deleted bool) {
 			u.lastEnd = t // ended before the watcher saw it run
 		}
 		w.clk.Release(holdStart(p.UID))
-		w.podEnded(u)
+		if p.Status.Phase == corev1.PodSucceeded && u.reserved {
+			u.succeeded++
+		}
+		w.podEnded(u, st, p.Status.Phase == corev1.PodFailed)
 		w.clk.Release(holdDone(p.UID))
+	}
+	if w.faults != nil {
+		w.faults.pod(p, deleted)
 	}
 }
 
@@ -583,18 +618,26 @@ func (w *watcher) podGone(key string, st *podState) {
 	w.clk.Release(holdStart(st.uid))
 	if !st.terminal {
 		st.terminal = true
-		w.podEnded(st.unit)
+		w.podEnded(st.unit, st, true)
 	}
 	w.clk.Release(holdDone(st.uid))
 	_ = key
 }
 
 // podEnded counts a pod of u that will not run again; the workload's last one leaves the control
-// plane owing the Workload's finish (or, for a job that restarts pods, a new pod).
-func (w *watcher) podEnded(u *unit) {
+// plane owing the Workload's finish (or, for a job that restarts pods, a new pod). A pod that
+// failed, or was deleted before it ended, leaves the owner owing its replacement or the
+// workload's end (recover).
+func (w *watcher) podEnded(u *unit, st *podState, failed bool) {
 	u.live--
 	if u.live <= 0 && u.reserved && !u.finished && !u.evicted {
 		w.clk.Hold(holdFinish(u))
+	}
+	if failed && u.reserved && !u.finished && !u.evicted {
+		if st.attempt >= 0 {
+			u.recoverFrom = max(u.recoverFrom, st.attempt+1)
+		}
+		w.clk.Hold(holdRecover(u))
 	}
 	w.pokeScheduler() // resources were freed
 }
@@ -611,6 +654,9 @@ func (w *watcher) onNodeUpdate(o, n any) {
 	nn, ok2 := n.(*corev1.Node)
 	if !ok1 || !ok2 {
 		return
+	}
+	if w.faults != nil {
+		w.faults.node(nn)
 	}
 	// KWOK renews node status (heartbeats) all the time; only what can change placement counts.
 	if on.Spec.Unschedulable != nn.Spec.Unschedulable || len(on.Spec.Taints) != len(nn.Spec.Taints) ||
@@ -734,4 +780,37 @@ func (w *watcher) lateness() (int, float64, string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.late.n, w.late.max, w.late.worst
+}
+
+// restartAttemptLabel is JobSet's label of the restart attempt a pod belongs to
+// (sigs.k8s.io/jobset/pkg/constants.RestartsKey): a JobSet restarts by recreating every pod.
+const restartAttemptLabel = "jobset.sigs.k8s.io/restart-attempt"
+
+// restartAttempt is the pod's JobSet restart attempt, -1 for a pod of an owner that replaces pods
+// one by one.
+func restartAttempt(p *corev1.Pod) int {
+	if v, ok := p.Labels[restartAttemptLabel]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return -1
+}
+
+// recovered ends u's recover hold once it has as many live pods as it needs (those of its pod
+// sets that have not succeeded), counting for an owner that restarts whole (JobSet) only the pods
+// of the attempt after the failure: the old attempt's pods may not be deleted yet.
+func (w *watcher) recovered(u *unit) {
+	if !w.clk.Held(holdRecover(u)) {
+		return
+	}
+	live := 0
+	for _, ps := range w.pods {
+		if ps.unit == u && !ps.terminal && !ps.deleting && (ps.attempt < 0 || ps.attempt >= u.recoverFrom) {
+			live++
+		}
+	}
+	if live >= u.expected-u.succeeded {
+		w.clk.Release(holdRecover(u))
+	}
 }

@@ -44,6 +44,10 @@ type pod struct {
 	done  bool
 	// ckpt is where its workload keeps the checkpoint of this role.
 	ckpt string
+	// restartSec is the workload's restart overhead; owed is whether this pod paid one (as a
+	// replacement of an interrupted pod).
+	restartSec float64
+	owed       bool
 }
 
 type podRole struct {
@@ -61,6 +65,9 @@ type podRole struct {
 	// ckpts holds, per namespace/workload/role, the remaining work at the last checkpoint of an
 	// evicted pod, which its replacement resumes from (as the agent keeps it).
 	ckpts map[string]float64
+	// restarts counts, per namespace/workload/role, the replacements that owe the restart
+	// overhead: an evicted pod of a workload that had worked (as the agent counts them).
+	restarts map[string]int
 	// gangs keeps the finished members of a gang in the engine until the gang is done: a
 	// finished member still counts as present for the others (as the agent does).
 	gangs map[string][]*pod
@@ -72,7 +79,7 @@ func newPodRole(nodes []*corev1.Node, cat *hw.Catalog, scoring kubesched.Strateg
 		return nil, err
 	}
 	p := &podRole{ks: ks, eng: engine.NewEventDriven(cat), cat: cat, byKey: map[string]*pod{}, seed: seed,
-		ckpts: map[string]float64{}, gangs: map[string][]*pod{}}
+		ckpts: map[string]float64{}, restarts: map[string]int{}, gangs: map[string][]*pod{}}
 	for _, n := range nodes {
 		spec, err := agent.EngineNode(n, cat)
 		if err != nil {
@@ -162,7 +169,7 @@ func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
 				name += "-a" + strconv.Itoa(w.attempt)
 			}
 			pd := &pod{w: w, ps: i, key: w.key.Namespace + "/" + name, name: name, req: req, node: -1, gpus: ps.gpus,
-				ckpt: w.key.Namespace + "/" + ps.contract.WorkloadID + "/" + ps.contract.Role}
+				ckpt: w.key.Namespace + "/" + ps.contract.WorkloadID + "/" + ps.contract.Role, restartSec: ps.contract.RestartOverheadSec}
 			po := *proto
 			po.Name = name
 			spec, fail, err := agent.EnginePod(&po, ps.contract, 0, p.seed)
@@ -254,6 +261,13 @@ func (p *podRole) bind(pd *pod, node int) {
 			s.fail(err)
 			return
 		}
+	}
+	if p.restarts[pd.ckpt] > 0 {
+		// A replacement of an interrupted pod restarts the training process: it pays the
+		// workload's restart overhead before it progresses, as the agent charges it.
+		p.restarts[pd.ckpt]--
+		pd.owed = true
+		p.eng.Pause(id, pd.restartSec)
 	}
 	if err := p.eng.Start(id, p.nodeIDs[node]); err != nil {
 		s.fail(err)
@@ -380,6 +394,16 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 	now := s.loop.Now()
 	var gangs []string
 	var freed []int
+	// As the agent: if any running pod of the workload worked (progressed, or paused for a
+	// checkpoint or a restart), every running pod's replacement owes the restart overhead; if
+	// none did, a restart a pod owed passes on to its replacement.
+	worked := false
+	for _, pd := range w.pods {
+		if !pd.done && pd.node >= 0 {
+			sn := p.eng.Snapshot(pd.eid)
+			worked = worked || sn.SinceCheckpointSec > 0 || sn.Checkpoints > 0 || sn.CheckpointPauseSec > 0 || sn.RestartPauseSec > 0
+		}
+	}
 	for _, pd := range w.pods {
 		if pd.done {
 			continue
@@ -387,6 +411,9 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 		if pd.node < 0 {
 			pd.done = true // waiting for a node: never ran
 			continue
+		}
+		if worked || pd.owed {
+			p.restarts[pd.ckpt]++
 		}
 		if j := p.eng.PodEnergy(pd.eid); j > 0 {
 			s.lostJ[w.it.id] += j

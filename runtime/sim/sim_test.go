@@ -205,6 +205,27 @@ func TestReclaimPreemptsBorrower(t *testing.T) {
 	}
 }
 
+// TestPreemptedResumesFromCheckpointAfterRestart: issue 15's checkpoint and restart costs on the
+// sim engine. The borrower checkpoints every 40 s of progress, each checkpoint a 5 s pause: by its
+// preemption at 100 s it has written the checkpoints at 40 and 80 (counted at 45 and 90 s). Its
+// replacement starts at 600 s from the checkpoint at 80, pays the 20 s restart overhead, then does
+// the 920 s left with 22 more checkpoints (none at the end): it finishes at 600+20+920+22·5.
+func TestPreemptedResumesFromCheckpointAfterRestart(t *testing.T) {
+	b := wl("borrower", "team-b", 0, trace.SingleGPUTraining, 1000, 8, 1)
+	b.CheckpointIntervalSec, b.CheckpointCostSec, b.RestartOverheadSec = 40, 5, 20
+	d, err := run(t, twoTeams, Timing{}, b, wl("owner", "team-a", 100, trace.SingleGPUTraining, 500, 8, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := record(t, d, "borrower")
+	if r.Finished == nil {
+		t.Fatalf("borrower did not finish: %s", r.State)
+	}
+	if len(r.Preemptions) != 1 || math.Abs(*r.Finished-1650) > 1e-6 {
+		t.Errorf("borrower: preemptions %v, finished at %g; want 1 preemption, finished at 1650", r.Preemptions, *r.Finished)
+	}
+}
+
 // fragmented is two 8-GPU nodes under one 16-GPU queue.
 const fragmented = `apiVersion: kueuelab.io/v1alpha1
 kind: ClusterSpec

@@ -47,6 +47,8 @@ const (
 	KindTrials   Kind = "trials"   // runner: an experiment's next trial Jobs are owed
 	KindTimer    Kind = "timer"    // runner: a Kueue timer is due in trace time, Kueue has not acted
 	KindOutage   Kind = "outage"   // runner: a control-plane component is down or not ready
+	KindFault    Kind = "fault"    // runner: an injected fault's own steps (node NotReady, pods evicted or failed) not yet seen
+	KindRecover  Kind = "recover"  // runner: a running workload lost a pod; its owner owes the replacement (or the workload's end)
 	KindSetup    Kind = "setup"    // runner: the run is being prepared
 	kindAlarm    Kind = "alarm"    // internal: a fired alarm whose owner has not finished
 )
@@ -629,6 +631,7 @@ type Order int
 // Alarm orders, first to last.
 const (
 	OrderCompletion Order = iota // the agent's pod completions
+	OrderFault                   // injected faults: a pod that completes at t is done before a fault at t
 	OrderTimer                   // Kueue's timers
 	OrderSubmission              // the runner's submissions
 	OrderSample                  // the time series rows: the state once everything at t happened

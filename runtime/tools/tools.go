@@ -66,13 +66,20 @@ func (c Component) FileName() string {
 // kube-controller-manager (a Go duration; unset: upstream's 1s).
 const JobSyncBatchPeriodEnv = "KUEUELAB_JOB_SYNC_BATCH_PERIOD"
 
-// kcmMain is upstream's cmd/kube-controller-manager main plus one setting. The Job controller
+// JobPodFailureBackOffEnv sets the Job controller's pod-failure backoff in kueuelab's
+// kube-controller-manager (a Go duration; unset: upstream's 10s, doubling per failure).
+const JobPodFailureBackOffEnv = "KUEUELAB_JOB_POD_FAILURE_BACKOFF"
+
+// kcmMain is upstream's cmd/kube-controller-manager main plus two settings. The Job controller
 // waits SyncJobBatchPeriod (1 s, exported for tests) after a pod update before it syncs the Job,
 // to coalesce status writes of large Jobs. In a replay at speedup S that second is S trace
 // seconds between a Job's last pod finishing and the Job (and its Kueue Workload) finishing,
-// during which the Job's quota stays reserved.
+// during which the Job's quota stays reserved. And it waits DefaultJobPodFailureBackOff (10 s,
+// doubling per failure, exported for tests) before it replaces a failed pod of a Job with a
+// backoffLimit: wall time the trace clock would stand still for on every injected pod failure.
 const kcmMain = `// Command kube-controller-manager is upstream's, with the Job controller's pod-event batch
-// period taken from $` + JobSyncBatchPeriodEnv + ` when set.
+// period taken from $` + JobSyncBatchPeriodEnv + ` and its pod-failure backoff from
+// $` + JobPodFailureBackOffEnv + ` when set.
 package main
 
 import (
@@ -90,13 +97,20 @@ import (
 )
 
 func main() {
-	if v := os.Getenv("` + JobSyncBatchPeriodEnv + `"); v != "" {
+	for _, s := range []struct {
+		env string
+		dst *time.Duration
+	}{{"` + JobSyncBatchPeriodEnv + `", &job.SyncJobBatchPeriod}, {"` + JobPodFailureBackOffEnv + `", &job.DefaultJobPodFailureBackOff}} {
+		v := os.Getenv(s.env)
+		if v == "" {
+			continue
+		}
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			fmt.Fprintf(os.Stderr, "` + JobSyncBatchPeriodEnv + `=%q: want a non-negative Go duration such as 10ms\n", v)
+			fmt.Fprintf(os.Stderr, "%s=%q: want a non-negative Go duration such as 10ms\n", s.env, v)
 			os.Exit(2)
 		}
-		job.SyncJobBatchPeriod = d
+		*s.dst = d
 	}
 	os.Exit(cli.Run(app.NewControllerManagerCommand()))
 }
@@ -155,7 +169,7 @@ func Pinned() Set {
 			Package: "k8s.io/kubernetes/cmd/" + name, method: wrapperK8s, ldflags: k8sLD}
 	}
 	kcm := k8s("kube-controller-manager")
-	kcm.File, kcm.Package, kcm.main = "kube-controller-manager-jobbatch", "./kube-controller-manager", kcmMain
+	kcm.File, kcm.Package, kcm.main = "kube-controller-manager-jobbackoff", "./kube-controller-manager", kcmMain
 	set := Set{
 		Name: SetName,
 		Components: []Component{

@@ -51,6 +51,9 @@ type PodSpec struct {
 	// CheckpointIntervalSec > 0: the workload checkpoints every interval of progressing time and
 	// an evicted pod resumes from its last checkpoint instead of from zero.
 	CheckpointIntervalSec float64
+	// CheckpointCostSec is the pause each checkpoint costs: the pod makes no progress (its GPUs
+	// draw idle power) for that many trace seconds, and the checkpoint counts once the pause ends.
+	CheckpointCostSec float64
 	// FailAtFraction in (0, 1] makes the pod fail once that share of its work is done; 0 never.
 	FailAtFraction float64
 }
@@ -66,7 +69,8 @@ type Finished struct {
 }
 
 // Snapshot is a pod's progress as the agent persists it: remaining work (natural seconds and
-// units), the workload's last checkpoint, and the energy so far.
+// units), the workload's last checkpoint, and the energy so far; then what faults and
+// checkpoints cost it so far, in trace seconds.
 type Snapshot struct {
 	RemainingSec       float64 `json:"remainingSec"`
 	RemainingCPUUnits  float64 `json:"remainingCpuUnits"`
@@ -74,6 +78,16 @@ type Snapshot struct {
 	CheckpointSec      float64 `json:"checkpointSec"`
 	SinceCheckpointSec float64 `json:"sinceCheckpointSec"`
 	EnergyJ            float64 `json:"energyJ"`
+	// PauseSec is the pause still ahead (a checkpoint being written, or a restart).
+	PauseSec float64 `json:"pauseSec,omitempty"`
+	// Checkpoints counts the checkpoints taken; CheckpointPauseSec and RestartPauseSec are the
+	// trace seconds spent paused for checkpoints and for restarts.
+	Checkpoints        int     `json:"checkpoints,omitempty"`
+	CheckpointPauseSec float64 `json:"checkpointPauseSec,omitempty"`
+	RestartPauseSec    float64 `json:"restartPauseSec,omitempty"`
+	// LostSec is the progress (trace seconds the pod made progress) that rewinds threw away:
+	// work done since the last checkpoint when the pod or its gang was interrupted.
+	LostSec float64 `json:"lostSec,omitempty"`
 }
 
 // GangStatus reports a gang with some but not all members running: it cannot progress.
@@ -125,16 +139,30 @@ type pod struct {
 	sens          Sensitivity
 	prof          hw.Profile
 	ckptEvery     float64
-	ckptRemaining float64
-	sinceCkpt     float64
+	ckptCost      float64
+	ckptRemaining float64 // remaining at the last checkpoint that counts
+	sinceCkpt     float64 // progress seconds since the last checkpoint began (the interval's clock)
+	sinceValid    float64 // progress seconds since the last checkpoint that counts, or the last rewind
+	pause         float64 // trace seconds of pause left (kind and accounting in Engine.acct)
 	failRemaining float64 // remaining at which the pod fails (0: it succeeds at 0)
 	// Per-tick state and caches.
 	gpuW, tput   float64 // per-GPU power and throughput under the node's cap (valid unless dirty)
-	podGPUW      float64 // this pod's GPU power this tick
-	podGPUIdleW  float64 // what those GPUs draw once the pod stops
-	power, speed float64
+	podGPURunW   float64 // what its GPUs draw while it progresses
+	podGPUIdleW  float64 // what those GPUs draw while it pauses, waits or once it stops
+	power, speed float64 // power as the tick started (paused: its GPUs idle)
 	nat          float64 // the pod's own speed, before a gang runs it at its slowest member's
 	energy       float64
+}
+
+// podAcct is what checkpoints and faults did to a pod: kept apart from pod, whose hot fields the
+// tick walks for every pod, because it changes only at checkpoints, pauses and rewinds.
+type podAcct struct {
+	pending      float64 // remaining at the checkpoint being written (-1: none)
+	pauseRestart bool    // the pause is a restart's, not a checkpoint's
+	checkpoints  int
+	ckptPauseSec float64
+	restartPause float64
+	lostSec      float64
 }
 
 type gang struct {
@@ -154,6 +182,7 @@ type Engine struct {
 	nodes    []node
 	nodeIdx  map[string]NodeID
 	pods     []pod
+	acct     []podAcct // by PodID, beside pods
 	podIdx   map[string]PodID
 	freePods []PodID
 	gangs    []gang
@@ -271,6 +300,7 @@ func (e *Engine) AddPod(s PodSpec) (PodID, error) {
 		cpuReq: s.CPURequest, gpus: float64(s.GPURequest), duration: s.DurationSec,
 		remaining: s.DurationSec, rateCPU: s.CPUUnits / s.DurationSec, rateGPU: s.GPUUnits / s.DurationSec,
 		sens: s.Sensitivity, prof: s.Profile, ckptEvery: s.CheckpointIntervalSec, ckptRemaining: s.DurationSec,
+		ckptCost: s.CheckpointCostSec,
 	}
 	if s.FailAtFraction > 0 {
 		p.failRemaining = s.DurationSec * (1 - s.FailAtFraction)
@@ -280,9 +310,11 @@ func (e *Engine) AddPod(s PodSpec) (PodID, error) {
 		id = e.freePods[n-1]
 		e.freePods = e.freePods[:n-1]
 		e.pods[id] = p
+		e.acct[id] = podAcct{pending: -1}
 	} else {
 		id = PodID(len(e.pods))
 		e.pods = append(e.pods, p)
+		e.acct = append(e.acct, podAcct{pending: -1})
 	}
 	e.podIdx[s.Key] = id
 	e.newPodSlot(id)
@@ -321,8 +353,15 @@ func validatePod(s *PodSpec) error {
 	if s.GangID != "" && s.GangSize < 1 {
 		bad("gangSize", "must be >= 1 for gang %s, got %d", s.GangID, s.GangSize)
 	}
-	if s.CheckpointIntervalSec < 0 {
+	if s.CheckpointIntervalSec < 0 || math.IsNaN(s.CheckpointIntervalSec) {
 		bad("checkpointIntervalSec", "must be >= 0, got %g", s.CheckpointIntervalSec)
+	}
+	if s.CheckpointCostSec < 0 || math.IsNaN(s.CheckpointCostSec) || math.IsInf(s.CheckpointCostSec, 0) {
+		bad("checkpointCostSec", "must be a finite number >= 0, got %g", s.CheckpointCostSec)
+	}
+	if s.CheckpointCostSec > 0 && s.CheckpointIntervalSec > 0 && s.CheckpointIntervalSec < 1 {
+		// Every costly checkpoint is a step of the simulation: keep them countable.
+		bad("checkpointIntervalSec", "must be >= 1 s when checkpoints cost a pause, got %g", s.CheckpointIntervalSec)
 	}
 	return errors.Join(errs...)
 }
@@ -413,12 +452,49 @@ func (e *Engine) Evict(id PodID) {
 	e.unbind(id)
 	p := &e.pods[id]
 	p.running, p.done, p.failed = false, false, false
+	e.Rewind(id)
+}
+
+// Rewind sends the pod's work back to its last checkpoint that counts (to zero without
+// checkpoints; a checkpoint still being written does not count) and ends any pause, as a crash
+// of the training process does: it returns the progress thrown away, in trace seconds. The pod
+// stays where it is, running or not.
+func (e *Engine) Rewind(id PodID) float64 {
+	p := &e.pods[id]
+	if p.done {
+		return 0
+	}
+	e.syncPod(id)
+	defer e.changedPod(id)
+	a := &e.acct[id]
+	lost := p.sinceValid
 	if p.ckptEvery > 0 {
 		p.remaining = p.ckptRemaining
 	} else {
 		p.remaining = p.duration
 	}
-	p.sinceCkpt = 0
+	p.sinceCkpt, p.sinceValid, p.pause = 0, 0, 0
+	a.pending, a.pauseRestart = -1, false
+	a.lostSec += lost
+	return lost
+}
+
+// Pause stops the pod's progress for sec more trace seconds of the time it would progress (a
+// gang's pause elapses only while the whole gang runs): the restart of a training process that
+// reloads its checkpoint. It is counted as restart pause.
+func (e *Engine) Pause(id PodID, sec float64) {
+	p, a := &e.pods[id], &e.acct[id]
+	if p.done || !(sec > 0) {
+		return
+	}
+	e.syncPod(id)
+	defer e.changedPod(id)
+	if !a.pauseRestart {
+		// A checkpoint being written when the restart came does not finish.
+		p.pause, a.pending = 0, -1
+	}
+	p.pause += sec
+	a.pauseRestart = true
 }
 
 // Remove forgets the pod; its ID may be reused.
@@ -444,6 +520,7 @@ func (e *Engine) Remove(id PodID) {
 	}
 	delete(e.podIdx, p.key)
 	e.pods[id] = pod{node: -1, gang: -1}
+	e.acct[id] = podAcct{}
 	e.newPodSlot(id)
 	e.freePods = append(e.freePods, id)
 }
@@ -464,10 +541,12 @@ func (e *Engine) PodPower(id PodID) float64 {
 // Snapshot returns the pod's progress for persisting.
 func (e *Engine) Snapshot(id PodID) Snapshot {
 	e.syncPod(id)
-	p := &e.pods[id]
+	p, a := &e.pods[id], &e.acct[id]
 	return Snapshot{
 		RemainingSec: p.remaining, RemainingCPUUnits: p.remaining * p.rateCPU, RemainingGPUUnits: p.remaining * p.rateGPU,
-		CheckpointSec: p.ckptRemaining, SinceCheckpointSec: p.sinceCkpt, EnergyJ: p.energy,
+		CheckpointSec: p.ckptRemaining, SinceCheckpointSec: p.sinceValid, EnergyJ: p.energy,
+		PauseSec: p.pause, Checkpoints: a.checkpoints, CheckpointPauseSec: a.ckptPauseSec, RestartPauseSec: a.restartPause,
+		LostSec: a.lostSec,
 	}
 }
 
@@ -482,11 +561,22 @@ func (e *Engine) Restore(id PodID, s Snapshot) error {
 			return fmt.Errorf("restore pod %s: %s %g outside [0, %g]", p.key, v.name, v.x, p.duration)
 		}
 	}
-	if s.SinceCheckpointSec < 0 || s.EnergyJ < 0 {
-		return fmt.Errorf("restore pod %s: negative sinceCheckpointSec or energyJ", p.key)
+	for _, v := range []float64{s.SinceCheckpointSec, s.EnergyJ, s.PauseSec, s.CheckpointPauseSec, s.RestartPauseSec, s.LostSec, float64(s.Checkpoints)} {
+		if v < 0 || math.IsNaN(v) {
+			return fmt.Errorf("restore pod %s: negative or NaN progress field in %+v", p.key, s)
+		}
 	}
 	e.syncPod(id)
-	p.remaining, p.ckptRemaining, p.sinceCkpt, p.energy = s.RemainingSec, s.CheckpointSec, s.SinceCheckpointSec, s.EnergyJ
+	p.remaining, p.ckptRemaining, p.sinceValid, p.energy = s.RemainingSec, s.CheckpointSec, s.SinceCheckpointSec, s.EnergyJ
+	// The interval's clock restarts at the checkpoint that counts; a checkpoint that was being
+	// written is not known to have finished, so the pause left is a restart's.
+	a := &e.acct[id]
+	p.sinceCkpt, a.pending = s.SinceCheckpointSec, -1
+	if p.ckptEvery > 0 {
+		p.sinceCkpt = math.Mod(s.SinceCheckpointSec, p.ckptEvery)
+	}
+	p.pause, a.pauseRestart = s.PauseSec, s.PauseSec > 0
+	a.checkpoints, a.ckptPauseSec, a.restartPause, a.lostSec = s.Checkpoints, s.CheckpointPauseSec, s.RestartPauseSec, s.LostSec
 	e.changedPod(id)
 	return nil
 }

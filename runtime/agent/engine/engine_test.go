@@ -316,6 +316,8 @@ func TestAddPodValidation(t *testing.T) {
 		{"sensitivity > 1", func(s *PodSpec) { s.Sensitivity.GPU = 2 }, "sensitivity.gpu"},
 		{"gang without size", func(s *PodSpec) { s.GangID = "g" }, "gangSize"},
 		{"empty key", func(s *PodSpec) { s.Key = "" }, "key"},
+		{"negative checkpoint cost", func(s *PodSpec) { s.CheckpointCostSec = -1 }, "checkpointCostSec"},
+		{"costly checkpoints too often", func(s *PodSpec) { s.CheckpointIntervalSec, s.CheckpointCostSec = 0.5, 1 }, "checkpointIntervalSec"},
 	}
 	for _, tt := range tests {
 		s := trainPod("ns/p", 10)

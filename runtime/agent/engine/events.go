@@ -22,7 +22,10 @@ import (
 // which happens once before the next advance or read.
 
 type eventState struct {
+	// heap holds each running pod's next change: its finish, or (checkpoints that cost a pause,
+	// restarts) the start or end of a pause, where its power changes. fin holds its finish time.
 	heap finishHeap
+	fin  finishHeap
 	// gen invalidates a pod slot's older predictions (bumped when its speed may change or the
 	// slot is reused).
 	gen []uint32
@@ -111,7 +114,9 @@ func (e *Engine) integrate(id NodeID, t float64) {
 	for _, pid := range n.pods {
 		p := &e.pods[pid]
 		if p.running && !p.done {
-			if e.advance(pid, p, n.last, dt); p.done {
+			paused := p.pause > 0
+			if e.advance(pid, p, n.last, dt); p.done || (p.pause > 0) != paused {
+				// Its power changes (a pause began or ended exactly at t): recompute.
 				e.changedPod(pid)
 			}
 		}
@@ -241,7 +246,10 @@ func (e *Engine) refresh() {
 	}
 }
 
-// predict queues the pod's finish time at its current speed (replacing earlier predictions).
+// predict queues the pod's next change at its current speed, and its finish time (replacing
+// earlier predictions). The next change is its finish, unless a pause ends or a checkpoint that
+// costs a pause begins first: there its power changes, so the engine stops there, recomputes the
+// node and predicts again.
 func (e *Engine) predict(id PodID) {
 	ev := e.ev
 	ev.gen[id]++
@@ -251,12 +259,33 @@ func (e *Engine) predict(id PodID) {
 	}
 	need := p.remaining - p.failRemaining
 	t := e.nodes[p.node].last
-	at := t + math.Max(need/p.speed, 0)
-	// Round up to a time whose integration covers the work left, as advance computes it.
-	for (at-t)*p.speed < need {
-		at = math.Nextafter(at, math.Inf(1))
+	var at, fin float64
+	toCkpt := math.Inf(1)
+	if p.costly() {
+		toCkpt = math.Max(p.ckptEvery-p.sinceCkpt, 0)
+	}
+	switch {
+	case p.pause > 0:
+		// Round up to a time whose integration ends the pause, as advance computes it.
+		for at = t + p.pause; at <= t || at-t < p.pause; {
+			at = math.Nextafter(at, math.Inf(1))
+		}
+		fin = t + p.untilFinish()
+	case need/p.speed > toCkpt+p.tolSec():
+		for at = t + toCkpt; at <= t || at-t < toCkpt; {
+			at = math.Nextafter(at, math.Inf(1))
+		}
+		fin = t + p.untilFinish()
+	default:
+		at = t + math.Max(need/p.speed, 0)
+		// Round up to a time whose integration covers the work left, as advance computes it.
+		for at <= t || (at-t)*p.speed < need {
+			at = math.Nextafter(at, math.Inf(1))
+		}
+		fin = at
 	}
 	heap.Push(&ev.heap, prediction{at: at, pod: id, gen: ev.gen[id]})
+	heap.Push(&ev.fin, prediction{at: math.Max(fin, at), pod: id, gen: ev.gen[id]})
 }
 
 // valid reports whether x is the pod's latest prediction and the pod still runs.
@@ -267,14 +296,16 @@ func (e *Engine) valid(x prediction) bool {
 
 // compactHeap drops predictions that a later one replaced.
 func (e *Engine) compactHeap() {
-	h := e.ev.heap[:0]
-	for _, x := range e.ev.heap {
-		if e.valid(x) {
-			h = append(h, x)
+	for _, hp := range []*finishHeap{&e.ev.heap, &e.ev.fin} {
+		h := (*hp)[:0]
+		for _, x := range *hp {
+			if e.valid(x) {
+				h = append(h, x)
+			}
 		}
+		*hp = h
+		heap.Init(hp)
 	}
-	e.ev.heap = h
-	heap.Init(&e.ev.heap)
 }
 
 // advanceEvents is AdvanceTo for an event-driven engine: it moves to time t (≥ Now) and returns
@@ -300,7 +331,8 @@ func (e *Engine) advanceEvents(t float64) []Finished {
 		p := &e.pods[x.pod]
 		e.integrate(p.node, e.now)
 		if !p.done {
-			e.changedPod(x.pod) // an ulp short: predicted again
+			// A pause began or ended (or an ulp short of the finish): predicted again.
+			e.changedPod(x.pod)
 		}
 		e.refresh()
 	}
@@ -314,12 +346,12 @@ func (e *Engine) advanceEvents(t float64) []Finished {
 // nextFinishEvents is NextFinish for an event-driven engine.
 func (e *Engine) nextFinishEvents() (float64, bool) {
 	e.refresh()
-	for len(e.ev.heap) > 0 {
-		x := e.ev.heap[0]
+	for len(e.ev.fin) > 0 {
+		x := e.ev.fin[0]
 		if e.valid(x) {
 			return math.Max(x.at, e.now), true
 		}
-		heap.Pop(&e.ev.heap)
+		heap.Pop(&e.ev.fin)
 	}
 	return 0, false
 }

@@ -10,7 +10,9 @@ import (
 
 // scenario is a random workload on a few nodes: pods (some in gangs, some over-subscribing a
 // node, some failing part way, some checkpointing) started at random times, some evicted or
-// removed later, and a cap change.
+// removed later, and a cap change. A faulty scenario's checkpoints also cost a pause, and some
+// running pods crash (Rewind to the last checkpoint, then Pause for the restart), as the agent
+// does on a fault.
 type scenario struct {
 	nodes []NodeSpec
 	pods  []PodSpec
@@ -19,14 +21,18 @@ type scenario struct {
 
 type action struct {
 	at   float64
-	kind string // start, evict, remove, cap
+	kind string // start, evict, remove, cap, crash
 	pod  int
 	node int
 	capW float64
 }
 
-func randomScenario(seed uint64) scenario {
+func randomScenario(seed uint64, faulty bool) scenario {
 	r := rand.New(rand.NewPCG(seed, 7))
+	var fr *rand.Rand // a separate stream: the faulty draws leave the others as they were
+	if faulty {
+		fr = rand.New(rand.NewPCG(seed, 15))
+	}
 	var sc scenario
 	for i := range 4 {
 		capW := 0.0
@@ -57,6 +63,12 @@ func randomScenario(seed uint64) scenario {
 			}
 			if r.IntN(4) == 0 {
 				s.CheckpointIntervalSec = 30
+				if faulty {
+					s.CheckpointCostSec = 1 + 10*fr.Float64()
+				}
+			}
+			if faulty && fr.IntN(3) == 0 {
+				s.CheckpointIntervalSec, s.CheckpointCostSec = 20+40*fr.Float64(), 1+10*fr.Float64()
 			}
 			sc.pods = append(sc.pods, s)
 			// Gang members start up to 60 s apart: the gang waits for the last.
@@ -70,6 +82,11 @@ func randomScenario(seed uint64) scenario {
 	}
 	sc.acts = append(sc.acts, action{at: float64(200 + r.IntN(100)), kind: "remove", pod: r.IntN(len(sc.pods))})
 	sc.acts = append(sc.acts, action{at: 300, kind: "cap", node: 0, capW: 500})
+	if faulty {
+		for range 6 {
+			sc.acts = append(sc.acts, action{at: float64(50 + fr.IntN(600)), kind: "crash", pod: fr.IntN(len(sc.pods)), capW: 5 + 20*fr.Float64()})
+		}
+	}
 	sort.SliceStable(sc.acts, func(i, j int) bool { return sc.acts[i].at < sc.acts[j].at })
 	return sc
 }
@@ -77,6 +94,7 @@ func randomScenario(seed uint64) scenario {
 type outcome struct {
 	finished map[string]Finished
 	nodeJ    []float64
+	lost     float64
 }
 
 // play runs a scenario on an engine. A ticked engine jumps exactly to every action and every
@@ -114,6 +132,9 @@ func play(t *testing.T, e *Engine, sc scenario, event bool) outcome {
 			if at, ok := e.NextFinish(); ok && at < to {
 				step = at - e.Now()
 			}
+			if at := nextPause(e); at < e.Now()+step {
+				step = at - e.Now()
+			}
 			record(e.Tick(step))
 		}
 	}
@@ -142,6 +163,15 @@ func play(t *testing.T, e *Engine, sc scenario, event bool) outcome {
 			}
 		case "cap":
 			e.SetGPUCap(nids[a.node], a.capW)
+		case "crash":
+			// What the agent does when a pod of a running workload fails: the pod rolls back
+			// and pays the restart overhead (capW holds the overhead here).
+			if id, ok := ids[a.pod]; ok && !removed[a.pod] {
+				if _, done := out.finished[sc.pods[a.pod].Key]; !done {
+					out.lost += e.Rewind(id)
+					e.Pause(id, a.capW)
+				}
+			}
 		}
 	}
 	advance(5000)
@@ -151,11 +181,37 @@ func play(t *testing.T, e *Engine, sc scenario, event bool) outcome {
 	return out
 }
 
+// nextPause is when a pause of a ticked engine's running pod begins or ends, as of the last Tick:
+// a tick ends there to be exact (within a tick a gang shares only the pauses it had at the start).
+func nextPause(e *Engine) float64 {
+	t := math.Inf(1)
+	for i := range e.pods {
+		p := &e.pods[i]
+		if !p.inUse || !p.running || p.done || !(p.speed > 0) {
+			continue
+		}
+		switch {
+		case p.pause > 0:
+			t = math.Min(t, e.now+p.pause)
+		case p.costly():
+			t = math.Min(t, e.now+math.Max(p.ckptEvery-p.sinceCkpt, 0))
+		}
+	}
+	return t
+}
+
 // TestEventDrivenMatchesExactTicks: the event-driven engine reproduces a ticked engine whose ticks
 // end at every change and every finish — same pods finished, same times, same energies.
+// A faulty scenario adds checkpoints that cost a pause and crashes (rewind and restart pause).
 func TestEventDrivenMatchesExactTicks(t *testing.T) {
+	for _, faulty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("faulty=%v", faulty), func(t *testing.T) { eventMatchesTicks(t, faulty) })
+	}
+}
+
+func eventMatchesTicks(t *testing.T, faulty bool) {
 	for seed := range uint64(20) {
-		sc := randomScenario(seed)
+		sc := randomScenario(seed, faulty)
 		ticked := play(t, New(catalog(t)), sc, false)
 		event := play(t, NewEventDriven(catalog(t)), sc, true)
 		if len(ticked.finished) != len(event.finished) || len(event.finished) == 0 {
@@ -170,6 +226,9 @@ func TestEventDrivenMatchesExactTicks(t *testing.T) {
 				t.Errorf("seed %d %s: ticked at %.9f (%.3f J, failed %v), event-driven at %.9f (%.3f J, failed %v)",
 					seed, k, f.AtSec, f.EnergyJ, f.Failed, g.AtSec, g.EnergyJ, g.Failed)
 			}
+		}
+		if math.Abs(ticked.lost-event.lost) > 1e-6*math.Max(1, ticked.lost) {
+			t.Errorf("seed %d: rewinds lost %.9f s ticked, %.9f s event-driven", seed, ticked.lost, event.lost)
 		}
 		for i := range ticked.nodeJ {
 			if math.Abs(ticked.nodeJ[i]-event.nodeJ[i]) > 1e-6*ticked.nodeJ[i] {

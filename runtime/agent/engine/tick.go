@@ -53,7 +53,9 @@ func (e *Engine) updateGangs() {
 }
 
 // updateGang sets whether the gang has every member present (running or done) and whether it
-// is blocked (some member running, not all present); it reports whether readiness changed.
+// is blocked (some member running, not all present), and gives a complete gang's running members
+// a common pause; it reports whether readiness or a member's pause changed (either changes the
+// members' power).
 func (e *Engine) updateGang(gi int32) bool {
 	g := &e.gangs[gi]
 	present, active := 0, false
@@ -76,7 +78,28 @@ func (e *Engine) updateGang(gi int32) bool {
 	default:
 		g.blocked = false
 	}
-	return was != g.ready
+	return was != g.ready || (g.ready && e.syncGangPause(g))
+}
+
+// syncGangPause pauses a complete gang's running members while any member is paused: the gang
+// moves as one (members rolled back together carry the same restart pause; a late one catches
+// up). It runs before the members' power is computed, which depends on the pause. It reports
+// whether a member's pause changed.
+func (e *Engine) syncGangPause(g *gang) bool {
+	pause, restart := 0.0, false
+	for _, pid := range g.members {
+		if p := &e.pods[pid]; p.running && !p.done && p.pause > pause {
+			pause, restart = p.pause, e.acct[pid].pauseRestart
+		}
+	}
+	changed := false
+	for _, pid := range g.members {
+		if p := &e.pods[pid]; p.running && !p.done && pause > p.pause {
+			p.pause, e.acct[pid].pauseRestart = pause, restart
+			changed = true
+		}
+	}
+	return changed
 }
 
 func (e *Engine) tickNode(n *node, dt float64) {
@@ -125,12 +148,12 @@ func (e *Engine) tickNode(n *node, dt float64) {
 		g := p.gpus * gpuShare
 		usedGPUs += g
 		p.podGPUIdleW = g * idleW
+		p.podGPURunW = p.podGPUIdleW
 		if p.blocked {
 			e.stats.GangBlocked++
-			p.podGPUW = p.podGPUIdleW
 			p.speed = 0
 		} else {
-			p.podGPUW = g * p.gpuW
+			p.podGPURunW = g * p.gpuW
 			gf := 1.0
 			if p.gpus > 0 {
 				gf = 1 - p.sens.GPU*(1-p.tput*gpuShare)
@@ -138,7 +161,8 @@ func (e *Engine) tickNode(n *node, dt float64) {
 			p.speed = gf * (1 - p.sens.CPU*(1-cpuShare*freq))
 		}
 		p.nat = p.speed
-		gpuW += p.podGPUW
+		// Power as the tick starts: a pod that pauses (checkpoint, restart) draws idle GPU power.
+		gpuW += p.gpuNowW()
 	}
 	if free := n.gpus - usedGPUs; free > 0 {
 		gpuW += free * idleW
@@ -146,7 +170,7 @@ func (e *Engine) tickNode(n *node, dt float64) {
 	for _, pid := range n.pods {
 		p := &e.pods[pid]
 		if p.running && !p.done {
-			p.power = hw.PodShare(p.podGPUW, p.cpuReq, cpuReq, running, cpuPlatW)
+			p.power = hw.PodShare(p.gpuNowW(), p.cpuReq, cpuReq, running, cpuPlatW)
 		}
 	}
 	n.power = cpuPlatW + gpuW
@@ -209,7 +233,7 @@ func (e *Engine) NextFinish() (t float64, ok bool) {
 		if !p.inUse || !p.running || p.done || !(p.speed > 0) {
 			continue
 		}
-		if at := e.now + (p.remaining-p.failRemaining)/p.speed; at < t {
+		if at := e.now + p.untilFinish(); at < t {
 			t = at
 		}
 	}
@@ -220,37 +244,161 @@ func (e *Engine) NextFinish() (t float64, ok bool) {
 // pod counts as done: a tick to a predicted finish time can leave a rounding residue.
 const finishTolerance = 1e-9
 
-// advance moves a running pod dt seconds of progress from time t0 at its current speed and power;
-// a pod that finishes on the way stops at its exact finish time.
+// tolSec is finishTolerance as progress time at the pod's speed.
+func (p *pod) tolSec() float64 { return finishTolerance * math.Max(1, p.duration) / p.speed }
+
+// gpuNowW is what the pod's GPUs draw now: idle power while it pauses.
+func (p *pod) gpuNowW() float64 {
+	if p.pause > 0 {
+		return p.podGPUIdleW
+	}
+	return p.podGPURunW
+}
+
+// runW and pauseW are the pod's power while it progresses and while it pauses (its GPUs idle),
+// as of the tick's start; they differ from power only in the GPUs' draw.
+func (p *pod) runW() float64   { return p.power - p.gpuNowW() + p.podGPURunW }
+func (p *pod) pauseW() float64 { return p.power - p.gpuNowW() + p.podGPUIdleW }
+
+// costly reports whether the pod's checkpoints pause it.
+func (p *pod) costly() bool { return p.ckptEvery > 0 && p.ckptCost > 0 }
+
+// untilFinish is the trace time the pod needs to finish at its current speed: the pause ahead,
+// its work, and a pause for every checkpoint it will take before the end (none at the end).
+func (p *pod) untilFinish() float64 {
+	work := (p.remaining - p.failRemaining) / p.speed
+	t := p.pause + work
+	if p.costly() {
+		first := math.Max(p.ckptEvery-p.sinceCkpt, 0) // progress time to the next checkpoint
+		if w := work - p.tolSec(); w > first {
+			t += (math.Floor((w-first)/p.ckptEvery) + 1) * p.ckptCost
+		}
+	}
+	return t
+}
+
+// advance moves a running pod through dt trace seconds: its pause first, then progress at its
+// speed, stopping at each checkpoint of a workload whose checkpoints cost a pause, until it
+// finishes (at its exact time, counted from t0) or dt is used up. Energy follows the segments: running power
+// while it progresses, idle GPU power while it pauses or after it finished.
 func (e *Engine) advance(id PodID, p *pod, t0, dt float64) {
 	if p.speed <= 0 {
 		p.energy += p.power * dt
 		return
 	}
 	e.stats.Progressing++
-	start := p.remaining
-	if start-p.speed*dt > p.failRemaining+finishTolerance*math.Max(1, p.duration) {
-		p.remaining = start - p.speed*dt
-		p.energy += p.power * dt
-		p.checkpoint(start, dt)
-		return
+	if p.pause == 0 && !p.costly() {
+		// The common case, one segment of progress that does not finish: no pause accounting.
+		start := p.remaining
+		if start-p.speed*dt > p.failRemaining+finishTolerance*math.Max(1, p.duration) {
+			p.remaining = start - p.speed*dt
+			p.sinceValid += dt
+			p.energy += p.power * dt
+			if p.ckptEvery > 0 {
+				p.checkpoint(&e.acct[id], start, dt)
+			}
+			return
+		}
 	}
-	tf := (start - p.failRemaining) / p.speed
-	tf = math.Min(math.Max(tf, 0), dt)
-	p.energy += p.power * tf
-	p.checkpoint(start, tf)
-	p.remaining = p.failRemaining
-	p.done, p.failed, p.running = true, p.failRemaining > 0, false
-	// The node kept drawing this pod's GPU power for the whole tick; after tf those GPUs idle.
-	e.nodes[p.node].energy -= (p.podGPUW - p.podGPUIdleW) * (dt - tf)
-	e.finished = append(e.finished, Finished{Pod: id, Key: p.key, WorkloadID: p.workload, AtSec: t0 + tf, Failed: p.failed, EnergyJ: p.energy})
+	a := &e.acct[id]
+	runW, pauseW, gpu0 := p.runW(), p.pauseW(), p.gpuNowW() // as the tick started
+	var paused, ran float64
+	finished := false
+	for used := 0.0; ; {
+		left := dt - used
+		if p.pause > 0 && left > 0 {
+			u := math.Min(p.pause, left)
+			p.pause -= u
+			if p.pause <= 1e-12*math.Max(1, p.duration) {
+				p.pause = 0
+			}
+			if a.pauseRestart {
+				a.restartPause += u
+			} else {
+				a.ckptPauseSec += u
+			}
+			paused += u
+			used += u
+			if p.pause == 0 {
+				p.endPause(a)
+			}
+			continue
+		}
+		if p.pause > 0 {
+			break // dt used up while pausing
+		}
+		toFinish := (p.remaining - p.failRemaining) / p.speed
+		toCkpt := math.Inf(1)
+		if p.costly() {
+			toCkpt = math.Max(p.ckptEvery-p.sinceCkpt, 0)
+		}
+		if toFinish <= left+p.tolSec() && toFinish <= toCkpt+p.tolSec() {
+			u := math.Min(math.Max(toFinish, 0), left)
+			p.progress(a, u)
+			ran += u
+			used += u
+			p.remaining = p.failRemaining
+			p.done, p.failed, p.running = true, p.failRemaining > 0, false
+			finished = true
+			e.finished = append(e.finished, Finished{Pod: id, Key: p.key, WorkloadID: p.workload, AtSec: t0 + used, Failed: p.failed})
+			break
+		}
+		if toCkpt <= left+p.tolSec() {
+			// A checkpoint: written during a pause of ckptCost, counted once the pause ends. One
+			// within rounding of the interval's end is taken now (an event-driven engine
+			// integrates gang members on different nodes to the same time, not to the same ulp).
+			u := math.Min(toCkpt, left)
+			p.progress(a, u)
+			ran += u
+			used += u
+			p.sinceCkpt, a.pending = 0, p.remaining
+			p.pause, a.pauseRestart = p.ckptCost, false
+			continue
+		}
+		if left > 0 {
+			p.progress(a, left)
+			ran += left
+		}
+		break
+	}
+	p.energy += pauseW*paused + runW*ran
+	if finished {
+		e.finished[len(e.finished)-1].EnergyJ = p.energy
+	}
+	// The node was charged this pod's GPU power as the tick started for all of dt; charge what
+	// its GPUs drew instead: running power while it progressed, idle power otherwise.
+	gpu := p.podGPURunW*ran + p.podGPUIdleW*(dt-ran)
+	e.nodes[p.node].energy += gpu - gpu0*dt
 }
 
-// checkpoint records the workload's checkpoints during t seconds of progress from remaining start.
-func (p *pod) checkpoint(start, t float64) {
-	if p.ckptEvery <= 0 {
+// progress does t trace seconds of work at the pod's speed, taking the checkpoints that cost
+// nothing on the way.
+func (p *pod) progress(a *podAcct, t float64) {
+	start := p.remaining
+	p.remaining = start - p.speed*t
+	p.sinceValid += t
+	if p.ckptEvery > 0 && !p.costly() {
+		p.checkpoint(a, start, t)
 		return
 	}
+	if p.ckptEvery > 0 {
+		p.sinceCkpt += t
+	}
+}
+
+// endPause completes the checkpoint being written, if the pause was one.
+func (p *pod) endPause(a *podAcct) {
+	if !a.pauseRestart && a.pending >= 0 {
+		p.ckptRemaining, a.pending = a.pending, -1
+		p.sinceValid = 0
+		a.checkpoints++
+	}
+	a.pauseRestart = false
+}
+
+// checkpoint records the checkpoints, which cost nothing, taken during t seconds of progress from
+// remaining start.
+func (p *pod) checkpoint(a *podAcct, start, t float64) {
 	s := p.sinceCkpt + t
 	if s < p.ckptEvery {
 		p.sinceCkpt = s
@@ -259,4 +407,6 @@ func (p *pod) checkpoint(start, t float64) {
 	n := float64(int64(s / p.ckptEvery))
 	p.ckptRemaining = start - p.speed*(n*p.ckptEvery-p.sinceCkpt)
 	p.sinceCkpt = s - n*p.ckptEvery
+	p.sinceValid = p.sinceCkpt
+	a.checkpoints += int(n)
 }
