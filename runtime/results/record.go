@@ -445,3 +445,11 @@ func cloneMap(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// Outcome is the final state of a workload that finished: StateFailed or StateSucceeded.
+func Outcome(failed bool) string {
+	if failed {
+		return StateFailed
+	}
+	return StateSucceeded
+}

@@ -2,9 +2,12 @@ package results
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"text/tabwriter"
@@ -313,3 +316,23 @@ func qratio(p *float64) string {
 }
 
 func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" }
+
+// WriteFiles writes a run's workloads.csv and summary.json into dir (events.jsonl and
+// timeseries.csv are written as the run goes).
+func WriteFiles(dir string, recs []Record, s *Summary) error {
+	write := func(name string, f func(io.Writer) error) error {
+		p := filepath.Join(dir, name)
+		fh, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		if err := f(fh); err != nil {
+			return errors.Join(fmt.Errorf("%s: %w", p, err), fh.Close())
+		}
+		return fh.Close()
+	}
+	return errors.Join(
+		write(WorkloadsFile, func(w io.Writer) error { return WriteWorkloadsCSV(w, recs) }),
+		write(SummaryFile, s.WriteJSON),
+	)
+}

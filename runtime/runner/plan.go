@@ -19,6 +19,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
@@ -191,7 +192,7 @@ func labelSelector(s string) (labels.Selector, error) {
 func gpusOf(rl corev1.ResourceList) int64 {
 	var n int64
 	for name, q := range rl {
-		if isGPU(string(name)) {
+		if kueuewl.IsGPU(string(name)) {
 			n += q.Value()
 		}
 	}

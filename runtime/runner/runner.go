@@ -408,7 +408,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if werr == nil {
 		werr = results.AddReservedIdle(cfg.OutDir, recs, &res.Summary, clk.Now())
 	}
-	werr = errors.Join(werr, writeResults(cfg.OutDir, recs, &res.Summary))
+	werr = errors.Join(werr, results.WriteFiles(cfg.OutDir, recs, &res.Summary))
 	werr = errors.Join(werr, evlog.Close(), series.Close(), faultErr)
 	if err := res.Summary.WriteTable(cfg.Out); err != nil {
 		werr = errors.Join(werr, err)
@@ -552,24 +552,6 @@ func describe(rec *results.Recorder, why string) string {
 		}
 	}
 	return fmt.Sprintf("%s: %d of %d workloads did not finish (%s)", why, c.Total-c.Finished(), c.Total, strings.Join(parts, ", "))
-}
-
-func writeResults(dir string, recs []results.Record, s *results.Summary) error {
-	write := func(name string, f func(io.Writer) error) error {
-		p := filepath.Join(dir, name)
-		fh, err := os.Create(p)
-		if err != nil {
-			return err
-		}
-		if err := f(fh); err != nil {
-			return errors.Join(fmt.Errorf("%s: %w", p, err), fh.Close())
-		}
-		return fh.Close()
-	}
-	return errors.Join(
-		write(results.WorkloadsFile, func(w io.Writer) error { return results.WriteWorkloadsCSV(w, recs) }),
-		write(results.SummaryFile, s.WriteJSON),
-	)
 }
 
 func specName(s *rcluster.Spec) string {

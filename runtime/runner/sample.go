@@ -10,6 +10,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -122,7 +123,7 @@ func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, 
 		}
 		for _, psa := range adm.PodSetAssignments {
 			for r, f := range psa.Flavors {
-				if x := fl[string(f)]; x != nil && isGPU(string(r)) {
+				if x := fl[string(f)]; x != nil && kueuewl.IsGPU(string(r)) {
 					use := psa.ResourceUsage[r]
 					x.Reserved += use.Value()
 				}

@@ -3,9 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -393,9 +392,9 @@ func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 		e := results.Event{T: now, Workload: u.id, Object: u.obj, Reason: c.Reason, Message: c.Message}
 		switch typ {
 		case kueue.WorkloadQuotaReserved:
-			e.Type, e.Flavors, e.Message = results.EvQuotaReserved, flavorsOf(wl), ""
+			e.Type, e.Flavors, e.Message = results.EvQuotaReserved, kueuewl.Flavors(wl), ""
 		case kueue.WorkloadAdmitted:
-			e.Type, e.Flavors, e.Message = results.EvAdmitted, flavorsOf(wl), ""
+			e.Type, e.Flavors, e.Message = results.EvAdmitted, kueuewl.Flavors(wl), ""
 		case kueue.WorkloadEvicted:
 			u.evicted, u.everEvicted = true, true
 			e.Type = results.EvEvicted
@@ -412,7 +411,7 @@ func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 			}
 			failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
 			if u.trial == nil {
-				e.Type, e.Reason = results.EvFinished, outcome(failed)
+				e.Type, e.Reason = results.EvFinished, results.Outcome(failed)
 				break
 			}
 			// finish holds the clock until the experiment's next trials are created.
@@ -425,45 +424,6 @@ func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 		w.emit(e)
 	}
 }
-
-func outcome(failed bool) string {
-	if failed {
-		return results.StateFailed
-	}
-	return results.StateSucceeded
-}
-
-// flavorsOf maps each pod set to the flavor of its GPU resource, else of its cpu.
-func flavorsOf(wl *kueue.Workload) map[string]string {
-	if wl.Status.Admission == nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, psa := range wl.Status.Admission.PodSetAssignments {
-		pick := ""
-		names := make([]string, 0, len(psa.Flavors))
-		for r := range psa.Flavors {
-			names = append(names, string(r))
-		}
-		sort.Strings(names)
-		for _, r := range names {
-			f := string(psa.Flavors[corev1.ResourceName(r)])
-			switch {
-			case isGPU(r):
-				pick = f
-			case r == string(corev1.ResourceCPU) && pick == "":
-				pick = f
-			}
-		}
-		if pick == "" && len(names) > 0 {
-			pick = string(psa.Flavors[corev1.ResourceName(names[0])])
-		}
-		out[string(psa.Name)] = pick
-	}
-	return out
-}
-
-func isGPU(resource string) bool { return strings.HasSuffix(resource, "/gpu") }
 
 // podUnit maps a pod to its unit, creating the unit if its Workload was not seen yet.
 func (w *watcher) podUnit(p *corev1.Pod) *unit {

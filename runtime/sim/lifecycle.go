@@ -2,15 +2,14 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
@@ -56,13 +55,13 @@ func (s *sim) react(c kueuelib.Change) {
 	ev := results.Event{T: now, Workload: w.it.id, Object: w.key.String()}
 	if !workload.HasQuotaReservation(old) && workload.HasQuotaReservation(cur) {
 		e := ev
-		e.Type, e.Flavors = results.EvQuotaReserved, flavorsOf(cur)
+		e.Type, e.Flavors = results.EvQuotaReserved, kueuewl.Flavors(cur)
 		s.emit(e)
 		s.reserve(w, cur)
 	}
 	if !workload.IsAdmitted(old) && workload.IsAdmitted(cur) {
 		e := ev
-		e.Type, e.Flavors = results.EvAdmitted, flavorsOf(cur)
+		e.Type, e.Flavors = results.EvAdmitted, kueuewl.Flavors(cur)
 		s.emit(e)
 		w.startEv = s.loop.After(s.cfg.Timing.PodStartSec, func() { s.pods.start(w, cur) })
 	}
@@ -114,7 +113,7 @@ func (s *sim) reserve(w *kwl, cur *kueue.Workload) {
 	w.reservedGPU = map[string]int64{}
 	for _, psa := range cur.Status.Admission.PodSetAssignments {
 		for r, f := range psa.Flavors {
-			if isGPU(string(r)) {
+			if kueuewl.IsGPU(string(r)) {
 				q := psa.ResourceUsage[r]
 				w.reservedGPU[string(f)] += q.Value()
 			}
@@ -189,7 +188,7 @@ func (s *sim) workloadFinished(w *kwl, cur *kueue.Workload) {
 	failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
 	now := s.loop.Now()
 	if w.trial < 0 {
-		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvFinished, Object: w.key.String(), Reason: outcome(failed)})
+		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvFinished, Object: w.key.String(), Reason: results.Outcome(failed)})
 		return
 	}
 	verdict, err := s.trialDone(it, failed)
@@ -202,42 +201,4 @@ func (s *sim) workloadFinished(w *kwl, cur *kueue.Workload) {
 	if verdict != "" {
 		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvFinished, Reason: verdict, Message: "all trials finished"})
 	}
-}
-
-func outcome(failed bool) string {
-	if failed {
-		return results.StateFailed
-	}
-	return results.StateSucceeded
-}
-
-// flavorsOf maps each pod set to the flavor of its GPU resource, else of its cpu (as the cluster
-// engine's watcher reports them).
-func flavorsOf(wl *kueue.Workload) map[string]string {
-	if wl.Status.Admission == nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, psa := range wl.Status.Admission.PodSetAssignments {
-		pick := ""
-		names := make([]string, 0, len(psa.Flavors))
-		for r := range psa.Flavors {
-			names = append(names, string(r))
-		}
-		sort.Strings(names)
-		for _, r := range names {
-			f := string(psa.Flavors[corev1.ResourceName(r)])
-			switch {
-			case isGPU(r):
-				pick = f
-			case r == string(corev1.ResourceCPU) && pick == "":
-				pick = f
-			}
-		}
-		if pick == "" && len(names) > 0 {
-			pick = string(psa.Flavors[corev1.ResourceName(names[0])])
-		}
-		out[string(psa.Name)] = pick
-	}
-	return out
 }

@@ -234,7 +234,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res := &Result{Summary: results.Summarize(recs, meta), Events: s.loop.Events(), Cycles: s.kq.Cycles()}
-	werr := errors.Join(writeResults(cfg.OutDir, recs, &res.Summary), s.evlog.Close(), series.Close())
+	werr := errors.Join(results.WriteFiles(cfg.OutDir, recs, &res.Summary), s.evlog.Close(), series.Close())
 	if err := res.Summary.WriteTable(cfg.Out); err != nil {
 		werr = errors.Join(werr, err)
 	}
@@ -415,24 +415,6 @@ func describe(rec *results.Recorder, why string) string {
 	c := rec.Counts()
 	return fmt.Sprintf("%s: %d of %d workloads unfinished (%d never submitted, %d submitted but never admitted)",
 		why, c.Total-c.Finished(), c.Total, c.Total-c.Submitted, c.Submitted-c.Admitted)
-}
-
-func writeResults(dir string, recs []results.Record, s *results.Summary) error {
-	write := func(name string, f func(io.Writer) error) error {
-		p := filepath.Join(dir, name)
-		fh, err := os.Create(p)
-		if err != nil {
-			return err
-		}
-		if err := f(fh); err != nil {
-			return errors.Join(fmt.Errorf("%s: %w", p, err), fh.Close())
-		}
-		return fh.Close()
-	}
-	return errors.Join(
-		write(results.WorkloadsFile, func(w io.Writer) error { return results.WriteWorkloadsCSV(w, recs) }),
-		write(results.SummaryFile, s.WriteJSON),
-	)
 }
 
 func specName(s *rcluster.Spec) string { return cmp.Or(s.File(), s.Metadata.Name) }

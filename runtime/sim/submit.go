@@ -16,6 +16,7 @@ import (
 	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
 
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
 	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
@@ -237,14 +238,10 @@ func podGPUs(spec *corev1.PodSpec) int64 {
 	var n int64
 	for i := range spec.Containers {
 		for name, q := range spec.Containers[i].Resources.Requests {
-			if isGPU(string(name)) {
+			if kueuewl.IsGPU(string(name)) {
 				n += q.Value()
 			}
 		}
 	}
 	return n
-}
-
-func isGPU(resource string) bool {
-	return len(resource) > 4 && resource[len(resource)-4:] == "/gpu"
 }
