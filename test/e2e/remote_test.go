@@ -122,7 +122,7 @@ func TestRunOnAnotherCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cluster install: %v", err)
 	}
-	for _, want := range []string{"ok  Kueue integration kubeflow.org/mpijob", "ok  Kueue v0.15.0 metrics via https://", "applied 6 KWOK stages (4 of KWOK's, 2 completion stages", "KWOK nodes Ready"} {
+	for _, want := range []string{"ok  Kueue integration kubeflow.org/mpijob", "ok  Kueue v0.15.0 metrics via https://", "applied 7 KWOK stages (4 of KWOK's, 3 of kueuelab's: pod completion", "KWOK nodes Ready"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("install output lacks %q", want)
 		}
