@@ -11,7 +11,7 @@
 # Long: ~1.5 h with the held-clock runs. Run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:-results/bench-replay}
+OUT=$(realpath -m "${1:-results/bench-replay}") # absolute: the held binary is built from another dir
 STEPS=${2:-readme thousand perf fidelity}
 HELD_REV=${HELD_REV:-ed925cb}
 mkdir -p "$OUT"
