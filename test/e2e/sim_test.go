@@ -23,7 +23,11 @@ import (
 // admission chosen otherwise). hack/bench-sim.sh's agree step compares on larger traces.
 // It reuses the cluster runs of TestRunReplaysTraceToCompletion, so it costs the e2e suite the
 // sim runs only (about a second).
-func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int, clusterRun *results.Dir) {
+//
+// checkMetrics says whether TTA p50 and preemptions are checked too: at half quota they are only
+// logged, since there the cluster engine's own TTA p50 moved from 12754 s to 21493 s between runs
+// of the same binary (which of two equal workloads Kueue admits or preempts first decides it).
+func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int, clusterRun *results.Dir, checkMetrics bool) {
 	t.Helper()
 	spec, err := rcluster.Parse("spec.yaml", []byte(runSpec(team, gpuQuota)))
 	if err != nil {
@@ -55,7 +59,7 @@ func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQu
 	if len(rep.OnlyA) > 0 || len(rep.OnlyB) > 0 || rep.Missing > 0 {
 		t.Errorf("the engines do not finish the same workloads: %v only on the cluster, %v only in the sim, %d missing", rep.OnlyA, rep.OnlyB, rep.Missing)
 	}
-	checked := map[string]bool{"TTA p50 (s)": true, "preemptions": true}
+	checked := map[string]bool{"TTA p50 (s)": checkMetrics, "preemptions": checkMetrics}
 	for _, m := range rep.Metrics {
 		switch {
 		case checked[m.Name] && !m.Agree:
