@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kueuelab/kueuelab/internal/atomicfile"
 	"k8s.io/utils/clock"
 )
 
@@ -435,32 +436,11 @@ func (sup *Supervisor) writeStatus() error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(statusFile(sup.st.Dir), append(out, '\n')); err != nil {
+	if err := atomicfile.Write(statusFile(sup.st.Dir), append(out, '\n')); err != nil {
 		return err
 	}
 	sup.written = b
 	return nil
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // desiredState is run/desired.json: what Up asks the supervisor to run, and Down's request to
@@ -500,7 +480,7 @@ func writeDesired(dir string, d desiredState) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(desiredFile(dir), append(b, '\n'))
+	return atomicfile.Write(desiredFile(dir), append(b, '\n'))
 }
 
 // syncDesired applies the desired file when it changed; it reports a shutdown request.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kueuelab/kueuelab/internal/atomicfile"
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render/cluster"
@@ -209,7 +210,7 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		if err := writeAtomic(filepath.Join(dir, SpecFile), doc); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, SpecFile), doc); err != nil {
 			return nil, err
 		}
 	}
@@ -389,31 +390,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, append(b, '\n'))
-}
-
-// writeAtomic writes b to a temp file of its own in path's directory and renames it to path:
-// readers see the old or the new content, and the runs of a sharded experiment that write the
-// same file (experiment.json, a shared trace) on one volume never interleave.
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := errors.Join(f.Chmod(0o644), f.Close()); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return atomicfile.Write(path, append(b, '\n'))
 }
 
 // execute runs one job on a fresh local cluster or on the REST cluster.
