@@ -42,5 +42,9 @@ func TestBareSurvivesTheSupervisor(t *testing.T) {
 		if loaded.Bare != bare || local == bare {
 			t.Errorf("Bare %v: loaded state Bare %v, kube-controller-manager env %v", bare, loaded.Bare, env)
 		}
+		// Kueue's scheduler backoff is wall time the held trace clock pays for nothing.
+		if kenv := specs[Kueue].env; !slices.Contains(kenv, tools.KueueCycleBackoffEnv+"="+kueueCycleBackoff.String()) {
+			t.Errorf("Bare %v: Kueue env %v has no %s", bare, kenv, tools.KueueCycleBackoffEnv)
+		}
 	}
 }

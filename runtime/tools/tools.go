@@ -70,6 +70,11 @@ const JobSyncBatchPeriodEnv = "KUEUELAB_JOB_SYNC_BATCH_PERIOD"
 // kube-controller-manager (a Go duration; unset: upstream's 10s, doubling per failure).
 const JobPodFailureBackOffEnv = "KUEUELAB_JOB_POD_FAILURE_BACKOFF"
 
+// KueueCycleBackoffEnv caps the backoff of kueuelab's Kueue scheduler after a scheduling cycle that
+// admitted nothing (a Go duration; unset: upstream's 1 ms doubling to 100 ms). The patch
+// patches/kueue-v0.15.0-cycle-backoff.patch makes Kueue's constant read it.
+const KueueCycleBackoffEnv = "KUEUELAB_KUEUE_CYCLE_BACKOFF_MAX"
+
 // kcmMain is upstream's cmd/kube-controller-manager main plus two settings. The Job controller
 // waits SyncJobBatchPeriod (1 s, exported for tests) after a pod update before it syncs the Job,
 // to coalesce status writes of large Jobs. In a replay at speedup S that second is S trace
@@ -180,8 +185,11 @@ func Pinned() Set {
 			k8s("kube-scheduler"),
 			{Name: "kwok", Module: "sigs.k8s.io/kwok", Version: "v0.7.0",
 				Package: "sigs.k8s.io/kwok/cmd/kwok", method: goInstall},
-			{Name: "kueue", Module: "sigs.k8s.io/kueue", Version: "v0.15.0", Package: "./cmd/kueue",
-				method: sourceCopy, ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v0.15.0"}},
+			// Upstream's Kueue with one constant made settable (KueueCycleBackoffEnv); its own file
+			// name so the cache keeps the unpatched binary and builds this one alone.
+			{Name: "kueue", File: "kueue-v0.15.0-cyclebackoff", Module: "sigs.k8s.io/kueue", Version: "v0.15.0", Package: "./cmd/kueue",
+				method: sourceCopy, patch: "kueue-v0.15.0-cycle-backoff.patch",
+				ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v0.15.0"}},
 		},
 	}
 	for _, op := range render.DefaultRegistry().Operators() {

@@ -1,7 +1,10 @@
 package tools
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -108,5 +111,52 @@ func TestManifestModulesCoverOperatorsAndCRDs(t *testing.T) {
 		if !slices.Contains(mods, c.Module+"@"+c.Version) {
 			t.Errorf("operator %s: its module %s@%s is not a manifest module (its webhooks would not be found)", c.Name, c.Module, c.Version)
 		}
+	}
+}
+
+// TestPatchesApply applies every component's patch to the files it touches in the pinned module's
+// source, so a version bump that moves the patched code fails here rather than in a 14-minute
+// tools build.
+func TestPatchesApply(t *testing.T) {
+	if _, err := exec.LookPath("patch"); err != nil {
+		t.Skip("no patch command")
+	}
+	for _, c := range Pinned().Components {
+		if c.patch == "" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			p, err := patches.ReadFile("patches/" + c.patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := ModuleDir(context.Background(), "", c.Module+"@"+c.Version)
+			if err != nil {
+				t.Skipf("module source not available: %v", err)
+			}
+			dir := t.TempDir()
+			for _, line := range strings.Split(string(p), "\n") {
+				f, ok := strings.CutPrefix(line, "+++ b/")
+				if !ok {
+					continue
+				}
+				f, _, _ = strings.Cut(f, "\t")
+				b, err := os.ReadFile(filepath.Join(src, f))
+				if err != nil {
+					t.Fatalf("patched file: %v", err)
+				}
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command("patch", "-p1", "--forward", "--batch")
+			cmd.Dir, cmd.Stdin = dir, bytes.NewReader(p)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s does not apply to %s@%s: %v\n%s", c.patch, c.Module, c.Version, err, out)
+			}
+		})
 	}
 }
