@@ -697,3 +697,30 @@ func TestWatcherPodsRunningBeforeReservation(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmissionForgetsEvictedPodEnds: the lateness of a Workload's Finished is measured against
+// the pods of its last admission. Before, the end of a pod an eviction stopped stayed the bound,
+// and a Finished the Workload informer showed before the pod informer showed the last pod's end
+// was reported 9,844 trace s late (the 1,000-workload bench run).
+func TestReadmissionForgetsEvictedPodEnds(t *testing.T) {
+	w, _, p := watchFixture(t)
+	top := batchJobs(t, p, 1)[0].objects[0]
+	wl := kueueWorkload(top, "Job", 1, cond("QuotaReserved", "QuotaReserved", 1))
+	w.onWorkload(wl, false)
+	u := w.units[batchJobs(t, p, 1)[0].id]
+	ended := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-0", Namespace: top.GetNamespace(), UID: "first-0",
+		Labels:      map[string]string{contract.WorkloadLabel: top.GetName()},
+		Annotations: map[string]string{contract.FinishedTraceSec: "50"}}, Status: corev1.PodStatus{Phase: corev1.PodFailed}}
+	w.onPod(ended, false)
+	if u.lastEnd != 50 {
+		t.Fatalf("first admission's pod ended at 50: lastEnd %g", u.lastEnd)
+	}
+	wl.Status.Conditions = []metav1.Condition{{Type: "QuotaReserved", Status: metav1.ConditionFalse, Reason: "Pending",
+		LastTransitionTime: metav1.Unix(2, 0)}, cond("Evicted", "Preempted", 2)}
+	w.onWorkload(wl, false)
+	wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 3)}
+	w.onWorkload(wl, false)
+	if u.lastEnd != 0 {
+		t.Errorf("re-admitted: lastEnd %g still bounds this admission's Finished", u.lastEnd)
+	}
+}

@@ -315,6 +315,10 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	switch {
 	case reserved && !u.reserved:
 		u.reserved, u.admitted, u.allUp, u.succeeded = true, now, false, 0
+		// Lateness of this admission's Finished is measured against this admission's pods: the
+		// end of a pod an eviction stopped is no bound (the Workload informer may show Finished
+		// before the pod informer shows the last pod's end).
+		u.lastEnd = 0
 		clear(u.created)
 		for _, ps := range u.pods {
 			// Pods of an earlier admission still being deleted do not count for this one.
