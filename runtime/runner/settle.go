@@ -68,7 +68,7 @@ func (s *settler) run(ctx context.Context) {
 		case <-s.kick:
 		}
 		agreed, since := 0, uint64(0)
-		start, reads := time.Now(), 0
+		start, reads, last := time.Now(), 0, ""
 		interval := s.interval
 		for {
 			s.mu.Lock()
@@ -79,6 +79,12 @@ func (s *settler) run(ctx context.Context) {
 			if err != nil {
 				why = err.Error()
 			}
+			if !ok && err == nil && why != last && time.Since(start) < maxSettleProgress {
+				// The component's queues changed since the last read: it is working, not stuck.
+				// A deep queue under load may take Kueue longer than the hold limit to sweep.
+				s.clk.Extend(s.key, 0)
+			}
+			last = why
 			if !ok && why != "" && reads%50 == 0 {
 				s.clk.Note("settling", fmt.Sprintf("%s %d reads %s: %s", s.name, reads, time.Since(start).Round(time.Millisecond), why))
 			}
@@ -128,6 +134,10 @@ func (s *settler) run(ctx context.Context) {
 		}
 	}
 }
+
+// maxSettleProgress bounds how long a settle that keeps progressing may renew its hold's limit:
+// a component that changes its queues forever without agreeing is stuck too.
+const maxSettleProgress = 10 * time.Minute
 
 // maxSettleInterval bounds the back-off of a settler's reads while the component disagrees.
 const maxSettleInterval = 16 * time.Millisecond

@@ -288,6 +288,23 @@ func (c *Clock) HoldFor(k Key, limit time.Duration) {
 	c.activate(k.Kind, w)
 }
 
+// Extend renews the limit of the hold k from now (0: the clock's MaxHold), for a party that has
+// seen its step progress and wants the limit to catch a stuck step, not a long one (a settler
+// while Kueue is still draining a deep queue). A no-op when k is not held or has expired.
+func (c *Clock) Extend(k Key, limit time.Duration) {
+	if c.disabled {
+		return
+	}
+	if limit <= 0 {
+		limit = c.maxHold
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h := c.holds[k]; h != nil && !h.expired {
+		h.until = c.wall.Now().Add(limit)
+	}
+}
+
 // Release ends the hold k; a no-op when k is not held.
 func (c *Clock) Release(k Key) {
 	if c.disabled {

@@ -347,3 +347,34 @@ func TestOrderAtTheSameTime(t *testing.T) {
 		t.Fatal("the sample did not fire last")
 	}
 }
+
+// TestExtendRenewsTheLimit: a hold whose owner sees its step progress lives a full limit from the
+// last renewal; without renewals it expires at its limit as before.
+func TestExtendRenewsTheLimit(t *testing.T) {
+	c, fc := newTest(Options{MaxHold: time.Second, Settle: -1})
+	a := c.NewAlarm("a", OrderCompletion)
+	a.Set(10)
+	k := Key{KindKueue, "kueue"}
+	c.Hold(k)
+	for range 3 { // 2.4 s of progress: past the original limit
+		fc.Step(800 * time.Millisecond)
+		c.stepNow(fc)
+		c.Extend(k, 0)
+	}
+	if c.Now() != 0 || c.Stats().ExpiredTotal() != 0 {
+		t.Fatalf("renewed hold: now %g, expired %v", c.Now(), c.Stats().Expired)
+	}
+	fc.Step(time.Second) // no renewal: the limit catches it
+	c.stepNow(fc)
+	if c.Now() != 10 || c.Stats().Expired[KindKueue] != 1 {
+		t.Fatalf("after the limit: now %g, expired %v", c.Now(), c.Stats().Expired)
+	}
+	c.Extend(k, 0) // an expired hold stays expired
+	if c.Stats().Expired[KindKueue] != 1 {
+		t.Fatalf("expired %v", c.Stats().Expired)
+	}
+	c.Extend(Key{KindKueue, "other"}, 0) // not held: nothing
+	if c.Held(Key{KindKueue, "other"}) {
+		t.Fatal("Extend placed a hold")
+	}
+}
