@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -75,6 +78,7 @@ func (s *sim) react(c kueuelib.Change) {
 		e := ev
 		e.Type, e.Reason, e.Message = results.EvPreempted, c.Reason, c.Message
 		s.emit(e)
+		s.guardLoop(w, c)
 	}
 	if c, ok := becameTrue(old, cur, kueue.WorkloadRequeued); ok && w.evicted {
 		e := ev
@@ -91,6 +95,53 @@ func (s *sim) react(c kueuelib.Change) {
 	if !workload.IsFinished(old) && workload.IsFinished(cur) {
 		s.workloadFinished(w, cur)
 	}
+}
+
+// Loop guard. Kueue's preemption policies can chase each other: a borrowing workload preempts
+// lower-priority ones of its own ClusterQueue, an older workload of another ClusterQueue takes the
+// freed quota first, the preempted ones (within their nominal quota) reclaim it from that one, and
+// the first preempts them again. The sim is deterministic, so once such a round comes back to the
+// same state it repeats forever at Kueue's cycle rate while trace time barely moves; the run must
+// end with an error saying so, not spin (issue 12). A Workload preempted more than
+// loopMaxPreemptions times within loopWindowSec trace seconds ends the run.
+const (
+	loopWindowSec      = 60
+	loopMaxPreemptions = 100
+)
+
+// ErrPreemptionLoop is wrapped by Run's error when the loop guard ended the run.
+var ErrPreemptionLoop = errors.New("preemption loop")
+
+func (s *sim) guardLoop(w *kwl, c *metav1.Condition) {
+	now := s.loop.Now()
+	if w.loopN == 0 || now-w.loopT0 > loopWindowSec {
+		w.loopT0, w.loopN = now, 0
+	}
+	w.loopN++
+	if w.loopN > loopMaxPreemptions {
+		by := ""
+		if m := preemptorUID.FindStringSubmatch(c.Message); m != nil {
+			if p := s.workloadByUID(types.UID(m[1])); p != nil {
+				by = fmt.Sprintf(" by workload %s (Workload %s)", p.it.id, p.key)
+			}
+		}
+		s.fail(fmt.Errorf("%w: workload %s (Workload %s) preempted %d times between trace %.3fs and %.3fs, the last time%s: %s: %s",
+			ErrPreemptionLoop, w.it.id, w.key, w.loopN, w.loopT0, now, by, c.Reason, c.Message))
+	}
+}
+
+// preemptorUID finds the preemptor's UID in the message of Kueue's Preempted condition
+// (preemption.preemptionMessage: "Preempted to accommodate a workload (UID: ..., JobUID: ...) ...").
+var preemptorUID = regexp.MustCompile(`\(UID: ([^,)]+)`)
+
+// workloadByUID is the live Workload of that UID, or nil (used once, for an error message).
+func (s *sim) workloadByUID(uid types.UID) *kwl {
+	for k, w := range s.wls {
+		if o := s.kq.Store.Workload(k); o != nil && o.UID == uid {
+			return w
+		}
+	}
+	return nil
 }
 
 // becameTrue returns condition typ of cur when it is True there and was not in old (or changed

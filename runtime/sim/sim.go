@@ -349,6 +349,9 @@ func (s *sim) run(ctx context.Context, prog *results.Progress) string {
 	lastProg := time.Now()
 	for n := 0; ; n++ {
 		if s.failure != nil {
+			if errors.Is(s.failure, ErrPreemptionLoop) {
+				return describe(s.rec, s.failure.Error())
+			}
 			return describe(s.rec, "internal error: "+s.failure.Error())
 		}
 		if s.done >= total {
