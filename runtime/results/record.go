@@ -6,6 +6,7 @@ package results
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,8 +182,8 @@ func span(a, b *float64) (float64, bool) {
 	return *b - *a, true
 }
 
-// apply folds e into r.
-func (r *Record) apply(e *Event) {
+// apply folds e into r; flavor maps come from ft (nil: not shared).
+func (r *Record) apply(e *Event, ft *flavorTable) {
 	first := func(p **float64) {
 		if *p == nil {
 			t := e.T
@@ -208,11 +209,11 @@ func (r *Record) apply(e *Event) {
 		first(&r.WorkloadCreated)
 	case EvQuotaReserved:
 		first(&r.QuotaReserved)
-		r.mergeFlavors(e.Flavors)
+		r.mergeFlavors(e.Flavors, ft)
 		move(StateAdmitted)
 	case EvAdmitted:
 		first(&r.Admitted)
-		r.mergeFlavors(e.Flavors)
+		r.mergeFlavors(e.Flavors, ft)
 	case EvEvicted:
 		r.Evictions = append(r.Evictions, Incident{T: e.T, Reason: e.Reason})
 		move(StateEvicted)
@@ -243,15 +244,47 @@ func (r *Record) apply(e *Event) {
 	}
 }
 
-func (r *Record) mergeFlavors(f map[string]string) {
+// mergeFlavors adds the pod sets of f that r does not have yet. It never changes r.Flavors in
+// place: the map is replaced by a merged one, shared through ft with the records that have the
+// same flavors (a map per workload would be a third of a record's memory in a million-workload run).
+func (r *Record) mergeFlavors(f map[string]string, ft *flavorTable) {
+	var m map[string]string
 	for k, v := range f {
-		if r.Flavors == nil {
-			r.Flavors = map[string]string{}
+		if _, ok := r.Flavors[k]; ok {
+			continue
 		}
-		if _, ok := r.Flavors[k]; !ok {
-			r.Flavors[k] = v
+		if m == nil {
+			m = make(map[string]string, len(r.Flavors)+len(f))
+			maps.Copy(m, r.Flavors)
 		}
+		m[k] = v
 	}
+	if m != nil {
+		r.Flavors = ft.intern(m)
+	}
+}
+
+// flavorTable shares equal flavor maps between records; they are read-only once in it.
+type flavorTable struct{ byKey map[string]map[string]string }
+
+// maxSharedFlavors bounds the table: beyond it maps are kept unshared.
+const maxSharedFlavors = 4096
+
+func (ft *flavorTable) intern(m map[string]string) map[string]string {
+	if ft == nil {
+		return m
+	}
+	k := flavorString(m)
+	if x, ok := ft.byKey[k]; ok {
+		return x
+	}
+	if len(ft.byKey) < maxSharedFlavors {
+		if ft.byKey == nil {
+			ft.byKey = map[string]map[string]string{}
+		}
+		ft.byKey[k] = m
+	}
+	return m
 }
 
 // flavorString writes flavors as "podset=flavor;..." sorted by pod set.
@@ -325,6 +358,7 @@ type Recorder struct {
 	states              map[string]int
 	submitted, admitted int
 	events              int
+	flavors             flavorTable
 }
 
 // NewRecorder starts a record for every workload; log may be nil (records only). A record with
@@ -364,7 +398,7 @@ func (rc *Recorder) Record(e Event) (bool, error) {
 	}
 	was, state := r.Terminal(), r.State
 	hadSub, hadAdm := r.Submitted != nil, r.Admitted != nil
-	r.apply(&e)
+	r.apply(&e, &rc.flavors)
 	if r.State != state {
 		rc.states[state]--
 		rc.states[r.State]++
@@ -432,6 +466,21 @@ func (rc *Recorder) Records() []Record {
 		out[i].Evictions = append([]Incident(nil), r.Evictions...)
 		out[i].Preemptions = append([]Incident(nil), r.Preemptions...)
 	}
+	return out
+}
+
+// Release returns the records in trace order as Records does, but without copying their maps
+// (records may share a Flavors map: treat them as read-only), and forgets them: the recorder must
+// not be used afterwards. A run of a million workloads then holds its records once, not twice,
+// while it writes its results.
+func (rc *Recorder) Release() []Record {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make([]Record, len(rc.order))
+	for i, r := range rc.order {
+		out[i] = *r
+	}
+	rc.order, rc.byID = nil, nil
 	return out
 }
 

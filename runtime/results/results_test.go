@@ -337,7 +337,7 @@ func TestApplyEnergy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := NewRecord(wl("a", trace.SingleGPUTraining, 1, 1, 0, 100, 0.8), "lq", "q")
 			for i := range tt.evs {
-				r.apply(&tt.evs[i])
+				r.apply(&tt.evs[i], nil)
 			}
 			if r.EnergyJ != tt.energy || r.LostEnergyJ != tt.lostEng {
 				t.Errorf("energy %g J, lost %g J; want %g, %g", r.EnergyJ, r.LostEnergyJ, tt.energy, tt.lostEng)
