@@ -165,7 +165,7 @@ type sim struct {
 	evlog *results.EventLog
 
 	plan   *plan
-	items  []*item                       // trace workloads in submit order
+	items  []*item                       // trace workloads in submit order, nil once submitted
 	wls    map[types.NamespacedName]*kwl // live Kueue Workloads
 	cyc    *cycler
 	pods   *podRole
@@ -222,10 +222,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		prog.Done(results.Status{Counts: s.rec.Counts(), TraceSec: s.loop.Now()})
 	}
 	s.recordLostEnergy()
-	recs := s.rec.Records()
 	meta := results.Meta{Engine: results.EngineSim, Trace: cfg.TraceName, Cluster: specName(cfg.Spec),
 		WallSec: wall().Sub(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.gpuCapacity, Incomplete: incomplete,
 		States: s.rec.Counts().States}
+	// The records are handed over, not copied: nothing records after this.
+	s.items, s.plan.items, s.plan.records = nil, nil, nil
+	recs := s.rec.Release()
 	for i := range recs {
 		if recs[i].State == results.StateRejected {
 			if meta.Rejected++; meta.FirstRejection == "" {
@@ -340,9 +342,9 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 // run schedules the submissions and the first sample and runs the loop; it returns why the run
 // is incomplete ("" when it is not).
 func (s *sim) run(ctx context.Context, prog *results.Progress) string {
-	for _, it := range s.items {
-		s.loop.At(it.offset, func() { s.submit(it) })
-	}
+	// The submissions are queued one at a time, each by the one before, in places reserved now:
+	// they run as if all were queued at the start, without a million-event queue.
+	s.submitFrom(0, s.loop.Reserve(len(s.items)))
 	s.sample.start()
 	s.lqc.start()
 	total := len(s.plan.records)
@@ -371,6 +373,20 @@ func (s *sim) run(ctx context.Context, prog *results.Progress) string {
 		s.loop.Step()
 		s.afterEvent()
 	}
+}
+
+// submitFrom queues the submission of s.items[i] in the loop's place seq; when it runs, it queues
+// the next one and lets go of the item (its Workloads hold it while they live).
+func (s *sim) submitFrom(i int, seq uint64) {
+	if i >= len(s.items) {
+		return
+	}
+	it := s.items[i]
+	s.loop.AtReserved(it.offset, seq, func() {
+		s.items[i] = nil
+		s.submitFrom(i+1, seq+1)
+		s.submit(it)
+	})
 }
 
 // afterEvent brings the roles up to date with what the event changed: Kueue's writes reach its
