@@ -5,6 +5,9 @@
 package results
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -347,10 +350,14 @@ func parseIncidents(s string) ([]Incident, error) {
 // Recorder folds events into one Record per trace workload and appends every event to a log.
 // It is safe for concurrent use (informer handlers report from several goroutines).
 type Recorder struct {
-	mu      sync.Mutex
-	log     *EventLog
-	order   []*Record
-	byID    map[string]*Record
+	mu    sync.Mutex
+	log   *EventLog
+	order []*Record
+	byID  map[string]int // index in order
+	// sealed holds the records Seal let go of (order[i] nil), a JSON line each, rowAt[i] where
+	// each starts; both free of pointers, so the collector does not walk them.
+	sealed  []byte
+	rowAt   []int64
 	pending int
 	// unknown counts events for workloads the recorder does not know (kept in the log).
 	unknown int
@@ -364,12 +371,12 @@ type Recorder struct {
 // NewRecorder starts a record for every workload; log may be nil (records only). A record with
 // an Error (not renderable or placeable on the cluster) starts rejected.
 func NewRecorder(records []*Record, log *EventLog) (*Recorder, error) {
-	rc := &Recorder{log: log, order: records, byID: make(map[string]*Record, len(records)), states: map[string]int{}}
-	for _, r := range records {
+	rc := &Recorder{log: log, order: records, byID: make(map[string]int, len(records)), states: map[string]int{}}
+	for i, r := range records {
 		if _, dup := rc.byID[r.ID]; dup {
 			return nil, fmt.Errorf("workload %s appears twice", r.ID)
 		}
-		rc.byID[r.ID] = r
+		rc.byID[r.ID] = i
 		if r.Error != "" && !terminalState(r.State) {
 			r.State = StateRejected
 		}
@@ -391,10 +398,14 @@ func (rc *Recorder) Record(e Event) (bool, error) {
 		err = rc.log.Write(&e)
 	}
 	rc.events++
-	r, ok := rc.byID[e.Workload]
+	i, ok := rc.byID[e.Workload]
 	if !ok {
 		rc.unknown++
 		return false, err
+	}
+	r := rc.order[i]
+	if r == nil {
+		return false, errors.Join(err, fmt.Errorf("%w: %s event of workload %s", ErrSealed, e.Type, e.Workload))
 	}
 	was, state := r.Terminal(), r.State
 	hadSub, hadAdm := r.Submitted != nil, r.Admitted != nil
@@ -461,6 +472,10 @@ func (rc *Recorder) Records() []Record {
 	defer rc.mu.Unlock()
 	out := make([]Record, len(rc.order))
 	for i, r := range rc.order {
+		if r == nil {
+			out[i], _ = rc.unseal(i) // Release reports a row that does not read back
+			continue
+		}
 		out[i] = *r
 		out[i].Flavors = cloneMap(r.Flavors)
 		out[i].Evictions = append([]Incident(nil), r.Evictions...)
@@ -469,19 +484,68 @@ func (rc *Recorder) Records() []Record {
 	return out
 }
 
+// ErrSealed is wrapped by Record's error for an event of a workload whose record was sealed.
+var ErrSealed = errors.New("record already sealed")
+
+// Seal lets go of the record of workload id, which must change no more: it keeps only its JSON
+// (exact: every field is exported, floats round-trip), in memory free of pointers, and Release
+// reads the record back from it. A run of a million workloads so keeps no record object per
+// finished workload for the collector to walk at every cycle. A later event of the workload is
+// an error (ErrSealed). Records and Pending do not see sealed records.
+func (rc *Recorder) Seal(id string) error {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	i, ok := rc.byID[id]
+	if !ok {
+		return fmt.Errorf("seal: unknown workload %s", id)
+	}
+	r := rc.order[i]
+	if r == nil {
+		return nil
+	}
+	if rc.rowAt == nil {
+		rc.rowAt = make([]int64, len(rc.order))
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("seal %s: %w", id, err)
+	}
+	rc.rowAt[i] = int64(len(rc.sealed))
+	rc.sealed = append(append(rc.sealed, b...), '\n')
+	rc.order[i] = nil
+	return nil
+}
+
 // Release returns the records in trace order as Records does, but without copying their maps
 // (records may share a Flavors map: treat them as read-only), and forgets them: the recorder must
 // not be used afterwards. A run of a million workloads then holds its records once, not twice,
-// while it writes its results.
-func (rc *Recorder) Release() []Record {
+// while it writes its results. Sealed records are read back from their rows.
+func (rc *Recorder) Release() ([]Record, error) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	out := make([]Record, len(rc.order))
 	for i, r := range rc.order {
-		out[i] = *r
+		if r != nil {
+			out[i] = *r
+			continue
+		}
+		var err error
+		if out[i], err = rc.unseal(i); err != nil {
+			return nil, err
+		}
 	}
-	rc.order, rc.byID = nil, nil
-	return out
+	rc.order, rc.byID, rc.sealed, rc.rowAt = nil, nil, nil, nil
+	return out, nil
+}
+
+// unseal reads back the sealed record order[i].
+func (rc *Recorder) unseal(i int) (Record, error) {
+	b := rc.sealed[rc.rowAt[i]:]
+	var r Record
+	if err := json.Unmarshal(b[:bytes.IndexByte(b, '\n')], &r); err != nil {
+		return Record{}, fmt.Errorf("sealed record %d: %w", i, err)
+	}
+	return r, nil
 }
 
 func cloneMap(m map[string]string) map[string]string {

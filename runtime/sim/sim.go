@@ -227,7 +227,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		States: s.rec.Counts().States}
 	// The records are handed over, not copied: nothing records after this.
 	s.items, s.plan.items, s.plan.records = nil, nil, nil
-	recs := s.rec.Release()
+	recs, rerr := s.rec.Release()
+	if rerr != nil {
+		s.fail(rerr)
+	}
 	for i := range recs {
 		if recs[i].State == results.StateRejected {
 			if meta.Rejected++; meta.FirstRejection == "" {
@@ -415,10 +418,28 @@ func (s *sim) fail(err error) {
 }
 
 func (s *sim) emit(e results.Event) {
-	done, _ := s.rec.Record(e) // a failing event log reports its error at Close
+	done, err := s.rec.Record(e) // a failing event log reports its error at Close
+	if errors.Is(err, results.ErrSealed) {
+		s.fail(err)
+	}
 	if done {
 		s.done++
 	}
+}
+
+// seal lets the recorder keep only the results row of a workload that is done with no Workload
+// left and no lost energy still to book (recordLostEnergy): nothing records for it any more.
+func (s *sim) seal(it *item) {
+	if it.rec == nil || it.open > 0 || !it.rec.Terminal() {
+		return
+	}
+	if _, ok := s.lostJ[it.id]; ok {
+		return
+	}
+	if err := s.rec.Seal(it.id); err != nil {
+		s.fail(err)
+	}
+	it.rec = nil
 }
 
 // recordLostEnergy books, per workload, the energy of its pods deleted before they finished, as
