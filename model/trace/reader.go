@@ -27,6 +27,12 @@ type Options struct {
 	Rates work.Rates
 	// MaxLineBytes bounds the memory one line may take; 0 means 64 MiB.
 	MaxLineBytes int
+	// Reread skips the checks across records (duplicate ids, a workload's job records against
+	// its workload record, records missing at the end), whose bookkeeping grows with the
+	// trace: for a second pass over a file a first pass read whole with them (the sim engine
+	// reads a million-workload trace again as its run goes). Each record is still checked;
+	// Counts and Dropped then know nothing.
+	Reread bool
 }
 
 // maxListed bounds how many skipped lines a Reader remembers; beyond it they are only counted.
@@ -264,7 +270,7 @@ func (r *Reader) decodeLine(line []byte) (Record, *Error) {
 			err = fieldErrf("type", "unknown record type %s (want %q or %q)", quoteShort(w.Type), TypeWorkload, TypeJob)
 		}
 	}
-	if err == nil {
+	if err == nil && !r.opts.Reread {
 		if rec.Workload != nil {
 			err = r.led.addWorkload(rec.Line, rec.Workload, canon)
 		} else {
@@ -322,6 +328,9 @@ func skipRequests(Requests) error { return nil }
 // finish runs the end-of-input checks: strict mode returns the first problem, lenient mode lists
 // them all and drops the workloads concerned.
 func (r *Reader) finish() error {
+	if r.opts.Reread {
+		return io.EOF
+	}
 	for _, p := range r.led.endProblems() {
 		e := &Error{File: r.name, Line: p.line, Field: p.field, ID: p.id, Err: p.err}
 		if !r.opts.Lenient {

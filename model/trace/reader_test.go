@@ -175,6 +175,29 @@ func TestStrictErrors(t *testing.T) {
 	}
 }
 
+// TestRereadSkipsCrossRecordChecks: a second pass (Options.Reread) does not repeat the checks
+// across records, which a first pass made, but still refuses a bad line.
+func TestRereadSkipsCrossRecordChecks(t *testing.T) {
+	full := specTrace(t)
+	wl, job := full[0], full[2]
+	for name, lines := range map[string][]string{
+		"duplicate workloadId": plus(full, wl),
+		"too few jobs":         full[:5],
+	} {
+		if _, _, _, err := readAll(t, strings.Join(lines, "\n")+"\n", Options{}); err == nil {
+			t.Fatalf("%s: the first pass finds no error", name)
+		}
+		recs, _, _, err := readAll(t, strings.Join(lines, "\n")+"\n", Options{Reread: true})
+		if err != nil || len(recs) != len(lines) {
+			t.Errorf("%s: reread: %d records, error %v; want %d records", name, len(recs), err, len(lines))
+		}
+	}
+	bad := replace([]string{job}, 0, `"12Gi"`, `"4Gii"`)
+	if _, _, _, err := readAll(t, strings.Join(bad, "\n")+"\n", Options{Reread: true}); err == nil {
+		t.Error("reread: a bad quantity passes")
+	}
+}
+
 func TestEquivalentQuantitiesAgree(t *testing.T) {
 	lines := replace(specTrace(t), 2, `"cpu":"4"`, `"cpu":"4000m"`)
 	if _, _, _, err := readAll(t, strings.Join(lines, "\n"), Options{}); err != nil {

@@ -5,7 +5,11 @@
 package results
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,8 +185,8 @@ func span(a, b *float64) (float64, bool) {
 	return *b - *a, true
 }
 
-// apply folds e into r.
-func (r *Record) apply(e *Event) {
+// apply folds e into r; flavor maps come from ft (nil: not shared).
+func (r *Record) apply(e *Event, ft *flavorTable) {
 	first := func(p **float64) {
 		if *p == nil {
 			t := e.T
@@ -208,11 +212,11 @@ func (r *Record) apply(e *Event) {
 		first(&r.WorkloadCreated)
 	case EvQuotaReserved:
 		first(&r.QuotaReserved)
-		r.mergeFlavors(e.Flavors)
+		r.mergeFlavors(e.Flavors, ft)
 		move(StateAdmitted)
 	case EvAdmitted:
 		first(&r.Admitted)
-		r.mergeFlavors(e.Flavors)
+		r.mergeFlavors(e.Flavors, ft)
 	case EvEvicted:
 		r.Evictions = append(r.Evictions, Incident{T: e.T, Reason: e.Reason})
 		move(StateEvicted)
@@ -243,15 +247,47 @@ func (r *Record) apply(e *Event) {
 	}
 }
 
-func (r *Record) mergeFlavors(f map[string]string) {
+// mergeFlavors adds the pod sets of f that r does not have yet. It never changes r.Flavors in
+// place: the map is replaced by a merged one, shared through ft with the records that have the
+// same flavors (a map per workload would be a third of a record's memory in a million-workload run).
+func (r *Record) mergeFlavors(f map[string]string, ft *flavorTable) {
+	var m map[string]string
 	for k, v := range f {
-		if r.Flavors == nil {
-			r.Flavors = map[string]string{}
+		if _, ok := r.Flavors[k]; ok {
+			continue
 		}
-		if _, ok := r.Flavors[k]; !ok {
-			r.Flavors[k] = v
+		if m == nil {
+			m = make(map[string]string, len(r.Flavors)+len(f))
+			maps.Copy(m, r.Flavors)
 		}
+		m[k] = v
 	}
+	if m != nil {
+		r.Flavors = ft.intern(m)
+	}
+}
+
+// flavorTable shares equal flavor maps between records; they are read-only once in it.
+type flavorTable struct{ byKey map[string]map[string]string }
+
+// maxSharedFlavors bounds the table: beyond it maps are kept unshared.
+const maxSharedFlavors = 4096
+
+func (ft *flavorTable) intern(m map[string]string) map[string]string {
+	if ft == nil {
+		return m
+	}
+	k := flavorString(m)
+	if x, ok := ft.byKey[k]; ok {
+		return x
+	}
+	if len(ft.byKey) < maxSharedFlavors {
+		if ft.byKey == nil {
+			ft.byKey = map[string]map[string]string{}
+		}
+		ft.byKey[k] = m
+	}
+	return m
 }
 
 // flavorString writes flavors as "podset=flavor;..." sorted by pod set.
@@ -314,10 +350,14 @@ func parseIncidents(s string) ([]Incident, error) {
 // Recorder folds events into one Record per trace workload and appends every event to a log.
 // It is safe for concurrent use (informer handlers report from several goroutines).
 type Recorder struct {
-	mu      sync.Mutex
-	log     *EventLog
-	order   []*Record
-	byID    map[string]*Record
+	mu    sync.Mutex
+	log   *EventLog
+	order []*Record
+	byID  map[string]int // index in order
+	// sealed holds the records Seal let go of (order[i] nil), a JSON line each, rowAt[i] where
+	// each starts; both free of pointers, so the collector does not walk them.
+	sealed  []byte
+	rowAt   []int64
 	pending int
 	// unknown counts events for workloads the recorder does not know (kept in the log).
 	unknown int
@@ -325,17 +365,18 @@ type Recorder struct {
 	states              map[string]int
 	submitted, admitted int
 	events              int
+	flavors             flavorTable
 }
 
 // NewRecorder starts a record for every workload; log may be nil (records only). A record with
 // an Error (not renderable or placeable on the cluster) starts rejected.
 func NewRecorder(records []*Record, log *EventLog) (*Recorder, error) {
-	rc := &Recorder{log: log, order: records, byID: make(map[string]*Record, len(records)), states: map[string]int{}}
-	for _, r := range records {
+	rc := &Recorder{log: log, order: records, byID: make(map[string]int, len(records)), states: map[string]int{}}
+	for i, r := range records {
 		if _, dup := rc.byID[r.ID]; dup {
 			return nil, fmt.Errorf("workload %s appears twice", r.ID)
 		}
-		rc.byID[r.ID] = r
+		rc.byID[r.ID] = i
 		if r.Error != "" && !terminalState(r.State) {
 			r.State = StateRejected
 		}
@@ -357,14 +398,18 @@ func (rc *Recorder) Record(e Event) (bool, error) {
 		err = rc.log.Write(&e)
 	}
 	rc.events++
-	r, ok := rc.byID[e.Workload]
+	i, ok := rc.byID[e.Workload]
 	if !ok {
 		rc.unknown++
 		return false, err
 	}
+	r := rc.order[i]
+	if r == nil {
+		return false, errors.Join(err, fmt.Errorf("%w: %s event of workload %s", ErrSealed, e.Type, e.Workload))
+	}
 	was, state := r.Terminal(), r.State
 	hadSub, hadAdm := r.Submitted != nil, r.Admitted != nil
-	r.apply(&e)
+	r.apply(&e, &rc.flavors)
 	if r.State != state {
 		rc.states[state]--
 		rc.states[r.State]++
@@ -427,12 +472,80 @@ func (rc *Recorder) Records() []Record {
 	defer rc.mu.Unlock()
 	out := make([]Record, len(rc.order))
 	for i, r := range rc.order {
+		if r == nil {
+			out[i], _ = rc.unseal(i) // Release reports a row that does not read back
+			continue
+		}
 		out[i] = *r
 		out[i].Flavors = cloneMap(r.Flavors)
 		out[i].Evictions = append([]Incident(nil), r.Evictions...)
 		out[i].Preemptions = append([]Incident(nil), r.Preemptions...)
 	}
 	return out
+}
+
+// ErrSealed is wrapped by Record's error for an event of a workload whose record was sealed.
+var ErrSealed = errors.New("record already sealed")
+
+// Seal lets go of the record of workload id, which must change no more: it keeps only its JSON
+// (exact: every field is exported, floats round-trip), in memory free of pointers, and Release
+// reads the record back from it. A run of a million workloads so keeps no record object per
+// finished workload for the collector to walk at every cycle. A later event of the workload is
+// an error (ErrSealed). Records and Pending do not see sealed records.
+func (rc *Recorder) Seal(id string) error {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	i, ok := rc.byID[id]
+	if !ok {
+		return fmt.Errorf("seal: unknown workload %s", id)
+	}
+	r := rc.order[i]
+	if r == nil {
+		return nil
+	}
+	if rc.rowAt == nil {
+		rc.rowAt = make([]int64, len(rc.order))
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("seal %s: %w", id, err)
+	}
+	rc.rowAt[i] = int64(len(rc.sealed))
+	rc.sealed = append(append(rc.sealed, b...), '\n')
+	rc.order[i] = nil
+	return nil
+}
+
+// Release returns the records in trace order as Records does, but without copying their maps
+// (records may share a Flavors map: treat them as read-only), and forgets them: the recorder must
+// not be used afterwards. A run of a million workloads then holds its records once, not twice,
+// while it writes its results. Sealed records are read back from their rows.
+func (rc *Recorder) Release() ([]Record, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make([]Record, len(rc.order))
+	for i, r := range rc.order {
+		if r != nil {
+			out[i] = *r
+			continue
+		}
+		var err error
+		if out[i], err = rc.unseal(i); err != nil {
+			return nil, err
+		}
+	}
+	rc.order, rc.byID, rc.sealed, rc.rowAt = nil, nil, nil, nil
+	return out, nil
+}
+
+// unseal reads back the sealed record order[i].
+func (rc *Recorder) unseal(i int) (Record, error) {
+	b := rc.sealed[rc.rowAt[i]:]
+	var r Record
+	if err := json.Unmarshal(b[:bytes.IndexByte(b, '\n')], &r); err != nil {
+		return Record{}, fmt.Errorf("sealed record %d: %w", i, err)
+	}
+	return r, nil
 }
 
 func cloneMap(m map[string]string) map[string]string {

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"flag"
 	"maps"
 	"math"
@@ -337,7 +338,7 @@ func TestApplyEnergy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := NewRecord(wl("a", trace.SingleGPUTraining, 1, 1, 0, 100, 0.8), "lq", "q")
 			for i := range tt.evs {
-				r.apply(&tt.evs[i])
+				r.apply(&tt.evs[i], nil)
 			}
 			if r.EnergyJ != tt.energy || r.LostEnergyJ != tt.lostEng {
 				t.Errorf("energy %g J, lost %g J; want %g, %g", r.EnergyJ, r.LostEnergyJ, tt.energy, tt.lostEng)
@@ -415,5 +416,33 @@ func TestSummaryEngine(t *testing.T) {
 	}
 	if first, _, _ := strings.Cut(table.String(), "\n"); !strings.Contains(first, "sim engine") || strings.Contains(first, "speedup") {
 		t.Errorf("table header %q: want the sim engine named and no speedup", first)
+	}
+}
+
+// TestSealReadsBack: sealed records come back from Release and Records exactly as they were
+// (times of 0 stay set, absent ones absent), and an event after the seal is refused.
+func TestSealReadsBack(t *testing.T) {
+	want := synthetic(t, nil).Records()
+	rc := synthetic(t, nil)
+	for _, id := range []string{"a", "b", "e", "g"} {
+		if err := rc.Seal(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rc.Seal("nope"); err == nil {
+		t.Error("Seal of an unknown workload: no error")
+	}
+	if _, err := rc.Record(Event{T: 300, Workload: "b", Type: EvRequeued}); !errors.Is(err, ErrSealed) {
+		t.Errorf("event after the seal: error %v, want ErrSealed", err)
+	}
+	if got := rc.Records(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Records after sealing:\n%+v\nwant\n%+v", got, want)
+	}
+	got, err := rc.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Release after sealing:\n%+v\nwant\n%+v", got, want)
 	}
 }

@@ -134,11 +134,16 @@ type Summary struct {
 // Summarize computes the summary of recs: one group for all workloads, then one per ClusterQueue
 // and one per family, each sorted by name.
 func Summarize(recs []Record, m Meta) Summary {
-	s := Summary{Meta: m, MakespanSec: makespan(recs)}
-	s.Groups = append(s.Groups, group("all", "", recs, s.MakespanSec, m.GPUCapacity))
+	all := make([]*Record, len(recs))
+	for i := range recs {
+		all[i] = &recs[i]
+	}
+	s := Summary{Meta: m, MakespanSec: makespan(all)}
+	s.Groups = append(s.Groups, group("all", "", all, s.MakespanSec, m.GPUCapacity))
 	for _, scope := range []string{"queue", "family"} {
-		by := map[string][]Record{}
-		for _, r := range recs {
+		// Pointers, not copies: a million records are not held three times over.
+		by := map[string][]*Record{}
+		for _, r := range all {
 			k := r.Queue
 			if scope == "family" {
 				k = string(r.Family)
@@ -157,12 +162,11 @@ func Summarize(recs []Record, m Meta) Summary {
 	return s
 }
 
-func group(scope, name string, recs []Record, runSpan float64, capacity int64) Group {
+func group(scope, name string, recs []*Record, runSpan float64, capacity int64) Group {
 	g := Group{Scope: scope, Name: name, Workloads: len(recs)}
 	var tta, jct, sd []float64
 	var gpuSec, effSec, energy, lost float64
-	for i := range recs {
-		r := &recs[i]
+	for _, r := range recs {
 		switch r.State {
 		case StateSucceeded:
 			g.Succeeded++
@@ -204,13 +208,13 @@ func group(scope, name string, recs []Record, runSpan float64, capacity int64) G
 }
 
 // makespan is the last finish − the first submission (0 when nothing finished).
-func makespan(recs []Record) float64 {
+func makespan(recs []*Record) float64 {
 	first, last := math.Inf(1), math.Inf(-1)
-	for i := range recs {
-		if r := &recs[i]; r.Submitted != nil {
+	for _, r := range recs {
+		if r.Submitted != nil {
 			first = math.Min(first, *r.Submitted)
 		}
-		if r := &recs[i]; r.Finished != nil {
+		if r.Finished != nil {
 			last = math.Max(last, *r.Finished)
 		}
 	}

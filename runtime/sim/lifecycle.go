@@ -235,6 +235,7 @@ func (s *sim) workloadFinished(w *kwl, cur *kueue.Workload) {
 	s.kq.Store.Forget(w.key)
 	it := w.it
 	it.open--
+	defer s.seal(it)
 	c := apimeta.FindStatusCondition(cur.Status.Conditions, kueue.WorkloadFinished)
 	failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
 	now := s.loop.Now()

@@ -286,7 +286,9 @@ type fetched struct {
 
 func (f *fileSource) fetch(it *item) (*trace.Workload, []*trace.Job, error) {
 	if f.r == nil {
-		r, err := trace.Open(f.path, trace.Options{})
+		// The indexer read the file whole with every check: the second pass skips those across
+		// records, whose bookkeeping would grow with the trace for nothing.
+		r, err := trace.Open(f.path, trace.Options{Reread: true})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -112,18 +112,7 @@ func generated(t *testing.T, n int, seed uint64) *trace.Trace {
 		t.Fatal(err)
 	}
 	p.Arrival.MeanInterArrivalSec = 20
-	path := filepath.Join(t.TempDir(), "trace.jsonl")
-	fw, err := trace.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gen.Write(context.Background(), fw.Writer, gen.New(p, seed), gen.Options{Workloads: n, EmitWorkloadRecords: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.LoadWorkloads(context.Background(), path, trace.Options{})
+	tr, err := trace.LoadWorkloads(context.Background(), writeGenerated(t, p, n, seed), trace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,6 +209,9 @@ func (s *sim) createTrials(it *item) error {
 		}
 		s.emit(results.Event{T: s.loop.Now(), Workload: it.id, Type: results.EvTrialCreated, Object: j.Namespace + "/" + j.Name})
 	}
+	if ts.created == ts.max {
+		ts.tmpl = nil // every trial exists: a million-workload run need not keep the templates
+	}
 	return nil
 }
 
@@ -221,6 +224,7 @@ func (s *sim) trialDone(it *item, failed bool) (string, error) {
 		ts.failed++
 	}
 	if ts.done == ts.max {
+		it.trials = nil
 		if ts.failed > ts.maxFailed {
 			return results.StateFailed, nil
 		}

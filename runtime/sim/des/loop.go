@@ -69,6 +69,34 @@ func (l *Loop) At(t float64, f func()) *Event {
 	return e
 }
 
+// Reserve sets aside n places in the order of events at equal times, as if n events were
+// scheduled now; AtReserved schedules an event in one of them. A long series of events known in
+// advance (a trace's submissions) can so be queued one at a time, each by the previous one, and
+// run exactly as if all had been queued at the start, without a queue as long as the series.
+// It returns the first reserved place.
+func (l *Loop) Reserve(n int) uint64 {
+	first := l.seq + 1
+	l.seq += uint64(n)
+	return first
+}
+
+// AtReserved schedules f at virtual time t in place seq, one that Reserve returned (each used at
+// most once). Like At, a t in the past runs at the current time.
+func (l *Loop) AtReserved(t float64, seq uint64, f func()) *Event {
+	if math.IsNaN(t) {
+		panic(fmt.Sprintf("des: event at NaN (now %g)", l.now))
+	}
+	if seq == 0 || seq > l.seq {
+		panic(fmt.Sprintf("des: place %d was not reserved", seq))
+	}
+	if t < l.now {
+		t = l.now
+	}
+	e := &Event{at: t, seq: seq, fn: f, loop: l}
+	heap.Push(&l.q, e)
+	return e
+}
+
 // After schedules f d seconds from now.
 func (l *Loop) After(d float64, f func()) *Event { return l.At(l.now+d, f) }
 

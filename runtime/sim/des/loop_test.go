@@ -3,6 +3,7 @@ package des
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -35,6 +36,57 @@ func TestOrderByTimeThenScheduling(t *testing.T) {
 	if l.Now() != 3 || l.Events() != 6 || l.Pending() != 0 {
 		t.Errorf("now %g, events %d, pending %d", l.Now(), l.Events(), l.Pending())
 	}
+}
+
+// TestReservedPlacesRunAsIfQueuedFirst: a series queued one at a time in reserved places runs
+// exactly as if it had all been queued when the places were reserved.
+func TestReservedPlacesRunAsIfQueuedFirst(t *testing.T) {
+	times := []float64{1, 1, 2, 3}
+	run := func(lazy bool) []string {
+		l := New(0)
+		var got []string
+		var queue func(i int, seq uint64)
+		queue = func(i int, seq uint64) {
+			if i < len(times) {
+				l.AtReserved(times[i], seq, func() {
+					queue(i+1, seq+1)
+					got = append(got, "s"+strconv.Itoa(i))
+				})
+			}
+		}
+		if lazy {
+			queue(0, l.Reserve(len(times)))
+		} else {
+			for i, at := range times {
+				l.At(at, func() { got = append(got, "s"+strconv.Itoa(i)) })
+			}
+		}
+		// Events of others at the same times, queued later, and one queued by the series.
+		for _, at := range []float64{1, 2, 3} {
+			l.At(at, func() {
+				got = append(got, "o"+strconv.FormatFloat(at, 'g', -1, 64))
+				if at == 1 {
+					l.At(2, func() { got = append(got, "late2") })
+				}
+			})
+		}
+		for l.Step() {
+		}
+		return got
+	}
+	want := []string{"s0", "s1", "o1", "s2", "o2", "late2", "s3", "o3"}
+	if got := run(false); !reflect.DeepEqual(got, want) {
+		t.Fatalf("all queued first: %v, want %v", got, want)
+	}
+	if got := run(true); !reflect.DeepEqual(got, want) {
+		t.Errorf("queued one at a time in reserved places: %v, want %v", got, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("AtReserved in a place never reserved: no panic")
+		}
+	}()
+	New(0).AtReserved(1, 1, func() {})
 }
 
 func TestRunStopsWhenDoneOrCancelled(t *testing.T) {
