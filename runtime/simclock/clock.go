@@ -268,9 +268,7 @@ func (c *Clock) HoldFor(k Key, limit time.Duration) {
 	if c.disabled {
 		return
 	}
-	if limit <= 0 {
-		limit = c.maxHold
-	}
+	limit = c.holdLimit(limit)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := c.wall.Now()
@@ -295,14 +293,20 @@ func (c *Clock) Extend(k Key, limit time.Duration) {
 	if c.disabled {
 		return
 	}
-	if limit <= 0 {
-		limit = c.maxHold
-	}
+	limit = c.holdLimit(limit)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if h := c.holds[k]; h != nil && !h.expired {
 		h.until = c.wall.Now().Add(limit)
 	}
+}
+
+// holdLimit is limit, or the clock's MaxHold when limit is 0 or less.
+func (c *Clock) holdLimit(limit time.Duration) time.Duration {
+	if limit <= 0 {
+		return c.maxHold
+	}
+	return limit
 }
 
 // Release ends the hold k; a no-op when k is not held.
