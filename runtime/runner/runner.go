@@ -225,6 +225,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cluster.WaitNodesSchedulable(ctx, rc, nodes, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("run: the spec's nodes: %w", err)
 	}
+	if cfg.SchedulerMetrics != nil && len(nodes) > 0 {
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitSchedulerNodes(ctx, cfg.SchedulerMetrics, cs, time.Minute); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()

@@ -208,12 +208,16 @@ func TestKueueCheck(t *testing.T) {
 }
 
 func TestSchedulerCheck(t *testing.T) {
-	v := &podView{unbound: map[types.UID]bool{}}
+	v := &podView{unbound: map[types.UID]bool{}, bound: map[types.UID]bool{}}
 	v.unbound["a"], v.unbound["b"] = true, true
+	v.bound["c"], v.bound["d"], v.bound["e"] = true, true, true
 	sched := func(active, backoff, unsched, gated int) MetricsSource {
 		return staticMetrics(fmt.Sprintf("scheduler_pending_pods{queue=\"active\"} %d\nscheduler_pending_pods{queue=\"backoff\"} %d\n"+
-			"scheduler_pending_pods{queue=\"unschedulable\"} %d\nscheduler_pending_pods{queue=\"gated\"} %d\n", active, backoff, unsched, gated))
+			"scheduler_pending_pods{queue=\"unschedulable\"} %d\nscheduler_pending_pods{queue=\"gated\"} %d\n"+
+			"scheduler_scheduler_cache_size{type=\"nodes\"} 2\nscheduler_scheduler_cache_size{type=\"pods\"} 3\n", active, backoff, unsched, gated))
 	}
+	stale := staticMetrics("scheduler_pending_pods{queue=\"unschedulable\"} 2\nscheduler_scheduler_cache_size{type=\"pods\"} 4\n")
+	staleNoneParked := staticMetrics("scheduler_pending_pods{queue=\"gated\"} 2\nscheduler_scheduler_cache_size{type=\"pods\"} 4\n")
 	for _, tc := range []struct {
 		name string
 		src  MetricsSource
@@ -223,6 +227,8 @@ func TestSchedulerCheck(t *testing.T) {
 		{"one to try", sched(1, 0, 1, 0), false},
 		{"one in backoff", sched(0, 1, 1, 0), false},
 		{"one being scheduled or bound", sched(0, 0, 1, 0), false},
+		{"parked against a cache that still holds an ended pod", stale, false},
+		{"a stale cache decides nothing when no pod is parked unschedulable", staleNoneParked, true},
 	} {
 		if ok, why, err := schedulerCheck(tc.src, v)(context.Background()); err != nil || ok != tc.ok {
 			t.Errorf("%s: ok %v (%s) err %v, want %v", tc.name, ok, why, err, tc.ok)

@@ -6,11 +6,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -160,19 +162,20 @@ func kueueCheck(src MetricsSource, v *queueView) func(ctx context.Context) (bool
 	}
 }
 
-// podView counts the pods waiting for kube-scheduler: unbound, not terminal, not being deleted,
-// of the default scheduler. It watches every namespace, so pods that are not the run's count too.
+// podView counts the pods waiting for kube-scheduler (unbound, not terminal, not being deleted,
+// of the default scheduler) and the pods kube-scheduler's cache should hold (bound, not
+// terminal: the selection of its informer of assigned pods). It watches every namespace, so pods
+// that are not the run's count too.
 type podView struct {
 	mu      sync.Mutex
 	unbound map[types.UID]bool
+	bound   map[types.UID]bool
 }
 
-// startPodView runs an informer on the cluster's unbound pods.
+// startPodView runs an informer on the cluster's pods.
 func startPodView(ctx context.Context, cs kubernetes.Interface) (*podView, error) {
-	v := &podView{unbound: map[types.UID]bool{}}
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = "spec.nodeName="
-	}))
+	v := &podView{unbound: map[types.UID]bool{}, bound: map[types.UID]bool{}}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0)
 	inf := f.Core().V1().Pods().Informer()
 	set := func(o any, deleted bool) {
 		if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -189,6 +192,11 @@ func startPodView(ctx context.Context, cs kubernetes.Interface) (*podView, error
 			v.unbound[p.UID] = true
 		} else {
 			delete(v.unbound, p.UID)
+		}
+		if !deleted && p.Spec.NodeName != "" && !podTerminal(p) {
+			v.bound[p.UID] = true
+		} else {
+			delete(v.bound, p.UID)
 		}
 		v.mu.Unlock()
 	}
@@ -212,19 +220,33 @@ func (v *podView) count() int {
 	return len(v.unbound)
 }
 
-const metricSchedPending = "scheduler_pending_pods"
+func (v *podView) boundCount() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.bound)
+}
+
+const (
+	metricSchedPending = "scheduler_pending_pods"
+	// metricSchedCache is the size of kube-scheduler's cache by type (nodes, pods, assumed_pods);
+	// kube-scheduler refreshes it once a second.
+	metricSchedCache = "scheduler_scheduler_cache_size"
+)
 
 // schedulerCheck compares kube-scheduler's queues with the view: the scheduler has caught up when
 // nothing waits to be tried (active, backoff) and every unbound pod is parked as unschedulable or
 // gated (a pod being scheduled or bound is in no queue and still unbound).
 func schedulerCheck(src MetricsSource, v *podView) func(ctx context.Context) (bool, string, error) {
-	families := map[string]bool{metricSchedPending: true}
+	families := map[string]bool{metricSchedPending: true, metricSchedCache: true}
 	return func(ctx context.Context) (bool, string, error) {
-		m, err := readMetrics(ctx, src, families, "queue")
+		m, err := readMetrics(ctx, src, families, "queue", "type")
 		if err != nil {
 			return false, "", fmt.Errorf("read kube-scheduler metrics: %w", err)
 		}
-		q := m[metricSchedPending]
+		q := map[string]float64{}
+		for k, n := range m[metricSchedPending] {
+			q[strings.TrimSuffix(k, "/")] = n
+		}
 		unbound := v.count()
 		if q["active"] != 0 || q["backoff"] != 0 {
 			return false, fmt.Sprintf("%g pods to try, %g in backoff", q["active"], q["backoff"]), nil
@@ -232,6 +254,49 @@ func schedulerCheck(src MetricsSource, v *podView) func(ctx context.Context) (bo
 		if parked := q["unschedulable"] + q["gated"]; int(parked) != unbound {
 			return false, fmt.Sprintf("%g pods parked, %d unbound", parked, unbound), nil
 		}
+		// A pod parked as unschedulable may have been tried against a cache that still held a
+		// pod which had ended (the scheduler watches assigned pods on a watch of their own): it
+		// is a decision only once the cache holds what the API shows; kube-scheduler then
+		// re-tries the pod itself.
+		if cache, ok := m[metricSchedCache]; ok && q["unschedulable"] > 0 {
+			if n, bound := cache["/pods"], v.boundCount(); int(n) != bound {
+				return false, fmt.Sprintf("kube-scheduler's cache holds %g pods, the API %d bound", n, bound), nil
+			}
+		}
 		return true, "", nil
 	}
+}
+
+// waitSchedulerNodes waits until kube-scheduler's cache holds as many nodes as the API: a node
+// the spec just added is schedulable in the API before kube-scheduler's node watch shows it, and
+// the first pods, submitted at once on the event-driven clock, would all go to the nodes it
+// already knew. A scheduler that does not publish its cache size is not waited for.
+func waitSchedulerNodes(ctx context.Context, src MetricsSource, cs kubernetes.Interface, timeout time.Duration) error {
+	families := map[string]bool{metricSchedCache: true}
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		m, err := readMetrics(ctx, src, families, "type")
+		if err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		cache, ok := m[metricSchedCache]
+		if !ok {
+			return true, nil
+		}
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		if int(cache["nodes"]) != len(nodes.Items) {
+			why = fmt.Sprintf("kube-scheduler's cache holds %g nodes, the API %d", cache["nodes"], len(nodes.Items))
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kube-scheduler has not seen the spec's nodes: %s: %w", why, err)
+	}
+	return nil
 }

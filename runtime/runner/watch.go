@@ -535,8 +535,10 @@ func (w *watcher) onPod(o any, deleted bool) {
 		if unsched {
 			w.unsched++
 			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodUnschedulable, Object: key, Message: scheduledMessage(p)})
-			// Waiting for a node is simulated time, not control-plane lag.
+			// Waiting for a node is simulated time, not control-plane lag, once kube-scheduler
+			// has caught up (its cache may still hold a pod that just ended).
 			w.clk.Release(holdStart(p.UID))
+			w.pokeScheduler()
 		} else {
 			w.unsched--
 		}
