@@ -225,13 +225,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cluster.WaitNodesSchedulable(ctx, rc, nodes, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("run: the spec's nodes: %w", err)
 	}
-	if cfg.SchedulerMetrics != nil && len(nodes) > 0 {
+	// One client for kube-scheduler's views: the node wait here and the unbound-pod view below.
+	var schedCS kubernetes.Interface
+	if cfg.SchedulerMetrics != nil {
 		cs, err := kubernetes.NewForConfig(rc)
 		if err != nil {
 			return nil, err
 		}
-		if err := waitSchedulerNodes(ctx, cfg.SchedulerMetrics, cs, time.Minute); err != nil {
-			return nil, fmt.Errorf("run: %w", err)
+		schedCS = cs
+		if len(nodes) > 0 {
+			if err := waitSchedulerNodes(ctx, cfg.SchedulerMetrics, schedCS, time.Minute); err != nil {
+				return nil, fmt.Errorf("run: %w", err)
+			}
 		}
 	}
 
@@ -304,12 +309,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 			kcheck = kueueCheck(cfg.KueueMetrics, w.queues)
 		}
-		if cfg.SchedulerMetrics != nil {
-			cs, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return nil, errors.Join(err, evlog.Close(), series.Close())
-			}
-			pv, err := startPodView(runCtx, cs)
+		if schedCS != nil {
+			pv, err := startPodView(runCtx, schedCS)
 			if err != nil {
 				return nil, errors.Join(err, evlog.Close(), series.Close())
 			}

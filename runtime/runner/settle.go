@@ -68,7 +68,7 @@ func (s *settler) run(ctx context.Context) {
 		case <-s.kick:
 		}
 		agreed, since := 0, uint64(0)
-		start, reads, last := time.Now(), 0, ""
+		start, reads := time.Now(), 0
 		interval := s.interval
 		for {
 			s.mu.Lock()
@@ -79,12 +79,6 @@ func (s *settler) run(ctx context.Context) {
 			if err != nil {
 				why = err.Error()
 			}
-			if !ok && err == nil && why != last && time.Since(start) < maxSettleProgress {
-				// The component's queues changed since the last read: it is working, not stuck.
-				// A deep queue under load may take Kueue longer than the hold limit to sweep.
-				s.clk.Extend(s.key, 0)
-			}
-			last = why
 			if !ok && why != "" && reads%50 == 0 {
 				s.clk.Note("settling", fmt.Sprintf("%s %d reads %s: %s", s.name, reads, time.Since(start).Round(time.Millisecond), why))
 			}
@@ -93,6 +87,11 @@ func (s *settler) run(ctx context.Context) {
 			if err != nil {
 				s.errors++
 				s.lastErr = err.Error()
+			}
+			if !ok && err == nil && why != s.last && time.Since(start) < maxSettleProgress {
+				// The component's queues changed since the last read: it is working, not stuck.
+				// A deep queue under load may take Kueue longer than the hold limit to sweep.
+				s.clk.Extend(s.key, 0)
 			}
 			s.last = why
 			switch {
