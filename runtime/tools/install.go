@@ -123,17 +123,16 @@ func (in Installer) copySource(ctx context.Context, r runner, c Component, dir s
 	if err := copyTree(src, dir); err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
-	if c.patch == "" {
-		return nil
-	}
-	p, err := patches.ReadFile("patches/" + c.patch)
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, "patch", "-p1", "--forward", "--batch")
-	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, bytes.NewReader(p), r.log, r.log
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("apply patches/%s: %w", c.patch, err)
+	for _, name := range c.patches {
+		p, err := patches.ReadFile("patches/" + name)
+		if err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, "patch", "-p1", "--forward", "--batch")
+		cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, bytes.NewReader(p), r.log, r.log
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("apply patches/%s: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ type Component struct {
 	Package string // import path (wrapper, goInstall) or ./relative path inside the source copy
 	method  method
 	ldflags []string
-	patch   string // file under patches/, applied with patch -p1 to the source copy
+	patches []string // files under patches/, applied in order with patch -p1 to the source copy
 	// main, for wrapperK8s, is the source of the main package built instead of upstream's
 	// (written to ./<Name>/main.go of the wrapper module; Package is then "./<Name>").
 	main string
@@ -185,10 +185,11 @@ func Pinned() Set {
 			k8s("kube-scheduler"),
 			{Name: "kwok", Module: "sigs.k8s.io/kwok", Version: "v0.7.0",
 				Package: "sigs.k8s.io/kwok/cmd/kwok", method: goInstall},
-			// Upstream's Kueue with one constant made settable (KueueCycleBackoffEnv); its own file
-			// name so the cache keeps the unpatched binary and builds this one alone.
-			{Name: "kueue", File: "kueue-v0.15.0-cyclebackoff", Module: "sigs.k8s.io/kueue", Version: "v0.15.0", Package: "./cmd/kueue",
-				method: sourceCopy, patch: "kueue-v0.15.0-cycle-backoff.patch",
+			// Upstream's Kueue with one constant made settable (KueueCycleBackoffEnv) and its
+			// creation and reservation times kept to the nanosecond (the precise-times patch says
+			// why); its own file name so the cache keeps other builds and builds this one alone.
+			{Name: "kueue", File: "kueue-v0.15.0-kueuelab2", Module: "sigs.k8s.io/kueue", Version: "v0.15.0", Package: "./cmd/kueue",
+				method: sourceCopy, patches: []string{"kueue-v0.15.0-cycle-backoff.patch", "kueue-v0.15.0-precise-times.patch"},
 				ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v0.15.0"}},
 		},
 	}
@@ -201,7 +202,10 @@ func Pinned() Set {
 // OperatorComponent is how an operator of the registry is built.
 func OperatorComponent(op *render.Operator) Component {
 	c := Component{Name: op.Name, File: op.File, Module: op.Module, Version: op.Version, Package: op.Package,
-		method: goInstall, ldflags: op.LDFlags, patch: op.Patch}
+		method: goInstall, ldflags: op.LDFlags}
+	if op.Patch != "" {
+		c.patches = []string{op.Patch}
+	}
 	if op.SourceCopy {
 		c.method = sourceCopy
 	}

@@ -22,9 +22,9 @@ func TestPinnedSetIsConsistent(t *testing.T) {
 		if c.Module == "" || !strings.HasPrefix(c.Version, "v") || c.Package == "" {
 			t.Errorf("component %s: module %q version %q package %q", c.Name, c.Module, c.Version, c.Package)
 		}
-		if c.patch != "" {
-			if _, err := patches.ReadFile("patches/" + c.patch); err != nil {
-				t.Errorf("component %s: patch %s: %v", c.Name, c.patch, err)
+		for _, name := range c.patches {
+			if _, err := patches.ReadFile("patches/" + name); err != nil {
+				t.Errorf("component %s: patch %s: %v", c.Name, name, err)
 			}
 		}
 	}
@@ -122,40 +122,46 @@ func TestPatchesApply(t *testing.T) {
 		t.Skip("no patch command")
 	}
 	for _, c := range Pinned().Components {
-		if c.patch == "" {
+		if len(c.patches) == 0 {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			p, err := patches.ReadFile("patches/" + c.patch)
-			if err != nil {
-				t.Fatal(err)
-			}
 			src, err := ModuleDir(context.Background(), "", c.Module+"@"+c.Version)
 			if err != nil {
 				t.Skipf("module source not available: %v", err)
 			}
 			dir := t.TempDir()
-			for _, line := range strings.Split(string(p), "\n") {
-				f, ok := strings.CutPrefix(line, "+++ b/")
-				if !ok {
-					continue
-				}
-				f, _, _ = strings.Cut(f, "\t")
-				b, err := os.ReadFile(filepath.Join(src, f))
+			// The patches apply in order to one copy, so a later one may touch a file an earlier one changed.
+			for _, name := range c.patches {
+				p, err := patches.ReadFile("patches/" + name)
 				if err != nil {
-					t.Fatalf("patched file: %v", err)
-				}
-				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-					t.Fatal(err)
+				for _, line := range strings.Split(string(p), "\n") {
+					f, ok := strings.CutPrefix(line, "+++ b/")
+					if !ok {
+						continue
+					}
+					f, _, _ = strings.Cut(f, "\t")
+					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+						continue
+					}
+					b, err := os.ReadFile(filepath.Join(src, f))
+					if err != nil {
+						t.Fatalf("%s: patched file: %v", name, err)
+					}
+					if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			cmd := exec.Command("patch", "-p1", "--forward", "--batch")
-			cmd.Dir, cmd.Stdin = dir, bytes.NewReader(p)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%s does not apply to %s@%s: %v\n%s", c.patch, c.Module, c.Version, err, out)
+				cmd := exec.Command("patch", "-p1", "--forward", "--batch")
+				cmd.Dir, cmd.Stdin = dir, bytes.NewReader(p)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("%s does not apply to %s@%s: %v\n%s", name, c.Module, c.Version, err, out)
+				}
 			}
 		})
 	}
