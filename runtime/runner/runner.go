@@ -355,7 +355,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Progress != nil {
 		prog = results.NewProgress(cfg.Progress, len(plan.records), cfg.TTY, 10*time.Second)
 	}
-	incomplete := waitDone(runCtx, ctx, &cfg, rec, prog, clk, agentErr, cp)
+	incomplete, loopErr := waitDone(runCtx, ctx, &cfg, rec, prog, clk, agentErr, w.loop, cp)
 	clk.Stop()
 	cancelRun()
 	bg.Wait()
@@ -436,7 +436,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, werr
 	}
 	var errs []error
-	if incomplete != "" {
+	switch {
+	case loopErr != nil: // the same words, wrapping the loop error so errors.Is finds it
+		errs = append(errs, fmt.Errorf("%w: %w%s", ErrIncomplete, loopErr, strings.TrimPrefix(incomplete, loopErr.Error())))
+	case incomplete != "":
 		errs = append(errs, fmt.Errorf("%w: %s", ErrIncomplete, incomplete))
 	}
 	if meta.Rejected > 0 {
@@ -483,9 +486,9 @@ func clockMeta(clk *simclock.Clock) results.Meta {
 }
 
 // waitDone shows progress until every workload is terminal or the run must stop, and returns
-// why the run is incomplete ("" when it is not).
+// why the run is incomplete ("" when it is not), and the preemption loop that ended it, if one did.
 func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder, prog *results.Progress, clk *simclock.Clock,
-	agentErr <-chan error, cp *controlPlane) string {
+	agentErr <-chan error, loop <-chan error, cp *controlPlane) (string, error) {
 	var fatal <-chan error
 	if cp != nil {
 		fatal = cp.fatal
@@ -495,19 +498,21 @@ func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder
 	lastEvents, lastTrace, lastChange := -1, -1.0, time.Now()
 	for {
 		if rec.Pending() == 0 {
-			return ""
+			return "", nil
 		}
 		select {
 		case err := <-agentErr:
-			return describe(rec, "the agent stopped: "+err.Error())
+			return describe(rec, "the agent stopped: "+err.Error()), nil
 		case err := <-fatal:
-			return describe(rec, "the control plane failed: "+err.Error())
+			return describe(rec, "the control plane failed: "+err.Error()), nil
+		case err := <-loop:
+			return describe(rec, err.Error()), err
 		case <-runCtx.Done():
 			why := "interrupted"
 			if parent.Err() == nil && cfg.Timeout > 0 {
 				why = fmt.Sprintf("timeout %s reached", cfg.Timeout)
 			}
-			return describe(rec, why)
+			return describe(rec, why), nil
 		case <-t.C:
 			now := clk.Now()
 			if prog != nil {
@@ -516,7 +521,7 @@ func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder
 			if ev := rec.Events(); ev != lastEvents || now != lastTrace {
 				lastEvents, lastTrace, lastChange = ev, now, time.Now()
 			} else if cfg.StallTimeout > 0 && time.Since(lastChange) >= cfg.StallTimeout {
-				return describe(rec, stalled(rec, clk, cp, time.Since(lastChange)))
+				return describe(rec, stalled(rec, clk, cp, time.Since(lastChange))), nil
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -722,5 +723,32 @@ func TestReadmissionForgetsEvictedPodEnds(t *testing.T) {
 	w.onWorkload(wl, false)
 	if u.lastEnd != 0 {
 		t.Errorf("re-admitted: lastEnd %g still bounds this admission's Finished", u.lastEnd)
+	}
+}
+
+// TestWatcherEndsAPreemptionLoop: the watcher reports a loop (results.LoopCounter) on the 101st
+// preemption of one Workload within the window, and not before.
+func TestWatcherEndsAPreemptionLoop(t *testing.T) {
+	w, _, p := watchFixture(t)
+	top := batchJobs(t, p, 1)[0].objects[0]
+	wl := kueueWorkload(top, "Job", 1)
+	w.onWorkload(wl, false)
+	for i := range results.LoopMaxPreemptions + 1 {
+		select {
+		case err := <-w.loop:
+			t.Fatalf("loop reported after %d preemptions: %v", i, err)
+		default:
+		}
+		// Each preemption is a new transition of the condition (the clock is not started: trace 0).
+		wl.Status.Conditions = []metav1.Condition{cond("Preempted", "InClusterQueue", int64(i+1))}
+		w.onWorkload(wl, false)
+	}
+	select {
+	case err := <-w.loop:
+		if !errors.Is(err, results.ErrPreemptionLoop) || !strings.Contains(err.Error(), "InClusterQueue") {
+			t.Errorf("error %v, want a %v with Kueue's reason", err, results.ErrPreemptionLoop)
+		}
+	default:
+		t.Fatalf("no loop reported after %d preemptions", results.LoopMaxPreemptions+1)
 	}
 }

@@ -67,6 +67,8 @@ type watcher struct {
 	late    lateStats
 	changed time.Time     // wall time of the last informer event
 	faults  faultObserver // nil without fault injection
+	// loop receives the first preemption loop found (results.LoopCounter): the run ends with it.
+	loop chan error
 }
 
 // faultObserver is told of every pod and node change after the watcher handled it: the fault
@@ -103,6 +105,8 @@ type unit struct {
 	// restart attempt whose pods a recovery waits for (see restartAttempt).
 	succeeded   int
 	recoverFrom int
+	// loop counts its preemptions for the loop guard (results.LoopCounter).
+	loop results.LoopCounter
 }
 
 type podState struct {
@@ -138,7 +142,7 @@ func (l *lateStats) add(d float64, what string) {
 
 func newWatcher(p *plan, rec *results.Recorder, clk *simclock.Clock, tr *trials) *watcher {
 	return &watcher{plan: p, rec: rec, clk: clk, trials: tr, units: map[string]*unit{}, byWL: map[types.UID]*unit{},
-		pods: map[string]*podState{}}
+		pods: map[string]*podState{}, loop: make(chan error, 1)}
 }
 
 // start runs informers on Workloads and pods (in the run's namespaces) and nodes, and returns
@@ -404,6 +408,12 @@ func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 			e.Type = results.EvEvicted
 		case kueue.WorkloadPreempted:
 			e.Type = results.EvPreempted
+			if err := u.loop.Preempted(now, fmt.Sprintf("workload %s (Workload %s)", u.id, u.obj)); err != nil {
+				select {
+				case w.loop <- fmt.Errorf("%w, the last time: %s: %s", err, c.Reason, c.Message):
+				default: // one is enough
+				}
+			}
 		case kueue.WorkloadRequeued:
 			if !u.everEvicted {
 				continue // Kueue also sets Requeued when a workload is first queued

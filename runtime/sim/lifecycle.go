@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 
@@ -97,37 +96,24 @@ func (s *sim) react(c kueuelib.Change) {
 	}
 }
 
-// Loop guard. Kueue's preemption policies can chase each other: a borrowing workload preempts
-// lower-priority ones of its own ClusterQueue, an older workload of another ClusterQueue takes the
-// freed quota first, the preempted ones (within their nominal quota) reclaim it from that one, and
-// the first preempts them again. The sim is deterministic, so once such a round comes back to the
-// same state it repeats forever at Kueue's cycle rate while trace time barely moves; the run must
-// end with an error saying so, not spin (issue 12). A Workload preempted more than
-// loopMaxPreemptions times within loopWindowSec trace seconds ends the run.
-const (
-	loopWindowSec      = 60
-	loopMaxPreemptions = 100
-)
+// ErrPreemptionLoop is wrapped by Run's error when a preemption loop ended the run (the rule and
+// why: results.LoopCounter).
+var ErrPreemptionLoop = results.ErrPreemptionLoop
 
-// ErrPreemptionLoop is wrapped by Run's error when the loop guard ended the run.
-var ErrPreemptionLoop = errors.New("preemption loop")
-
+// guardLoop counts a preemption of w; a loop ends the run with an error that also names the
+// preemptor and Kueue's reason.
 func (s *sim) guardLoop(w *kwl, c *metav1.Condition) {
-	now := s.loop.Now()
-	if w.loopN == 0 || now-w.loopT0 > loopWindowSec {
-		w.loopT0, w.loopN = now, 0
+	err := w.loop.Preempted(s.loop.Now(), fmt.Sprintf("workload %s (Workload %s)", w.it.id, w.key))
+	if err == nil {
+		return
 	}
-	w.loopN++
-	if w.loopN > loopMaxPreemptions {
-		by := ""
-		if m := preemptorUID.FindStringSubmatch(c.Message); m != nil {
-			if p := s.workloadByUID(types.UID(m[1])); p != nil {
-				by = fmt.Sprintf(" by workload %s (Workload %s)", p.it.id, p.key)
-			}
+	by := ""
+	if m := preemptorUID.FindStringSubmatch(c.Message); m != nil {
+		if p := s.workloadByUID(types.UID(m[1])); p != nil {
+			by = fmt.Sprintf(" by workload %s (Workload %s)", p.it.id, p.key)
 		}
-		s.fail(fmt.Errorf("%w: workload %s (Workload %s) preempted %d times between trace %.3fs and %.3fs, the last time%s: %s: %s",
-			ErrPreemptionLoop, w.it.id, w.key, w.loopN, w.loopT0, now, by, c.Reason, c.Message))
 	}
+	s.fail(fmt.Errorf("%w, the last time%s: %s: %s", err, by, c.Reason, c.Message))
 }
 
 // preemptorUID finds the preemptor's UID in the message of Kueue's Preempted condition

@@ -45,9 +45,8 @@ type kwl struct {
 	evicted     bool // evicted since the last admission: a Requeued is a requeue
 	finished    bool
 	podsFailed  bool
-	// Preemptions of this Workload in the current loop-guard window (lifecycle.go).
-	loopT0 float64
-	loopN  int
+	// loop counts this Workload's preemptions for the loop guard (lifecycle.go).
+	loop results.LoopCounter
 }
 
 // podsetSpec is what the pods of one pod set need: their prototype (the pod template with the
