@@ -99,26 +99,16 @@ func splitmix(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// apiTimes rounds a Workload's condition and requeue timestamps down to the second, as the API
-// server stores them (metav1.Time is serialised in RFC 3339 to the second): Kueue compares them
-// (the most recently admitted of one priority is preempted first), and ties at one second fall
-// to its tie-breaker, the UID, as on a cluster. Creation timestamps keep the sub-second order the
-// sim gives them: Kueue's queues break creation-time ties by heap position, which would make the
-// run depend on Go's map order.
+// apiTimes rounds a Workload's requeue time down to the second, as the API server stores it
+// (metav1.Time is serialised in RFC 3339 to the second), so that Kueue's backoff requeues at the
+// second it would on a cluster. Condition times and creation times keep the sub-second order the
+// sim gives them: Kueue orders by them (FIFO by creation, preemption victims by reservation), and
+// the cluster engine's Kueue keeps both to the nanosecond too (runtime/tools/patches/
+// kueue-v0.15.0-precise-times.patch), so ties that an API server would make at one second, and
+// Kueue would break by heap position or UID, are ordered as the trace orders them on both engines.
 func apiTimes(wl *kueue.Workload) {
-	trunc := func(t *metav1.Time) {
-		if !t.IsZero() {
-			t.Time = t.Truncate(time.Second)
-		}
-	}
-	for i := range wl.Status.Conditions {
-		trunc(&wl.Status.Conditions[i].LastTransitionTime)
-	}
-	for i := range wl.Status.AdmissionChecks {
-		trunc(&wl.Status.AdmissionChecks[i].LastTransitionTime)
-	}
-	if rs := wl.Status.RequeueState; rs != nil && rs.RequeueAt != nil {
-		trunc(rs.RequeueAt)
+	if rs := wl.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !rs.RequeueAt.IsZero() {
+		rs.RequeueAt.Time = rs.RequeueAt.Truncate(time.Second)
 	}
 }
 
