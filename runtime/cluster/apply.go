@@ -236,14 +236,17 @@ func DefaultNodes(n, gpus int) []client.Object {
 // WaitNodesSchedulable waits until each named node is Ready and free of the node controller's
 // condition taints (node.kubernetes.io/not-ready and the like): a node new to the cluster keeps
 // node.kubernetes.io/not-ready for a moment after it reports Ready, and pods created meanwhile
-// all go to the other nodes, whatever the scheduler's scoring.
-func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, names []string, timeout time.Duration) error {
+// all go to the other nodes, whatever the scheduler's scoring. It returns the latest time one of
+// them was created or became Ready, as the API records it (to the second).
+func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, names []string, timeout time.Duration) (time.Time, error) {
 	c, err := kueuelabClient(rc)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	var waiting string
+	var changed time.Time
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		changed = time.Time{}
 		for _, name := range names {
 			var n corev1.Node
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
@@ -257,13 +260,21 @@ func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, names []string, 
 				waiting = name
 				return false, nil
 			}
+			if t := n.CreationTimestamp.Time; t.After(changed) {
+				changed = t
+			}
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.LastTransitionTime.After(changed) {
+					changed = cond.LastTransitionTime.Time
+				}
+			}
 		}
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("node %s not Ready and schedulable: %w", waiting, err)
+		return time.Time{}, fmt.Errorf("node %s not Ready and schedulable: %w", waiting, err)
 	}
-	return nil
+	return changed, nil
 }
 
 // waitNodesReady waits until every KWOK node is Ready and has no node.kubernetes.io/ taint, and

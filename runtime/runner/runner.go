@@ -222,7 +222,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			nodes = append(nodes, o.GetName())
 		}
 	}
-	if err := cluster.WaitNodesSchedulable(ctx, rc, nodes, 2*time.Minute); err != nil {
+	nodesChanged, err := cluster.WaitNodesSchedulable(ctx, rc, nodes, 2*time.Minute)
+	if err != nil {
 		return nil, fmt.Errorf("run: the spec's nodes: %w", err)
 	}
 	// One client for kube-scheduler's views: the node wait here and the unbound-pod view below.
@@ -234,7 +235,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		schedCS = cs
 		if len(nodes) > 0 {
-			if err := waitSchedulerNodes(ctx, cfg.SchedulerMetrics, schedCS, time.Minute); err != nil {
+			// kube-scheduler refreshes its cache-size gauge once a second: a reading taken sooner
+			// after the nodes changed may predate them and match by coincidence (old nodes being
+			// deleted as new ones come); TestPlacementQuotaHeldIdle once saw every pod go to one of
+			// two new nodes.
+			var fresh time.Time
+			if time.Since(nodesChanged) < 5*time.Second {
+				fresh = time.Now().Add(schedulerGaugePeriod)
+			}
+			if err := waitSchedulerNodes(ctx, cfg.SchedulerMetrics, schedCS, fresh, time.Minute); err != nil {
 				return nil, fmt.Errorf("run: %w", err)
 			}
 		}

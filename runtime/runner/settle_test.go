@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -277,4 +280,30 @@ func parseExpfmt(b []byte) error {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	_, err := p.TextToMetricFamilies(bytes.NewReader(b))
 	return err
+}
+
+// TestWaitSchedulerNodes: the wait ends when kube-scheduler's cache holds as many nodes as the
+// API, and never on a reading taken before notBefore (the gauge may predate the nodes).
+func TestWaitSchedulerNodes(t *testing.T) {
+	nodes := []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}}}
+	cases := []struct {
+		name      string
+		gauge     string
+		notBefore time.Time
+		wantErr   string
+	}{
+		{"counts match", "scheduler_scheduler_cache_size{type=\"nodes\"} 2\n", time.Time{}, ""},
+		{"counts differ", "scheduler_scheduler_cache_size{type=\"nodes\"} 1\n", time.Time{}, "cache holds 1 nodes, the API 2"},
+		{"a matching reading too early", "scheduler_scheduler_cache_size{type=\"nodes\"} 2\n", time.Now().Add(time.Hour), "has not refreshed"},
+		{"no gauge: not waited for", "scheduler_pending_pods{queue=\"active\"} 0\n", time.Time{}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(nodes...)
+			err := waitSchedulerNodes(t.Context(), staticMetrics(tc.gauge), cs, tc.notBefore, 200*time.Millisecond)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
 }

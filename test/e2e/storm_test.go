@@ -56,9 +56,6 @@ func TestPreemptionLoopOnBothEngines(t *testing.T) {
 	defer cancel()
 	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Out, cfg.Progress = tr, tracePath, 5*time.Minute, time.Minute, out, log, log
 	_, runErr := runner.Run(ctx, cfg)
-	if errors.Is(runErr, results.ErrPreemptionLoop) || runErr == nil {
-		t.Logf("cluster engine: %v", runErr)
-	}
 	if runErr == nil {
 		// A race broke the loop after some rounds: on a cluster Kueue requeues parked workloads
 		// asynchronously, and a cycle between a victim's release and q's requeue admits p (README →
