@@ -49,9 +49,11 @@ type Meta struct {
 	Holds        int     `json:"holds"`
 	HoldsExpired int     `json:"holdsExpired"`
 	// HeldByKindSec is the wall time at least one hold of each kind was active (kinds overlap);
-	// ExpiredByKind counts the expired holds by kind.
+	// ExpiredByKind counts the expired holds by kind; FirstExpired names the first few (which
+	// step, of which workload, at which trace time).
 	HeldByKindSec map[string]float64 `json:"heldByKindSec,omitempty"`
 	ExpiredByKind map[string]int     `json:"expiredByKind,omitempty"`
+	FirstExpired  []string           `json:"firstExpired,omitempty"`
 	// Jumps counts the clock's moves from one event to the next, JumpedSec the trace time they
 	// covered.
 	Jumps     int     `json:"jumps,omitempty"`

@@ -404,6 +404,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cs.Placed > 0 {
 		fmt.Fprintf(cfg.Out, "trace clock: %d jumps over %.0f trace s; held %.1fs of %.1fs wall by %d holds while the control plane owed a step (%s); %d reached their limit %v\n",
 			cs.Jumps, cs.Jumped, cs.Held.Seconds(), meta.WallSec, cs.Placed, byKind(cs.ByKind), cs.ExpiredTotal(), cs.Expired)
+		if len(cs.FirstExpired) > 0 {
+			fmt.Fprintf(cfg.Out, "holds that reached their limit (the first %d): %s\n", len(cs.FirstExpired), strings.Join(cs.FirstExpired, "; "))
+		}
 	}
 	if meta.Outages > 0 || len(meta.Restarts) > 0 {
 		var rs []string
@@ -491,6 +494,7 @@ func clockMeta(clk *simclock.Clock) results.Meta {
 			m.ExpiredByKind[string(k)] = n
 		}
 	}
+	m.FirstExpired = cs.FirstExpired
 	return m
 }
 

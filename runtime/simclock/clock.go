@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,9 @@ type Key struct {
 }
 
 func (k Key) String() string { return string(k.Kind) + "/" + k.ID }
+
+// maxExpiredNamed bounds Stats.FirstExpired.
+const maxExpiredNamed = 5
 
 // DefaultMaxHold bounds a hold unless Options.MaxHold says otherwise.
 const DefaultMaxHold = 20 * time.Second
@@ -135,8 +139,11 @@ type Stats struct {
 	Held   time.Duration
 	Placed int
 	ByKind map[Kind]time.Duration
-	// Expired counts the holds (and fired alarms) that reached their limit, by kind.
-	Expired map[Kind]int
+	// Expired counts the holds (and fired alarms) that reached their limit, by kind; FirstExpired
+	// names the first maxExpiredNamed holds that did ("pods/workload-000123 at trace 4711.000s"),
+	// so that a run that shows one says which step the control plane was late with.
+	Expired      map[Kind]int
+	FirstExpired []string
 	// Jumps counts the moves of the clock to an event; Jumped is the trace time they covered.
 	Jumps  int
 	Jumped float64
@@ -257,6 +264,7 @@ func (c *Clock) Stats() Stats {
 	for k, n := range c.stats.Expired {
 		s.Expired[k] = n
 	}
+	s.FirstExpired = slices.Clone(c.stats.FirstExpired)
 	return s
 }
 
@@ -502,6 +510,9 @@ func (c *Clock) sync(w time.Time) {
 			c.log(w, "expire", k.String())
 			h.expired = true
 			c.stats.Expired[h.kind]++
+			if len(c.stats.FirstExpired) < maxExpiredNamed {
+				c.stats.FirstExpired = append(c.stats.FirstExpired, fmt.Sprintf("%s at trace %.3fs", k, c.now))
+			}
 			c.deactivate(h.kind, h.until)
 		}
 	}

@@ -3,6 +3,7 @@ package simclock
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -177,6 +178,10 @@ func TestHoldLimitAndFiredAlarmLimit(t *testing.T) {
 	st := c.Stats()
 	if st.Expired[KindFinish] != 1 || st.Expired[KindStart] != 1 || st.Expired[kindAlarm] != 1 || st.ExpiredTotal() != 3 {
 		t.Fatalf("expired %v", st.Expired)
+	}
+	// The expired holds are named, in the order they expired, with the trace time (an alarm is not a hold).
+	if want := []string{"finish/w at trace 0.000s", "start/p at trace 0.000s"}; !slices.Equal(st.FirstExpired, want) {
+		t.Errorf("first expired %q, want %q", st.FirstExpired, want)
 	}
 	// Releasing an expired hold forgets it; holding it again is a new hold.
 	c.Release(Key{KindFinish, "w"})

@@ -138,8 +138,8 @@ func TestRunOnAnotherCluster(t *testing.T) {
 	}
 	checkCounts(t, tr, remote)
 	if s := remote.Summary.Meta; s.HoldsExpired != 0 || s.LateSteps != 0 {
-		t.Errorf("the other cluster's run was not exact: %d holds expired %v, %d steps seen late (worst %.3f s)",
-			s.HoldsExpired, s.ExpiredByKind, s.LateSteps, s.LateMaxSec)
+		t.Errorf("the other cluster's run was not exact: %d holds expired %v (first: %v), %d steps seen late (worst %.3f s)",
+			s.HoldsExpired, s.ExpiredByKind, s.FirstExpired, s.LateSteps, s.LateMaxSec)
 	}
 	compareWorkloads(t, local, remote)
 }

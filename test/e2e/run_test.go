@@ -137,8 +137,8 @@ func replaySpec(t *testing.T, tr *trace.Trace, tracePath, specText string) (*run
 	t.Logf("%s: %d workloads submitted, %.0f trace s in %.1fs wall (held %.1fs, %d holds, %d expired), setup %.1fs",
 		spec.Metadata.Name, res.Submitted, s.TraceSec, s.WallSec, s.HeldWallSec, s.Holds, s.HoldsExpired, res.SetupSec)
 	if s.HoldsExpired != 0 || s.LateSteps != 0 {
-		t.Errorf("the clock moved while the control plane owed a step: %d holds expired %v, %d steps seen late (worst %.3f s)",
-			s.HoldsExpired, s.ExpiredByKind, s.LateSteps, s.LateMaxSec)
+		t.Errorf("the clock moved while the control plane owed a step: %d holds expired %v (first: %v), %d steps seen late (worst %.3f s)",
+			s.HoldsExpired, s.ExpiredByKind, s.FirstExpired, s.LateSteps, s.LateMaxSec)
 	}
 	d, err := results.Load(out)
 	if err != nil {
