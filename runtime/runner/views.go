@@ -267,15 +267,15 @@ func schedulerCheck(src MetricsSource, v *podView) func(ctx context.Context) (bo
 	}
 }
 
+// schedulerGaugePeriod bounds the age of kube-scheduler's scheduler_cache_size gauge: its cache
+// updates the gauge every second (pkg/scheduler/backend/cache, cleanAssumedPeriod), plus a margin.
+const schedulerGaugePeriod = 1100 * time.Millisecond
+
 // waitSchedulerNodes waits until kube-scheduler's cache holds as many nodes as the API: a node
 // the spec just added is schedulable in the API before kube-scheduler's node watch shows it, and
 // the first pods, submitted at once on the event-driven clock, would all go to the nodes it
 // already knew. A scheduler that does not publish its cache size is not waited for. The gauge is
 // refreshed once a second (schedulerGaugePeriod); no reading before notBefore is trusted.
-// schedulerGaugePeriod bounds the age of kube-scheduler's scheduler_cache_size gauge: its cache
-// updates the gauge every second (pkg/scheduler/backend/cache, cleanAssumedPeriod), plus a margin.
-const schedulerGaugePeriod = 1100 * time.Millisecond
-
 func waitSchedulerNodes(ctx context.Context, src MetricsSource, cs kubernetes.Interface, notBefore time.Time, timeout time.Duration) error {
 	families := map[string]bool{metricSchedCache: true}
 	var why string
