@@ -113,20 +113,7 @@ func replaySpec(t *testing.T, tr *trace.Trace, tracePath, specText string) (*run
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := cluster.RESTConfig(shared.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: spec, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "results")
-	log := &testWriter{t: t}
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
-	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Out, cfg.Progress = tr, tracePath, 6*time.Minute, time.Minute, out, log, log
-	res, err := runner.Run(ctx, cfg)
+	res, out, err := runInProcess(t, tr, tracePath, spec, 6*time.Minute)
 	if err != nil {
 		if errors.Is(err, runner.ErrIncomplete) {
 			t.Fatalf("run on %s: %v", spec.Metadata.Name, err)
@@ -145,6 +132,29 @@ func replaySpec(t *testing.T, tr *trace.Trace, tracePath, specText string) (*run
 		t.Fatalf("results do not parse: %v", err)
 	}
 	return res, d
+}
+
+// runInProcess runs tr on spec on the shared cluster with the in-process agent, on an
+// event-driven trace clock settled by the cluster's own Kueue and kube-scheduler metrics, within
+// timeout (the test's own deadline is two minutes later), and returns the run's result, its
+// results dir and its error.
+func runInProcess(t *testing.T, tr *trace.Trace, tracePath string, spec *rcluster.Spec, timeout time.Duration) (*runner.Result, string, error) {
+	t.Helper()
+	rc, err := cluster.RESTConfig(shared.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: spec, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "results")
+	log := &testWriter{t: t}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout+2*time.Minute)
+	defer cancel()
+	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Out, cfg.Progress = tr, tracePath, timeout, time.Minute, out, log, log
+	res, err := runner.Run(ctx, cfg)
+	return res, out, err
 }
 
 // testWriter logs what the runner prints one whole line at a time: the summary table arrives in

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -10,9 +9,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
-	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/sim"
 )
 
@@ -42,20 +39,7 @@ func TestPreemptionLoopOnBothEngines(t *testing.T) {
 		Timing: sim.DefaultTiming, MaxTraceSec: 600, OutDir: simOut, Out: &testWriter{t: t}})
 	checkLoop(t, "sim", simErr, simOut)
 
-	rc, err := cluster.RESTConfig(shared.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: spec, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "cluster")
-	log := &testWriter{t: t}
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
-	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Out, cfg.Progress = tr, tracePath, 5*time.Minute, time.Minute, out, log, log
-	_, runErr := runner.Run(ctx, cfg)
+	_, out, runErr := runInProcess(t, tr, tracePath, spec, 5*time.Minute)
 	if runErr == nil {
 		// A race broke the loop after some rounds: on a cluster Kueue requeues parked workloads
 		// asynchronously, and a cycle between a victim's release and q's requeue admits p (README →
