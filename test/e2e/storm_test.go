@@ -24,12 +24,12 @@ import (
 // (runtime/tools/patches/kueue-v0.15.0-precise-times.patch) the cluster never entered the loop: q
 // and p were created in the same wall second, so FIFO ordered them by chance and p won.
 func TestPreemptionLoopOnBothEngines(t *testing.T) {
-	tracePath, _ := filepath.Abs(filepath.Join("testdata", "storm", "trace.jsonl"))
+	tracePath, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "storm", "trace.jsonl"))
 	tr, err := trace.LoadWorkloads(t.Context(), tracePath, trace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := rcluster.Load(filepath.Join("testdata", "storm", "spec.yaml"))
+	spec, err := rcluster.Load(filepath.Join("..", "..", "testdata", "storm", "spec.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
