@@ -43,7 +43,7 @@ func TestPreemptionLoopOnBothEngines(t *testing.T) {
 	if runErr == nil {
 		// A race broke the loop after some rounds: on a cluster Kueue requeues parked workloads
 		// asynchronously, and a cycle between a victim's release and q's requeue admits p (README →
-		// the sim engine → Queue races; seen in one of six runs, on a loaded machine, after 38
+		// the sim engine → Queue races; seen in one of seven runs, on a loaded machine, after 38
 		// preemptions of q). The cluster must still have gone round it in FIFO order: q, older than
 		// p, took the freed quota at trace 20 s and the eco workloads reclaimed it.
 		d, err := results.Load(out)
