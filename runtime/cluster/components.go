@@ -152,7 +152,13 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 				"--service-account-key-file=" + pkiDir + "/sa.pub", "--service-account-signing-key-file=" + pkiDir + "/sa.key",
 				"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 				"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC", "--allow-privileged=true",
-				"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500"}},
+				"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500",
+				// A kubelet registers its node before the node is ready, so this plugin taints every
+				// new node node.kubernetes.io/not-ready until the node controller sees it Ready. The
+				// spec's KWOK nodes are created whole (labels, allocatable) and Ready at once; the
+				// taint would only open a window in which kube-scheduler's copy of a new node lags the
+				// API's, and a run's first pods all go to the nodes it saw untainted first.
+				"--disable-admission-plugins=TaintNodesByCondition"}},
 			ports:  []int{pt.APIServer},
 			health: httpOK(admin, loopURL("https", pt.APIServer, "/readyz")),
 		},

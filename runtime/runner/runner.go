@@ -213,9 +213,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := waitClusterQueuesActive(ctx, c, plan.queues, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	// A node the spec just added keeps node.kubernetes.io/not-ready for a moment after it is
-	// Ready; the first submissions come at once on the event-driven clock and would all be
-	// placed on the nodes that were there before.
+	// On a cluster whose API server taints new nodes (TaintNodesByCondition, on by default; the
+	// local cluster turns it off), a node the spec just added keeps node.kubernetes.io/not-ready
+	// for a moment after it is Ready; the first submissions come at once on the event-driven
+	// clock and would all be placed on the nodes that were there before.
 	var nodes []string
 	for _, o := range plan.clusterObjs {
 		if _, ok := o.(*corev1.Node); ok {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	kschedv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/kueuelab/kueuelab/model/trace"
@@ -93,9 +94,9 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	if err := cluster.PruneOthers(t.Context(), cl.Config, objs, &testWriter{t: t}); err != nil {
 		t.Fatal(err)
 	}
-	// The runner waits for the spec's nodes to be schedulable before the first pod: a node new to
-	// the cluster carries node.kubernetes.io/not-ready for a moment after it is Ready, and pods
-	// created meanwhile would all go to the other one, whatever the scoring.
+	// The runner waits until kube-scheduler's cache holds the spec's nodes before the first pod;
+	// the local cluster creates them untainted (TestNewNodeIsSchedulableAsCreated), so the
+	// scheduler's first copy of each is final, and the pods spread as the scoring says.
 	res, d := replaySpec(t, fragmentingTrace(team), "fragmenting", text)
 	if all := res.Summary.Groups[0]; all.Succeeded != 11 {
 		t.Fatalf("%s (%s): %d of 11 workloads succeeded", team, spec.Scoring(), all.Succeeded)
@@ -172,5 +173,25 @@ func TestPlacementQuotaHeldIdle(t *testing.T) {
 	if mw.LongestSec > 1 || mi.OverThreshold != 0 || mi.GPUHours > 0.01 {
 		t.Errorf("MostAllocated: the whole-node workload waited %.1f s admitted, %d over the threshold, %.3f GPU-h held idle; want it running at admission",
 			mw.LongestSec, mi.OverThreshold, mi.GPUHours)
+	}
+}
+
+// TestNewNodeIsSchedulableAsCreated: the local API server creates a spec's node as it is given,
+// without the not-ready taint a kubelet's node gets at registration (TaintNodesByCondition is
+// off), so kube-scheduler's first copy of a new node is already one it may place pods on. With
+// the taint, its copy could lag the API's after the node controller removed it, and all of a
+// run's first pods went to one of TestPlacementQuotaHeldIdle's two new nodes.
+func TestNewNodeIsSchedulableAsCreated(t *testing.T) {
+	n := agentNode(t, "e2e-fresh-node", nil, nil)
+	// No pod of another test can go to it: no flavor selects it and no pod tolerates this taint.
+	n.Spec.Taints = []corev1.Taint{{Key: "e2e.kueuelab.io/probe", Effect: corev1.TaintEffectNoSchedule}}
+	createNode(t, n) // create fills n with the object the API server stored
+	for _, tn := range n.Spec.Taints {
+		if tn.Key == corev1.TaintNodeNotReady {
+			t.Fatalf("node created with taints %v: want no %s", n.Spec.Taints, corev1.TaintNodeNotReady)
+		}
+	}
+	if len(n.Spec.Taints) != 1 {
+		t.Fatalf("node created with taints %v, want only the probe taint", n.Spec.Taints)
 	}
 }

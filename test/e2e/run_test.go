@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,14 @@ import (
 // runSpec is a one-queue cluster: a CPU pool and one 8-GPU H100 node, with gpuQuota GPUs of
 // quota. Team is the namespace every trace workload lands in, so two runs do not share names.
 func runSpec(team string, gpuQuota int) string {
+	return familySpec(team, "H100-SXM", gpuQuota)
+}
+
+// familySpec is runSpec with the GPU node of the given catalog family. A flavor selects its
+// nodes by the family's product label alone, so two specs of one family applied at once share
+// each other's nodes: a pod of one run may go to the other's node, whose pods only the other
+// run's agent drives.
+func familySpec(team, family string, gpuQuota int) string {
 	return fmt.Sprintf(`apiVersion: kueuelab.io/v1alpha1
 kind: ClusterSpec
 metadata:
@@ -32,7 +41,7 @@ nodePools:
   cpu: 64
   memory: 256Gi
 - name: %[1]s-gpu
-  gpuFamily: H100-SXM
+  gpuFamily: %[3]s
   count: 1
   gpusPerNode: 8
   cpu: 192
@@ -46,7 +55,7 @@ clusterQueues:
     resources:
       cpu: 128
       memory: 512Gi
-  - flavor: h100-sxm
+  - flavor: %[4]s
     resources:
       cpu: 192
       memory: 2000Gi
@@ -55,7 +64,7 @@ teams:
 - name: %[1]s
   clusterQueue: %[1]s-cq
 defaultTeam: %[1]s
-`, team, gpuQuota)
+`, team, gpuQuota, family, strings.ToLower(family))
 }
 
 // runTrace generates the 50-workload trace of the runner tests: seed 1 has every family and no
