@@ -120,7 +120,8 @@ func (in Installer) copySource(ctx context.Context, r runner, c Component, dir s
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	if err := copyTree(src, dir); err != nil {
+	// os.CopyFS makes the copies writable (the module cache's are read-only), so the patches apply.
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	for _, name := range c.patches {
@@ -278,26 +279,6 @@ func ModuleDir(ctx context.Context, goBin, modAtVersion string) (string, error) 
 	return info.Dir, nil
 }
 
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		return copyFile(p, target)
-	})
-}
-
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -308,7 +289,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	// Module cache files are read-only; the copy must be writable so a patch can apply.
+	// Keep the mode (the binary stays executable), writable so a rebuild can replace it.
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, st.Mode().Perm()|0o200)
 	if err != nil {
 		return err
