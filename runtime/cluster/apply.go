@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,8 +90,12 @@ func applyUnstructured(ctx context.Context, c client.Client, objs []*unstructure
 }
 
 // ApplyObjects server-side applies typed objects (nodes, flavors, queues, workloads) in order. A
-// Node's status (capacity, allocatable) is applied through the status subresource too, since that
-// is what the scheduler and Kueue read for fake KWOK nodes.
+// new Node is created whole, status (capacity, allocatable) included, as a kubelet registers its
+// node: KWOK's node-initialize stage fills a node's empty allocatable with its own (1k cpu, 1Ti
+// memory), and when that patch landed after a separate status write it replaced the spec's on
+// some nodes (a run then saw one of two equal nodes with 30 times the other's cpu). An existing
+// Node's status is applied through the status subresource, since that is what the scheduler and
+// Kueue read for fake KWOK nodes.
 func ApplyObjects(ctx context.Context, cfg *rest.Config, objs []client.Object) error {
 	scheme, err := Scheme()
 	if err != nil {
@@ -105,8 +110,20 @@ func ApplyObjects(ctx context.Context, cfg *rest.Config, objs []client.Object) e
 		return err
 	}
 	for _, o := range objs {
-		if n, ok := o.(*corev1.Node); ok && allFake {
-			o = withoutKWOKTaint(n)
+		if n, ok := o.(*corev1.Node); ok {
+			if allFake {
+				n = withoutKWOKTaint(n)
+			}
+			whole := n.DeepCopy()
+			whole.ResourceVersion, whole.CreationTimestamp = "", metav1.Time{}
+			err := c.Create(ctx, whole, client.FieldOwner(FieldOwner))
+			if err == nil {
+				continue
+			}
+			if !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create Node %s: %w", n.Name, err)
+			}
+			o = n
 		}
 		u, err := toUnstructured(o, c.Scheme())
 		if err != nil {
@@ -233,12 +250,13 @@ func DefaultNodes(n, gpus int) []client.Object {
 	return out
 }
 
-// WaitNodesSchedulable waits until each named node is Ready and free of the node controller's
+// WaitNodesSchedulable waits until each node is Ready, has the allocatable resources it was
+// given (KWOK's node-initialize stage may replace them, see ApplyObjects), and is free of the node controller's
 // condition taints (node.kubernetes.io/not-ready and the like): a node new to the cluster keeps
 // node.kubernetes.io/not-ready for a moment after it reports Ready, and pods created meanwhile
 // all go to the other nodes, whatever the scheduler's scoring. It returns the latest time one of
 // them was created or became Ready, as the API records it (to the second).
-func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, names []string, timeout time.Duration) (time.Time, error) {
+func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, nodes []*corev1.Node, timeout time.Duration) (time.Time, error) {
 	c, err := kueuelabClient(rc)
 	if err != nil {
 		return time.Time{}, err
@@ -247,7 +265,8 @@ func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, names []string, 
 	var changed time.Time
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		changed = time.Time{}
-		for _, name := range names {
+		for _, want := range nodes {
+			name := want.Name
 			var n corev1.Node
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
 				if apierrors.IsNotFound(err) {
@@ -258,6 +277,10 @@ func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, names []string, 
 			}
 			if !nodeSchedulable(&n) {
 				waiting = name
+				return false, nil
+			}
+			if r, ok := allocatableDiffers(want, &n); ok {
+				waiting = fmt.Sprintf("%s (allocatable %s %s, the spec's %s)", name, r, quantity(n.Status.Allocatable, r), quantity(want.Status.Allocatable, r))
 				return false, nil
 			}
 			if t := n.CreationTimestamp.Time; t.After(changed) {
@@ -350,6 +373,25 @@ func withoutKWOKTaint(n *corev1.Node) *corev1.Node {
 	n = n.DeepCopy()
 	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == kwokTaintKey })
 	return n
+}
+
+// allocatableDiffers returns a resource of want's allocatable that n does not have in that
+// quantity.
+func allocatableDiffers(want, n *corev1.Node) (corev1.ResourceName, bool) {
+	for _, r := range slices.Sorted(maps.Keys(want.Status.Allocatable)) {
+		q, ok := n.Status.Allocatable[r]
+		if w := want.Status.Allocatable[r]; !ok || q.Cmp(w) != 0 {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+func quantity(l corev1.ResourceList, r corev1.ResourceName) string {
+	if q, ok := l[r]; ok {
+		return q.String()
+	}
+	return "none"
 }
 
 func nodeSchedulable(n *corev1.Node) bool {

@@ -217,10 +217,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// local cluster turns it off), a node the spec just added keeps node.kubernetes.io/not-ready
 	// for a moment after it is Ready; the first submissions come at once on the event-driven
 	// clock and would all be placed on the nodes that were there before.
-	var nodes []string
+	var nodes []*corev1.Node
 	for _, o := range plan.clusterObjs {
-		if _, ok := o.(*corev1.Node); ok {
-			nodes = append(nodes, o.GetName())
+		if n, ok := o.(*corev1.Node); ok {
+			nodes = append(nodes, n)
 		}
 	}
 	nodesChanged, err := cluster.WaitNodesSchedulable(ctx, rc, nodes, 2*time.Minute)
