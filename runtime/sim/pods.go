@@ -74,7 +74,7 @@ type podRole struct {
 }
 
 func newPodRole(nodes []*corev1.Node, cat *hw.Catalog, scoring kubesched.Strategy, seed uint64) (*podRole, error) {
-	ks, err := kubesched.New(nodes, scoring, seed)
+	ks, err := kubesched.New(nodes, scoring)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,11 @@ func (in Installer) build(ctx context.Context, c Component, work, dst, logPath s
 		if err := writeK8sWrapper(ctx, r, dir, c); err != nil {
 			return err
 		}
+		if len(c.patches) > 0 {
+			if dir, err = in.patchedK8sWrapper(ctx, r, c, dir, filepath.Join(work, "k8s-"+c.FileName())); err != nil {
+				return err
+			}
+		}
 		if c.main != "" {
 			if err := os.MkdirAll(filepath.Join(dir, c.Name), 0o755); err != nil {
 				return err
@@ -109,6 +114,34 @@ func (in Installer) build(ctx context.Context, c Component, work, dst, logPath s
 		return err
 	}
 	return os.Rename(tmp, dst)
+}
+
+// patchedK8sWrapper is the tidied wrapper module in shared with k8s.io/kubernetes replaced by a
+// patched copy of its source: a Kubernetes component whose build differs from upstream's in
+// an unexported function (kube-scheduler's tie-break) cannot change it from its main package as
+// the controller manager's does. The staging modules stay those of shared's go.mod (the copy's
+// own replace directives are ignored, as for any module that is not the main one), and the build
+// cache recompiles only the packages the patches touch and what imports them.
+func (in Installer) patchedK8sWrapper(ctx context.Context, r runner, c Component, shared, dir string) (string, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := in.copySource(ctx, r, c, filepath.Join(dir, "kubernetes")); err != nil {
+		return "", err
+	}
+	for _, f := range []string{"go.mod", "go.sum", "tools.go"} {
+		b, err := os.ReadFile(filepath.Join(shared, f))
+		if err != nil {
+			return "", err
+		}
+		if f == "go.mod" {
+			b = append(b, []byte("\nreplace "+c.Module+" => ./kubernetes\n")...)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // copySource copies the module out of the read-only module cache and applies the component's patch.

@@ -175,6 +175,10 @@ func Pinned() Set {
 	}
 	kcm := k8s("kube-controller-manager")
 	kcm.File, kcm.Package, kcm.main = "kube-controller-manager-jobbackoff", "./kube-controller-manager", kcmMain
+	// kube-scheduler breaks a tie between the best nodes by node name instead of at random, so
+	// a replay places pods the same way each time (and as the sim engine's kube-scheduler does).
+	sched := k8s("kube-scheduler")
+	sched.File, sched.patches = "kube-scheduler-tiebyname", []string{"kubernetes-v1.34.2-scheduler-tie-by-name.patch"}
 	set := Set{
 		Name: SetName,
 		Components: []Component{
@@ -182,7 +186,7 @@ func Pinned() Set {
 				Package: "go.etcd.io/etcd/server/v3", method: wrapperModule},
 			k8s("kube-apiserver"),
 			kcm,
-			k8s("kube-scheduler"),
+			sched,
 			{Name: "kwok", Module: "sigs.k8s.io/kwok", Version: "v0.7.0",
 				Package: "sigs.k8s.io/kwok/cmd/kwok", method: goInstall},
 			// Upstream's Kueue with one constant made settable (KueueCycleBackoffEnv) and its

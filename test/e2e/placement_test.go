@@ -174,6 +174,30 @@ func TestPlacementQuotaHeldIdle(t *testing.T) {
 		t.Errorf("MostAllocated: the whole-node workload waited %.1f s admitted, %d over the threshold, %.3f GPU-h held idle; want it running at admission",
 			mw.LongestSec, mi.OverThreshold, mi.GPUHours)
 	}
+	// kueuelab's kube-scheduler gives a tie to the node whose name sorts first (upstream's draws
+	// at random), so where each pod runs is fixed: LeastAllocated alternates from -000, and
+	// MostAllocated packs the long pods on -000 (a tie for the first) and the short ones on -001.
+	for _, c := range []struct {
+		d    *results.Dir
+		team string
+		want []string // node suffix of one-0 … one-9
+	}{
+		{least, "place-least", []string{"000", "001", "000", "001", "000", "001", "000", "001", "000", "001"}},
+		{most, "place-most", []string{"000", "000", "000", "000", "000", "000", "000", "000", "001", "001"}},
+	} {
+		got := map[string]string{}
+		for _, e := range c.d.Events {
+			if e.Type == results.EvPodRunning && got[e.Workload] == "" {
+				got[e.Workload] = strings.TrimPrefix(e.Node, "placement-a100-")
+			}
+		}
+		for i, w := range c.want {
+			if id := fmt.Sprintf("%s-one-%d", c.team, i); got[id] != w {
+				t.Errorf("%s: %s ran on node %q, want placement-a100-%s (pods by workload: %v)", c.team, id, got[id], w, got)
+				break
+			}
+		}
+	}
 }
 
 // TestNewNodeIsSchedulableAsCreated: the local API server creates a spec's node as it is given,

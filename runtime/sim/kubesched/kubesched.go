@@ -14,8 +14,9 @@
 // Simplifications, each a choice for batch pods on spec-built nodes: every feasible node is
 // scored (kube-scheduler scores a sample of large clusters, percentageOfNodesToScore); the other
 // default plugins score every node of a kueuelab spec alike (no PreferNoSchedule taints,
-// preferred affinities, images or services) and are left out; ties between the best nodes are
-// broken by a seeded random draw, as kube-scheduler breaks them at random; a pod that fits
+// preferred affinities, images or services) and are left out; a tie between the best nodes goes
+// to the node whose name sorts first, as in kueuelab's kube-scheduler (upstream's draws at random;
+// runtime/tools/patches/kubernetes-v1.34.2-scheduler-tie-by-name.patch); a pod that fits
 // nowhere waits and is retried whenever a pod leaves, without kube-scheduler's backoff.
 package kubesched
 
@@ -23,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -135,9 +135,10 @@ type Scheduler struct {
 	fitIdx   []int // resource index of each strategy resource, -1 when no node has it
 	balIdx   []int // cpu, memory
 	shape    []ShapePoint
-	rng      *rand.Rand
-	cand     map[string]*candSet
-	scratch  []int32
+	// rank is each node's place in name order: a tie goes to the lowest rank.
+	rank    []int32
+	cand    map[string]*candSet
+	scratch []int32
 	// memberOf lists, per node, the candidate sets it is in and its index there.
 	memberOf [][]membership
 }
@@ -155,8 +156,10 @@ type candSet struct {
 }
 
 type class struct {
-	node0   int32   // a member, whose allocatable and requested vectors are the class's
-	members []int32 // indexes into candSet.nodes
+	node0 int32 // a member, whose allocatable and requested vectors are the class's
+	// members are indexes into candSet.nodes, in their nodes' name order: members[0] is the
+	// node a tie picks.
+	members []int32
 }
 
 type membership struct {
@@ -179,13 +182,13 @@ type node struct {
 const podsIndex = 0
 
 // New returns a scheduler over nodes (their allocatable, labels and taints) with a scoring
-// strategy; seed drives the choice among equally scored nodes.
-func New(nodes []*corev1.Node, s Strategy, seed uint64) (*Scheduler, error) {
+// strategy.
+func New(nodes []*corev1.Node, s Strategy) (*Scheduler, error) {
 	st, err := s.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	sc := &Scheduler{strategy: st, idx: map[corev1.ResourceName]int{}, rng: rand.New(rand.NewPCG(seed, 0x6b7562657363)), cand: map[string]*candSet{}}
+	sc := &Scheduler{strategy: st, idx: map[corev1.ResourceName]int{}, cand: map[string]*candSet{}}
 	sc.res = []corev1.ResourceName{corev1.ResourcePods, corev1.ResourceCPU, corev1.ResourceMemory}
 	for _, n := range nodes {
 		for r := range allocatable(n) {
@@ -210,6 +213,15 @@ func New(nodes []*corev1.Node, s Strategy, seed uint64) (*Scheduler, error) {
 		sc.nodes = append(sc.nodes, nd)
 	}
 	sc.memberOf = make([][]membership, len(sc.nodes))
+	byName := make([]int32, len(sc.nodes))
+	for i := range byName {
+		byName[i] = int32(i)
+	}
+	slices.SortFunc(byName, func(a, b int32) int { return strings.Compare(sc.nodes[a].name, sc.nodes[b].name) })
+	sc.rank = make([]int32, len(sc.nodes))
+	for r, i := range byName {
+		sc.rank[i] = int32(r)
+	}
 	for _, r := range st.Resources {
 		i, ok := sc.idx[corev1.ResourceName(r.Name)]
 		if !ok {
@@ -352,7 +364,7 @@ func (cs *candSet) join(s *Scheduler, k int) {
 	h := vectorHash(n)
 	for _, ci := range cs.byKey[h] {
 		if c := cs.classes[ci]; sameVectors(&s.nodes[c.node0], n) {
-			cs.add(ci, k)
+			cs.add(s, ci, k)
 			return
 		}
 	}
@@ -366,13 +378,22 @@ func (cs *candSet) join(s *Scheduler, k int) {
 	}
 	cs.classes[ci].node0 = cs.nodes[k]
 	cs.byKey[h] = append(cs.byKey[h], ci)
-	cs.add(ci, k)
+	cs.add(s, ci, k)
 }
 
-func (cs *candSet) add(ci, k int) {
+// add inserts member k into class ci at its node's place in name order.
+func (cs *candSet) add(s *Scheduler, ci, k int) {
 	c := cs.classes[ci]
 	cs.classOf[k] = ci
-	c.members = append(c.members, int32(k))
+	i := cs.position(s, c, k)
+	c.members = slices.Insert(c.members, i, int32(k))
+}
+
+// position is where member k is, or goes, in c.members.
+func (cs *candSet) position(s *Scheduler, c *class, k int) int {
+	rk := s.rank[cs.nodes[k]]
+	i, _ := slices.BinarySearchFunc(c.members, rk, func(m int32, r int32) int { return int(s.rank[cs.nodes[m]] - r) })
+	return i
 }
 
 // leave takes member k out of its class (before its node's vectors change); the class is
@@ -380,13 +401,8 @@ func (cs *candSet) add(ci, k int) {
 func (cs *candSet) leave(s *Scheduler, k int) {
 	ci := cs.classOf[k]
 	c := cs.classes[ci]
-	for i, m := range c.members {
-		if int(m) == k {
-			last := len(c.members) - 1
-			c.members[i] = c.members[last]
-			c.members = c.members[:last]
-			break
-		}
+	if i := cs.position(s, c, k); i < len(c.members) && int(c.members[i]) == k {
+		c.members = slices.Delete(c.members, i, i+1)
 	}
 	if len(c.members) > 0 {
 		if c.node0 == cs.nodes[k] {
@@ -463,8 +479,8 @@ func tolerates(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
 var ErrUnschedulable = errors.New("no node fits the pod")
 
 // Schedule picks the best node for r among those where it fits now and binds it there (the
-// node's requested resources grow by r's). It returns the node's index. Equally scored nodes
-// are equally likely to be picked, whether scored one by one or as a class.
+// node's requested resources grow by r's). It returns the node's index. Of equally scored
+// nodes it picks the one whose name sorts first, whether scored one by one or as a class.
 func (s *Scheduler) Schedule(r *Request) (int, error) {
 	if r.set != nil {
 		return s.scheduleClasses(r)
@@ -490,8 +506,10 @@ func (s *Scheduler) Schedule(r *Request) (int, error) {
 		return -1, ErrUnschedulable
 	}
 	pick := ties[0]
-	if len(ties) > 1 {
-		pick = ties[s.rng.IntN(len(ties))]
+	for _, i := range ties[1:] {
+		if s.rank[i] < s.rank[pick] {
+			pick = i
+		}
 	}
 	s.bind(int(pick), r, 1)
 	return int(pick), nil
@@ -500,9 +518,8 @@ func (s *Scheduler) Schedule(r *Request) (int, error) {
 // scheduleClasses is Schedule over the classes of r's candidate set.
 func (s *Scheduler) scheduleClasses(r *Request) (int, error) {
 	cs := r.set
-	best, weight := int64(-1), 0
-	ties := s.scratch[:0] // class indexes
-	for ci, c := range cs.classes {
+	best, pick := int64(-1), int32(-1) // pick: the first node, by name, of the best classes
+	for _, c := range cs.classes {
 		if c == nil {
 			continue
 		}
@@ -511,35 +528,16 @@ func (s *Scheduler) scheduleClasses(r *Request) (int, error) {
 			continue
 		}
 		sc := s.score(n, r)
-		switch {
-		case sc > best:
-			best, weight = sc, len(c.members)
-			ties = append(ties[:0], int32(ci))
-		case sc == best:
-			weight += len(c.members)
-			ties = append(ties, int32(ci))
+		first := cs.nodes[c.members[0]]
+		if sc > best || (sc == best && s.rank[first] < s.rank[pick]) {
+			best, pick = sc, first
 		}
 	}
-	s.scratch = ties
-	if len(ties) == 0 {
+	if pick < 0 {
 		return -1, ErrUnschedulable
 	}
-	// Sorted, so that the pick depends on the classes' content, not on the order they were made.
-	slices.Sort(ties)
-	pick := 0
-	if weight > 1 {
-		pick = s.rng.IntN(weight)
-	}
-	for _, ci := range ties {
-		c := cs.classes[ci]
-		if pick < len(c.members) {
-			node := int(cs.nodes[c.members[pick]])
-			s.bind(node, r, 1)
-			return node, nil
-		}
-		pick -= len(c.members)
-	}
-	panic("kubesched: pick beyond the tied classes")
+	s.bind(int(pick), r, 1)
+	return int(pick), nil
 }
 
 // ScheduleOn binds r to node i if i is one of its candidates and r fits there now. A pod that

@@ -27,7 +27,7 @@ func req(cpu string, mem string, gpus int64) corev1.ResourceList {
 
 func mustNew(t *testing.T, nodes []*corev1.Node, s Strategy) *Scheduler {
 	t.Helper()
-	sc, err := New(nodes, s, 1)
+	sc, err := New(nodes, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,14 +93,15 @@ func TestCapacityAndRelease(t *testing.T) {
 }
 
 // TestStrategies places 1-GPU pods on two empty 8-GPU nodes: LeastAllocated spreads them,
-// MostAllocated packs them, and RequestedToCapacityRatio on GPUs with a rising shape packs too.
-// Then an 8-GPU pod fits only where nothing was packed.
+// MostAllocated packs them, and RequestedToCapacityRatio on GPUs with a rising shape packs too;
+// a tie goes to node a, whose name sorts first. Then an 8-GPU pod fits only where nothing was
+// packed.
 func TestStrategies(t *testing.T) {
 	nodes := func() []*corev1.Node { return []*corev1.Node{gpuNode("a", 8, nil), gpuNode("b", 8, nil)} }
 	pack := []ShapePoint{{Utilization: 0, Score: 0}, {Utilization: 100, Score: 10}}
 	tests := []struct {
 		s       Strategy
-		perNode [2]int // the fuller node first
+		perNode [2]int // on a, on b
 		bigFits bool
 	}{
 		{Strategy{}, [2]int{2, 2}, false},
@@ -118,9 +119,6 @@ func TestStrategies(t *testing.T) {
 					t.Fatal(err)
 				}
 				got[n]++
-			}
-			if got[0] < got[1] { // which empty node comes first is a tie the seed breaks
-				got[0], got[1] = got[1], got[0]
 			}
 			if got != tt.perNode {
 				t.Errorf("pods per node %v, want %v", got, tt.perNode)
@@ -170,15 +168,15 @@ func TestStrategyValidation(t *testing.T) {
 		{Resources: []ResourceSpec{{Name: "cpu", Weight: 0}}},
 	}
 	for _, s := range bad {
-		if _, err := New(nil, s, 1); err == nil {
+		if _, err := New(nil, s); err == nil {
 			t.Errorf("strategy %+v accepted", s)
 		}
 	}
 }
 
 // TestClassesPickABestNode schedules and releases random pods on three pools and checks every
-// pick against a node-by-node evaluation: the node chosen fits and has the best score, and a
-// pod is refused only when no node fits.
+// pick against a node-by-node evaluation: the node chosen is the first by name of those that fit
+// with the best score, and a pod is refused only when no node fits.
 func TestClassesPickABestNode(t *testing.T) {
 	var nodes []*corev1.Node
 	for i := range 30 {
@@ -210,10 +208,14 @@ func TestClassesPickABestNode(t *testing.T) {
 				sel = map[string]string{"pool": []string{"a", "b", "c"}[p]}
 			}
 			r := sc.Compile(req(fmt.Sprint(1+rng.IntN(16)), fmt.Sprintf("%dGi", 1+rng.IntN(64)), int64(rng.IntN(5))), sel, nil, nil)
-			best := int64(-1)
+			best, want := int64(-1), -1 // the best score, and the first node by name that has it
 			for _, i := range r.candidates {
-				if n := &sc.nodes[i]; sc.fits(n, r) {
-					best = max(best, sc.score(n, r))
+				n := &sc.nodes[i]
+				if !sc.fits(n, r) {
+					continue
+				}
+				if score := sc.score(n, r); score > best || (score == best && n.name < sc.nodes[want].name) {
+					best, want = score, int(i)
 				}
 			}
 			node, err := sc.Schedule(r)
@@ -231,8 +233,8 @@ func TestClassesPickABestNode(t *testing.T) {
 			got := sc.score(&sc.nodes[node], r)
 			fit := sc.fits(&sc.nodes[node], r)
 			sc.bind(node, r, 1)
-			if !fit || got != best {
-				t.Fatalf("%s step %d: picked node %d (fits %v, score %d), best %d", st.Type, step, node, fit, got, best)
+			if !fit || got != best || node != want {
+				t.Fatalf("%s step %d: picked node %d (fits %v, score %d), want node %d (score %d)", st.Type, step, node, fit, got, want, best)
 			}
 			live = append(live, bound{node, r})
 		}
