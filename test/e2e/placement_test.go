@@ -94,9 +94,10 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	if err := cluster.PruneOthers(t.Context(), cl.Config, objs, &testWriter{t: t}); err != nil {
 		t.Fatal(err)
 	}
-	// The runner waits until kube-scheduler's cache holds the spec's nodes before the first pod;
-	// the local cluster creates them untainted (TestNewNodeIsSchedulableAsCreated), so the
-	// scheduler's first copy of each is final, and the pods spread as the scoring says.
+	// The runner waits until the spec's nodes have the spec's allocatable (KWOK's node-initialize
+	// stage once gave one of these two nodes 1,000 cores: every pod went there) and until
+	// kube-scheduler's cache holds them; the local cluster creates them untainted
+	// (TestNewNodeIsSchedulableAsCreated).
 	res, d := replaySpec(t, fragmentingTrace(team), "fragmenting", text)
 	if all := res.Summary.Groups[0]; all.Succeeded != 11 {
 		t.Fatalf("%s (%s): %d of 11 workloads succeeded", team, spec.Scoring(), all.Succeeded)
@@ -202,9 +203,8 @@ func TestPlacementQuotaHeldIdle(t *testing.T) {
 
 // TestNewNodeIsSchedulableAsCreated: the local API server creates a spec's node as it is given,
 // without the not-ready taint a kubelet's node gets at registration (TaintNodesByCondition is
-// off), so kube-scheduler's first copy of a new node is already one it may place pods on. With
-// the taint, its copy could lag the API's after the node controller removed it, and all of a
-// run's first pods went to one of TestPlacementQuotaHeldIdle's two new nodes.
+// off), so kube-scheduler's first copy of a new node is already one it may place pods on, with no
+// window in which its copy lags the node controller's untainting.
 func TestNewNodeIsSchedulableAsCreated(t *testing.T) {
 	n := agentNode(t, "e2e-fresh-node", nil, nil)
 	// No pod of another test can go to it: no flavor selects it and no pod tolerates this taint.
