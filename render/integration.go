@@ -48,6 +48,11 @@ type Integration struct {
 	// PodSets derives the pod sets Kueue makes of an object of the kind, as Kueue's
 	// GenericJob.PodSets does (for a TrainJob: on kueuelab's runtime).
 	PodSets func(client.Object) ([]PodSet, error)
+	// PreAdmissionPodSets names (as Kueue names them) the pod sets of an object whose pods keep the template from
+	// before Kueue admitted it: their operator builds them while the object is still suspended
+	// and on resume only unsuspends them, so the admitting flavor's node labels and tolerations
+	// never reach them and kube-scheduler places them on the template's own selector. nil: none.
+	PreAdmissionPodSets func(client.Object) []string
 }
 
 // PodSet is Count pods of one template, as Kueue sees them.
@@ -205,6 +210,17 @@ func (r *Registry) Integrations() []Integration { return slices.Clone(r.order) }
 func (r *Registry) Integration(name string) (Integration, bool) {
 	for _, in := range r.order {
 		if in.Name() == name {
+			return in, true
+		}
+	}
+	return Integration{}, false
+}
+
+// IntegrationOf returns the integration whose rendered kind o is (by its apiVersion and kind).
+func (r *Registry) IntegrationOf(o client.Object) (Integration, bool) {
+	gvk := o.GetObjectKind().GroupVersionKind()
+	for _, in := range r.order {
+		if in.GVK == gvk {
 			return in, true
 		}
 	}

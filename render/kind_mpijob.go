@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -33,6 +34,20 @@ var mpiJobIntegration = Integration{
 		}
 		return out
 	}),
+	// mpi-operator v0.7.0 creates the launcher Job when it first syncs an MPIJob under
+	// launcherCreationPolicy AtStartup, which is before Kueue admits it, and on resume only flips
+	// the Job's suspend flag (syncHandler): the launcher pod never gets the flavor's node labels.
+	// On a replay it then goes to whichever node scores best, a GPU node as often as not.
+	PreAdmissionPodSets: func(o client.Object) []string {
+		j, ok := o.(*mpiv2beta1.MPIJob)
+		if !ok || j.Spec.MPIReplicaSpecs[mpiv2beta1.MPIReplicaTypeLauncher] == nil {
+			return nil
+		}
+		if p := j.Spec.LauncherCreationPolicy; p != "" && p != mpiv2beta1.LauncherCreationPolicyAtStartup {
+			return nil // WaitForWorkersReady: created after admission, from the admitted template
+		}
+		return []string{strings.ToLower(string(mpiv2beta1.MPIReplicaTypeLauncher))} // Kueue's pod set name
+	},
 }
 
 // mpiOperator runs v2beta1 MPIJobs. Its leader election is always on, in its own namespace.

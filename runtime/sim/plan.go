@@ -47,6 +47,7 @@ type plan struct {
 	queues      []string
 	flavors     []string
 	renderer    *render.Renderer
+	registry    *render.Registry
 	src         source
 }
 
@@ -80,7 +81,8 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 			p.gpuCapacity += int64(np.Count * np.GPUsPerNode)
 		}
 	}
-	if p.renderer, err = render.NewRenderer(render.DefaultRegistry(), cfg.Mapping, render.Options{Target: render.TargetKWOK}); err != nil {
+	p.registry = render.DefaultRegistry()
+	if p.renderer, err = render.NewRenderer(p.registry, cfg.Mapping, render.Options{Target: render.TargetKWOK}); err != nil {
 		return nil, err
 	}
 	ix := newIndexer(cfg)

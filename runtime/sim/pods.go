@@ -138,7 +138,18 @@ func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
 	p.advance()
 	w.attempt++
 	w.running, w.allRunning = 0, false
-	for i := range w.podsets {
+	// Pods of the pod sets that keep their pre-admission template come last: their operator
+	// made their Job before admission and only unsuspends it, so the Job controller creates them
+	// one hop after the operator has created the others (an MPIJob's workers, then its launcher).
+	order := make([]int, 0, len(w.podsets))
+	for _, late := range []bool{false, true} {
+		for i := range w.podsets {
+			if w.podsets[i].preAdmission == late {
+				order = append(order, i)
+			}
+		}
+	}
+	for _, i := range order {
 		ps := &w.podsets[i]
 		psa := assignment(admitted, ps.name)
 		if psa == nil {
@@ -148,7 +159,7 @@ func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
 		proto := ps.proto.DeepCopy()
 		wps := podSetOf(admitted, ps.name)
 		info, err := podset.FromAssignment(s.kq.Context(), s.kq.Store, psa, wps)
-		if err == nil {
+		if err == nil && !ps.preAdmission {
 			err = podset.Merge(&proto.ObjectMeta, &proto.Spec, info)
 		}
 		if err != nil {
@@ -282,7 +293,7 @@ func (p *podRole) bind(pd *pod, node int) {
 	p.dirty = true
 	w := pd.w
 	w.running++
-	s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvPodRunning, Object: pd.key})
+	s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvPodRunning, Object: pd.key, Node: p.ks.NodeName(node)})
 	if w.trial < 0 && !w.allRunning && w.running >= w.expected {
 		w.allRunning = true
 		s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvAllPodsRunning})

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -425,4 +426,42 @@ func gang(id, ns string, at, dur float64, gpus, replicas int) *trace.Workload {
 	w.Pods = append([]trace.PodGroup{{Role: trace.RoleLauncher, Replicas: 1,
 		Requests: trace.Requests{trace.ResourceCPU: "1", trace.ResourceMemory: "1Gi"}}}, w.Pods...)
 	return w
+}
+
+// TestMPILauncherKeepsItsTemplate: mpi-operator v0.7.0 makes an MPIJob's launcher Job before Kueue
+// admits the MPIJob and on resume only unsuspends it, so the launcher pod carries neither the
+// admitting flavor's node labels nor its tolerations, and the Job controller creates it after the
+// operator has created the workers. With the CPU pool tainted (its flavor tolerates the taint),
+// the launcher, admitted on the CPU flavor, cannot go there and runs on the GPU node, last.
+func TestMPILauncherKeepsItsTemplate(t *testing.T) {
+	tainted := strings.Replace(twoTeams, "- {name: cpu, gpuFamily: CPU, count: 1, cpu: 64, memory: 256Gi}",
+		"- {name: cpu, gpuFamily: CPU, count: 1, cpu: 64, memory: 256Gi, taints: [{key: dedicated, value: cpu, effect: NoSchedule}]}", 1)
+	if tainted == twoTeams {
+		t.Fatal("the CPU pool line of twoTeams changed")
+	}
+	d, err := run(t, tainted, Timing{}, gang("mpi", "team-a", 0, 600, 1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order, nodes []string
+	for _, e := range d.Events {
+		if e.Workload == "mpi" && e.Type == results.EvPodRunning {
+			role := "worker"
+			if strings.Contains(e.Object, "-launcher-") {
+				role = "launcher"
+			}
+			order, nodes = append(order, role), append(nodes, e.Node)
+		}
+	}
+	if want := []string{"worker", "worker", "launcher"}; !slices.Equal(order, want) {
+		t.Errorf("pods ran in the order %v, want %v", order, want)
+	}
+	for i, n := range nodes {
+		if !strings.HasPrefix(n, "h100-") {
+			t.Errorf("%s pod ran on %q, want the GPU node", order[i], n)
+		}
+	}
+	if r := record(t, d, "mpi"); r.State != results.StateSucceeded {
+		t.Errorf("mpi ended %s", r.State)
+	}
 }

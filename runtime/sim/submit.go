@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -56,6 +57,9 @@ type podsetSpec struct {
 	proto    corev1.Pod
 	contract *contract.Pod
 	gpus     int64 // per pod
+	// preAdmission: the pods keep the template from before admission (the kind's
+	// render.Integration.PreAdmissionPodSets): no flavor node labels or tolerations merged in.
+	preAdmission bool
 }
 
 // submit is the submitter's event for one trace workload: it renders the workload and creates a
@@ -126,6 +130,10 @@ func (s *sim) createWorkload(it *item, o client.Object, trial int) error {
 		return err
 	}
 	w := &kwl{key: keyOf(wl), it: it, trial: trial, object: o.GetNamespace() + "/" + o.GetName()}
+	var preAdmission []string
+	if in, ok := s.plan.registry.IntegrationOf(o); ok && in.PreAdmissionPodSets != nil {
+		preAdmission = in.PreAdmissionPodSets(o)
+	}
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
 		c, err := contract.Parse(ps.Template.Annotations)
@@ -136,6 +144,7 @@ func (s *sim) createWorkload(it *item, o client.Object, trial int) error {
 			proto: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Labels: ps.Template.Labels, Annotations: ps.Template.Annotations},
 				Spec: *ps.Template.Spec.DeepCopy()}}
 		spec.gpus = podGPUs(&spec.proto.Spec)
+		spec.preAdmission = slices.Contains(preAdmission, string(ps.Name))
 		w.podsets = append(w.podsets, spec)
 		w.gpus += int64(ps.Count) * spec.gpus
 		w.expected += int(ps.Count)
