@@ -242,15 +242,6 @@ func holdRecover(u *unit) simclock.Key {
 func holdStart(uid types.UID) simclock.Key {
 	return simclock.Key{Kind: simclock.KindStart, ID: string(uid)}
 }
-
-// holdSeen is the watcher's own hold on a pod it has seen not Running: it ends when the watcher
-// sees it Running (or parked, ended, deleted). The agent's ack ends holdStart when the agent
-// sees the pod Running, which may come first: the clock then moved on before the watcher
-// recorded pod_running, and the pod's start was recorded late (TestPlacementQuotaHeldIdle saw a
-// whole-node pod "wait" 30 and 150 trace s, to the next sample alarms).
-func holdSeen(uid types.UID) simclock.Key {
-	return simclock.Key{Kind: simclock.KindStart, ID: "seen/" + string(uid)}
-}
 func holdGone(uid types.UID) simclock.Key {
 	return simclock.Key{Kind: simclock.KindGone, ID: string(uid)}
 }
@@ -516,9 +507,6 @@ func (w *watcher) onPod(o any, deleted bool) {
 			if p.Status.Phase != corev1.PodRunning || !st.running {
 				// The pod is owed its start: scheduling, KWOK's Running, the agent's start.
 				w.clk.Hold(holdStart(p.UID))
-				if p.Status.Phase != corev1.PodRunning {
-					w.clk.Hold(holdSeen(p.UID))
-				}
 			}
 		}
 	}
@@ -526,7 +514,6 @@ func (w *watcher) onPod(o any, deleted bool) {
 	running := !deleted && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning
 	switch {
 	case running && !st.running:
-		w.clk.Release(holdSeen(p.UID))
 		st.running, st.everRan, st.since = true, true, now
 		u.running++
 		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key, Node: p.Spec.NodeName})
@@ -561,14 +548,9 @@ func (w *watcher) onPod(o any, deleted bool) {
 			// Waiting for a node is simulated time, not control-plane lag, once kube-scheduler
 			// has caught up (its cache may still hold a pod that just ended).
 			w.clk.Release(holdStart(p.UID))
-			w.clk.Release(holdSeen(p.UID))
 			w.pokeScheduler()
 		} else {
 			w.unsched--
-			if !running && !deleted && p.DeletionTimestamp == nil && !podTerminal(p) {
-				// Placed after a wait: its start is owed again, to the watcher too.
-				w.clk.Hold(holdSeen(p.UID))
-			}
 		}
 	}
 	switch {
@@ -584,7 +566,6 @@ func (w *watcher) onPod(o any, deleted bool) {
 			u.lastEnd = t // ended before the watcher saw it run
 		}
 		w.clk.Release(holdStart(p.UID))
-		w.clk.Release(holdSeen(p.UID))
 		if p.Status.Phase == corev1.PodSucceeded && u.reserved {
 			u.succeeded++
 		}
@@ -611,7 +592,6 @@ func (w *watcher) podGone(key string, st *podState) {
 		w.clk.Hold(holdGone(st.uid))
 	}
 	w.clk.Release(holdStart(st.uid))
-	w.clk.Release(holdSeen(st.uid))
 	if !st.terminal {
 		st.terminal = true
 		w.podEnded(st.unit, st, true)
