@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -19,7 +18,6 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 )
@@ -108,7 +106,7 @@ func mappingKinds(m render.Mapping) []string {
 	return out
 }
 
-// replayMapping runs tr under mapping m on a runSpec cluster of its own namespace, with an
+// replayMapping runs tr under mapping m on a familySpec cluster of its own namespace, with an
 // in-process agent scoped to that namespace, so replays of parallel tests do not touch each
 // other's pods.
 func replayMapping(t *testing.T, tr *trace.Trace, team string, m render.Mapping) (*runner.Result, *results.Dir) {
@@ -121,22 +119,9 @@ func replayMapping(t *testing.T, tr *trace.Trace, team string, m render.Mapping)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := cluster.RESTConfig(shared.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The run's agent simulates the pods of the spec's team namespace only: parallel replays on
 	// the shared cluster never drive each other's pods.
-	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: spec, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "results")
-	log := &testWriter{t: t}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cfg.Trace, cfg.TraceName, cfg.Mapping, cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Out = tr, team, m, 4*time.Minute, time.Minute, out, log
-	res, err := runner.Run(ctx, cfg)
+	res, out, err := runInProcess(t, tr, team, spec, 4*time.Minute, func(c *runner.Config) { c.Mapping, c.Progress = m, nil })
 	d, lerr := results.Load(out)
 	if lerr == nil {
 		// A rejected create leaves its workload unfinished; name it rather than only the count.

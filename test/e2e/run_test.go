@@ -146,8 +146,8 @@ func replaySpec(t *testing.T, tr *trace.Trace, tracePath, specText string) (*run
 // runInProcess runs tr on spec on the shared cluster with the in-process agent, on an
 // event-driven trace clock settled by the cluster's own Kueue and kube-scheduler metrics, within
 // timeout (the test's own deadline is two minutes later), and returns the run's result, its
-// results dir and its error.
-func runInProcess(t *testing.T, tr *trace.Trace, tracePath string, spec *rcluster.Spec, timeout time.Duration) (*runner.Result, string, error) {
+// results dir and its error. set, if given, changes the runner's configuration last.
+func runInProcess(t *testing.T, tr *trace.Trace, tracePath string, spec *rcluster.Spec, timeout time.Duration, set ...func(*runner.Config)) (*runner.Result, string, error) {
 	t.Helper()
 	rc, err := cluster.RESTConfig(shared.kubeconfig)
 	if err != nil {
@@ -162,6 +162,9 @@ func runInProcess(t *testing.T, tr *trace.Trace, tracePath string, spec *rcluste
 	ctx, cancel := context.WithTimeout(t.Context(), timeout+2*time.Minute)
 	defer cancel()
 	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Out, cfg.Progress = tr, tracePath, timeout, time.Minute, out, log, log
+	for _, f := range set {
+		f(&cfg)
+	}
 	res, err := runner.Run(ctx, cfg)
 	return res, out, err
 }
