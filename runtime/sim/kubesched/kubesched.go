@@ -136,9 +136,8 @@ type Scheduler struct {
 	balIdx   []int // cpu, memory
 	shape    []ShapePoint
 	// rank is each node's place in name order: a tie goes to the lowest rank.
-	rank    []int32
-	cand    map[string]*candSet
-	scratch []int32
+	rank []int32
+	cand map[string]*candSet
 	// memberOf lists, per node, the candidate sets it is in and its index there.
 	memberOf [][]membership
 }
@@ -485,31 +484,18 @@ func (s *Scheduler) Schedule(r *Request) (int, error) {
 	if r.set != nil {
 		return s.scheduleClasses(r)
 	}
-	best := int64(-1)
-	ties := s.scratch[:0]
+	best, pick := int64(-1), int32(-1) // the best score, and the first node by name that has it
 	for _, i := range r.candidates {
 		n := &s.nodes[i]
 		if !s.fits(n, r) {
 			continue
 		}
-		sc := s.score(n, r)
-		switch {
-		case sc > best:
-			best = sc
-			ties = append(ties[:0], i)
-		case sc == best:
-			ties = append(ties, i)
+		if sc := s.score(n, r); sc > best || (sc == best && s.rank[i] < s.rank[pick]) {
+			best, pick = sc, i
 		}
 	}
-	s.scratch = ties
-	if len(ties) == 0 {
+	if pick < 0 {
 		return -1, ErrUnschedulable
-	}
-	pick := ties[0]
-	for _, i := range ties[1:] {
-		if s.rank[i] < s.rank[pick] {
-			pick = i
-		}
 	}
 	s.bind(int(pick), r, 1)
 	return int(pick), nil
