@@ -87,7 +87,7 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{REST: o.REST, Spec: o.Spec, Clock: clk, Agent: a, KueueTimers: o.Timers, Seed: int64(o.Seed), closers: cfgClose,
+	cfg := Config{REST: o.REST, Spec: o.Spec, Clock: clk, Agent: a, KueueTimers: o.Timers, Seed: o.Seed, closers: cfgClose,
 		KueueMetrics: o.KueueMetrics, SchedulerMetrics: o.SchedulerMetrics}
 	if o.Local != nil && o.KueueMetrics == nil && o.SchedulerMetrics == nil {
 		kr, sr, err := o.Local.MetricsReaders(ctx, o.REST)

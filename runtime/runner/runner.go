@@ -75,7 +75,7 @@ type Config struct {
 	QPS   float64
 	Burst int
 	// Seed drives the placer's GPU-family choice and Katib's parameter sampling.
-	Seed int64
+	Seed uint64
 	// Agent, when set, runs in-process for the duration of the run; when nil the cluster must run
 	// the agent Deployment of charts/kueuelab-agent (checked).
 	Agent Agent

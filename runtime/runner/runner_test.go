@@ -161,11 +161,10 @@ func TestTrialsPlayKatib(t *testing.T) {
 	}
 	tr := newTrials()
 	*it.exp.Spec.ParallelTrialCount = 2
-	set, err := tr.add(it.id, it.exp, 1)
-	if err != nil {
+	if _, err := tr.add(it.id, it.exp, 1); err != nil {
 		t.Fatal(err)
 	}
-	k := set.max
+	k := int(*it.exp.Spec.MaxTrialCount)
 	first, err := tr.next(it.id)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ type submitter struct {
 	clk     *simclock.Clock
 	lim     *rate.Limiter
 	trials  *trials
-	seed    int64
+	seed    uint64
 	workers int
 	// retryMax bounds one create's backoff between retries.
 	retryMax time.Duration
@@ -53,7 +53,7 @@ const submitHoldLimit = 2 * time.Minute
 func submitHold(owner string) simclock.Key { return simclock.Key{Kind: simclock.KindSubmit, ID: owner} }
 func trialsHold(id string) simclock.Key    { return simclock.Key{Kind: simclock.KindTrials, ID: id} }
 
-func newSubmitter(c client.Client, p *plan, rec *results.Recorder, clk *simclock.Clock, qps float64, burst int, seed int64) *submitter {
+func newSubmitter(c client.Client, p *plan, rec *results.Recorder, clk *simclock.Clock, qps float64, burst int, seed uint64) *submitter {
 	tr := newTrials()
 	if clk.HoldsEnabled() {
 		tr.clk = clk

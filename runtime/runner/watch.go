@@ -86,21 +86,19 @@ type unit struct {
 	trial *trialRef
 	wl    types.UID
 	obj   string // namespace/name of the Workload
-	// seen holds, per condition type, the lastTransitionTime and reason of the True condition
-	// already reported ("" after it went False, so the next True is a new event).
-	seen        map[string]string
-	expected    int // pods of the Workload's pod sets
-	reserved    bool
-	evicted     bool // Evicted=True now
-	everEvicted bool
-	finished    bool
-	admitted    float64              // trace time of the current quota reservation
-	created     map[types.UID]bool   // pods seen since the current quota reservation
-	pods        map[string]*podState // its pods the watcher knows, by namespace/name
-	live        int                  // pods not terminal and not being deleted
-	running     int
-	allUp       bool    // every expected pod has run since the current reservation
-	lastEnd     float64 // trace time the last of its pods ended (0: none yet)
+	// conds turns its Workload's conditions into events.
+	conds    kueuewl.Tracker
+	expected int // pods of the Workload's pod sets
+	reserved bool
+	evicted  bool // Evicted=True now
+	finished bool
+	admitted float64              // trace time of the current quota reservation
+	created  map[types.UID]bool   // pods seen since the current quota reservation
+	pods     map[string]*podState // its pods the watcher knows, by namespace/name
+	live     int                  // pods not terminal and not being deleted
+	running  int
+	allUp    bool    // every expected pod has run since the current reservation
+	lastEnd  float64 // trace time the last of its pods ended (0: none yet)
 	// succeeded counts its pods that succeeded since the current reservation; recoverFrom is the
 	// restart attempt whose pods a recovery waits for (see restartAttempt).
 	succeeded   int
@@ -249,10 +247,6 @@ func holdDone(uid types.UID) simclock.Key {
 	return simclock.Key{Kind: simclock.KindDone, ID: string(uid)}
 }
 
-// reportedConditions are the Workload conditions recorded, in the order they are checked.
-var reportedConditions = []string{kueue.WorkloadQuotaReserved, kueue.WorkloadAdmitted, kueue.WorkloadEvicted,
-	kueue.WorkloadPreempted, kueue.WorkloadRequeued, kueue.WorkloadFinished}
-
 func (w *watcher) onWorkload(o any, deleted bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
@@ -379,63 +373,38 @@ func (w *watcher) endUnit(u *unit) {
 	}
 }
 
-// conditions records the Workload conditions that turned True since the last update.
+// conditions records the Workload's transitions since the last update (kueuewl.Tracker).
 func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
-	for _, typ := range reportedConditions {
-		c := meta.FindStatusCondition(wl.Status.Conditions, typ)
-		if c == nil || c.Status != "True" {
-			if c != nil {
-				u.seen[typ] = ""
-				if typ == kueue.WorkloadEvicted {
-					u.evicted = false
-				}
-			}
-			continue
-		}
-		key := c.LastTransitionTime.UTC().String() + "/" + c.Reason
-		if u.seen[typ] == key {
-			continue
-		}
-		u.seen[typ] = key
-		e := results.Event{T: now, Workload: u.id, Object: u.obj, Reason: c.Reason, Message: c.Message}
-		switch typ {
-		case kueue.WorkloadQuotaReserved:
-			e.Type, e.Flavors, e.Message = results.EvQuotaReserved, kueuewl.Flavors(wl), ""
-		case kueue.WorkloadAdmitted:
-			e.Type, e.Flavors, e.Message = results.EvAdmitted, kueuewl.Flavors(wl), ""
-		case kueue.WorkloadEvicted:
-			u.evicted, u.everEvicted = true, true
-			e.Type = results.EvEvicted
-		case kueue.WorkloadPreempted:
-			e.Type = results.EvPreempted
+	for _, tr := range u.conds.Observe(wl) {
+		e := results.Event{T: now, Workload: u.id, Object: u.obj, Type: tr.Type, Reason: tr.Reason, Message: tr.Message, Flavors: tr.Flavors}
+		switch tr.Type {
+		case results.EvEvicted:
+			u.evicted = true
+		case results.EvPreempted:
 			if err := u.loop.Preempted(now, fmt.Sprintf("workload %s (Workload %s)", u.id, u.obj)); err != nil {
 				select {
-				case w.loop <- fmt.Errorf("%w, the last time: %s: %s", err, c.Reason, c.Message):
+				case w.loop <- fmt.Errorf("%w, the last time: %s: %s", err, tr.Reason, tr.Message):
 				default: // one is enough
 				}
 			}
-		case kueue.WorkloadRequeued:
-			if !u.everEvicted {
-				continue // Kueue also sets Requeued when a workload is first queued
-			}
-			e.Type = results.EvRequeued
-		case kueue.WorkloadFinished:
+		case results.EvFinished:
 			if u.lastEnd > 0 && now-u.lastEnd > 1e-6 {
 				w.late.add(now-u.lastEnd, fmt.Sprintf("Workload %s Finished at %.3f, its last pod ended at %.3f", u.obj, now, u.lastEnd))
 			}
-			failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
 			if u.trial == nil {
-				e.Type, e.Reason = results.EvFinished, results.Outcome(failed)
 				break
 			}
 			// finish holds the clock until the experiment's next trials are created.
-			verdict := w.trials.finish(*u.trial, failed)
+			verdict := w.trials.finish(*u.trial, tr.Failed)
 			if verdict == "" {
 				continue
 			}
-			e.Type, e.Reason, e.Message = results.EvFinished, verdict, "all trials finished"
+			e.Reason, e.Message = verdict, "all trials finished"
 		}
 		w.emit(e)
+	}
+	if !meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+		u.evicted = false
 	}
 }
 
@@ -461,7 +430,7 @@ func (w *watcher) podUnit(p *corev1.Pod) *unit {
 }
 
 func newUnit(key, id string, tr *trialRef) *unit {
-	return &unit{key: key, id: id, trial: tr, seen: map[string]string{}, created: map[types.UID]bool{}, pods: map[string]*podState{}}
+	return &unit{key: key, id: id, trial: tr, created: map[types.UID]bool{}, pods: map[string]*podState{}}
 }
 
 func (w *watcher) onPod(o any, deleted bool) {

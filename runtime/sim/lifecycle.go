@@ -5,7 +5,6 @@ import (
 	"regexp"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/features"
@@ -40,7 +39,8 @@ func (s *sim) drain() {
 	}
 }
 
-// react plays the controllers' reaction to one Workload write.
+// react records one Workload write's transitions (kueuewl.Tracker, the table both engines use)
+// and plays the controllers' reaction to it.
 func (s *sim) react(c kueuelib.Change) {
 	if c.New == nil {
 		return
@@ -54,36 +54,23 @@ func (s *sim) react(c kueuelib.Change) {
 		old = &kueue.Workload{}
 	}
 	now := s.loop.Now()
-	ev := results.Event{T: now, Workload: w.it.id, Object: w.key.String()}
+	var finished *kueuewl.Transition
+	for _, tr := range w.conds.Observe(cur) {
+		if tr.Type == results.EvFinished {
+			// Recorded once the job's pods are gone and, for a trial, its experiment told.
+			finished = &tr
+			continue
+		}
+		s.emit(results.Event{T: now, Workload: w.it.id, Object: w.key.String(), Type: tr.Type, Reason: tr.Reason, Message: tr.Message, Flavors: tr.Flavors})
+		if tr.Type == results.EvPreempted {
+			s.guardLoop(w, tr)
+		}
+	}
 	if !workload.HasQuotaReservation(old) && workload.HasQuotaReservation(cur) {
-		e := ev
-		e.Type, e.Flavors = results.EvQuotaReserved, kueuewl.Flavors(cur)
-		s.emit(e)
 		s.reserve(w, cur)
 	}
 	if !workload.IsAdmitted(old) && workload.IsAdmitted(cur) {
-		e := ev
-		e.Type, e.Flavors = results.EvAdmitted, kueuewl.Flavors(cur)
-		s.emit(e)
 		w.startEv = s.loop.After(s.cfg.Timing.PodStartSec, func() { s.pods.start(w, cur) })
-	}
-	if c, ok := becameTrue(old, cur, kueue.WorkloadEvicted); ok {
-		e := ev
-		e.Type, e.Reason, e.Message = results.EvEvicted, c.Reason, c.Message
-		s.emit(e)
-		w.evicted = true
-	}
-	if c, ok := becameTrue(old, cur, kueue.WorkloadPreempted); ok {
-		e := ev
-		e.Type, e.Reason, e.Message = results.EvPreempted, c.Reason, c.Message
-		s.emit(e)
-		s.guardLoop(w, c)
-	}
-	if c, ok := becameTrue(old, cur, kueue.WorkloadRequeued); ok && w.evicted {
-		e := ev
-		e.Type, e.Reason, e.Message = results.EvRequeued, c.Reason, c.Message
-		s.emit(e)
-		w.evicted = false
 	}
 	if workload.HasQuotaReservation(old) && !workload.HasQuotaReservation(cur) {
 		s.unreserve(w)
@@ -91,8 +78,8 @@ func (s *sim) react(c kueuelib.Change) {
 	if workload.IsEvicted(cur) && workload.HasQuotaReservation(cur) && !workload.IsFinished(cur) {
 		s.stopEvicted(w, cur)
 	}
-	if !workload.IsFinished(old) && workload.IsFinished(cur) {
-		s.workloadFinished(w, cur)
+	if finished != nil {
+		s.workloadFinished(w, *finished)
 	}
 }
 
@@ -102,18 +89,18 @@ var ErrPreemptionLoop = results.ErrPreemptionLoop
 
 // guardLoop counts a preemption of w; a loop ends the run with an error that also names the
 // preemptor and Kueue's reason.
-func (s *sim) guardLoop(w *kwl, c *metav1.Condition) {
+func (s *sim) guardLoop(w *kwl, tr kueuewl.Transition) {
 	err := w.loop.Preempted(s.loop.Now(), fmt.Sprintf("workload %s (Workload %s)", w.it.id, w.key))
 	if err == nil {
 		return
 	}
 	by := ""
-	if m := preemptorUID.FindStringSubmatch(c.Message); m != nil {
+	if m := preemptorUID.FindStringSubmatch(tr.Message); m != nil {
 		if p := s.workloadByUID(types.UID(m[1])); p != nil {
 			by = fmt.Sprintf(" by workload %s (Workload %s)", p.it.id, p.key)
 		}
 	}
-	s.fail(fmt.Errorf("%w, the last time%s: %s: %s", err, by, c.Reason, c.Message))
+	s.fail(fmt.Errorf("%w, the last time%s: %s: %s", err, by, tr.Reason, tr.Message))
 }
 
 // preemptorUID finds the preemptor's UID in the message of Kueue's Preempted condition
@@ -128,20 +115,6 @@ func (s *sim) workloadByUID(uid types.UID) *kwl {
 		}
 	}
 	return nil
-}
-
-// becameTrue returns condition typ of cur when it is True there and was not in old (or changed
-// reason, a new transition).
-func becameTrue(old, cur *kueue.Workload, typ string) (*metav1.Condition, bool) {
-	c := apimeta.FindStatusCondition(cur.Status.Conditions, typ)
-	if c == nil || c.Status != "True" {
-		return nil, false
-	}
-	o := apimeta.FindStatusCondition(old.Status.Conditions, typ)
-	if o != nil && o.Status == "True" && o.LastTransitionTime.Equal(&c.LastTransitionTime) && o.Reason == c.Reason {
-		return nil, false
-	}
-	return c, true
 }
 
 // reserve books the quota a Workload got for the time series.
@@ -210,7 +183,7 @@ func (s *sim) finishWorkload(w *kwl, failed bool, msg string) {
 }
 
 // workloadFinished records a finished Workload, forgets it and, for a trial, tells its experiment.
-func (s *sim) workloadFinished(w *kwl, cur *kueue.Workload) {
+func (s *sim) workloadFinished(w *kwl, tr kueuewl.Transition) {
 	if w.finished {
 		return
 	}
@@ -222,14 +195,12 @@ func (s *sim) workloadFinished(w *kwl, cur *kueue.Workload) {
 	it := w.it
 	it.open--
 	defer s.seal(it)
-	c := apimeta.FindStatusCondition(cur.Status.Conditions, kueue.WorkloadFinished)
-	failed := c.Reason != kueue.WorkloadFinishedReasonSucceeded
 	now := s.loop.Now()
 	if w.trial < 0 {
-		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvFinished, Object: w.key.String(), Reason: results.Outcome(failed)})
+		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvFinished, Object: w.key.String(), Reason: tr.Reason, Message: tr.Message})
 		return
 	}
-	verdict, err := s.trialDone(it, failed)
+	verdict, err := s.trialDone(it, w.trial, tr.Failed)
 	if err != nil {
 		// A trial that cannot be created can never finish: the experiment stays unfinished and
 		// the reason is in the event log, as in the cluster engine.

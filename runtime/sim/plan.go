@@ -16,6 +16,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
@@ -28,7 +29,7 @@ type item struct {
 	// njobs is the number of its job records (a streamed trace reads them at submission).
 	njobs int
 	// trials is set for an HPO experiment: the sim creates its trials as the runner does.
-	trials *trialSet
+	trials *replay.Experiment
 	// open counts its Kueue Workloads created and not finished.
 	open int
 }

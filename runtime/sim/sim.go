@@ -60,7 +60,7 @@ type Config struct {
 	// Mapping picks the kind per family (nil: render.DefaultMapping).
 	Mapping render.Mapping
 	// Seed drives the placer's GPU-family choice and the kube-scheduler's ties.
-	Seed int64
+	Seed uint64
 	// Kueue is the Kueue configuration (fair sharing, admission fair sharing).
 	Kueue KueueConfig
 	// Timing is how long the control plane takes for the steps the sim models.
@@ -302,7 +302,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	kopts.Scheme, kopts.Clock, kopts.Seed = scheme, loop.Clock(), uint64(cfg.Seed)
+	kopts.Scheme, kopts.Clock, kopts.Seed = scheme, loop.Clock(), cfg.Seed
 	kq, err := kueuelib.New(kopts)
 	if err != nil {
 		return nil, err
@@ -321,7 +321,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if scoring.Type == "" {
 		scoring = specScoring(cfg.Spec.Scoring())
 	}
-	pr, err := newPodRole(p.nodes, cat, scoring, uint64(cfg.Seed))
+	pr, err := newPodRole(p.nodes, cat, scoring, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("sim: cluster spec %s: %w", specName(cfg.Spec), err)
 	}

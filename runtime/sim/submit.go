@@ -3,13 +3,10 @@ package sim
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
 	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
@@ -43,11 +41,11 @@ type kwl struct {
 	allRunning  bool
 	startEv     *des.Event
 	attempt     int
-	evicted     bool // evicted since the last admission: a Requeued is a requeue
 	finished    bool
 	podsFailed  bool
-	// loop counts this Workload's preemptions for the loop guard (lifecycle.go).
-	loop results.LoopCounter
+	// conds turns its conditions into events; loop counts its preemptions for the loop guard.
+	conds kueuewl.Tracker
+	loop  results.LoopCounter
 }
 
 // podsetSpec is what the pods of one pod set need: their prototype (the pod template with the
@@ -98,9 +96,9 @@ func (s *sim) submit(it *item) {
 	// Submitted is when the first create goes out, as the runner records it.
 	s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitted, Object: top})
 	if exp != nil {
-		ts, err := newTrialSet(exp)
+		x, err := replay.NewExperiment(it.id, exp, s.cfg.Seed)
 		if err == nil {
-			it.trials = ts
+			it.trials = x
 			err = s.createTrials(it)
 		}
 		if err != nil {
@@ -164,88 +162,31 @@ func (s *sim) createWorkload(it *item, o client.Object, trial int) error {
 	return nil
 }
 
-// trialSet is one experiment's trials. On KWOK there is no Katib suggestion service, so the
-// runner plays Katib's part (runtime/runner/katib.go) and the sim does the same: trial Jobs from
-// the Experiment's trial template, named <experiment>-trial-<n>, at most parallelTrialCount at a
-// time up to maxTrialCount; the experiment fails when more than maxFailedTrialCount trials
-// failed. The trials' parameter values are not drawn: they do not change what Kueue admits.
-type trialSet struct {
-	ns, name                 string
-	tmpl                     *batchv1.Job
-	parallel, max, maxFailed int
-	created, done, failed    int
-}
-
-func newTrialSet(e *katibv1beta1.Experiment) (*trialSet, error) {
-	tt := e.Spec.TrialTemplate
-	if tt == nil || tt.TrialSpec == nil {
-		return nil, fmt.Errorf("experiment %s: no trialTemplate.trialSpec", e.Name)
-	}
-	if k := tt.TrialSpec.GetKind(); k != "Job" {
-		return nil, fmt.Errorf("experiment %s: trialSpec kind %q: trials are batch/v1 Jobs", e.Name, k)
-	}
-	var job batchv1.Job
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tt.TrialSpec.Object, &job); err != nil {
-		return nil, fmt.Errorf("experiment %s: trialSpec is not a batch/v1 Job: %w", e.Name, err)
-	}
-	ts := &trialSet{ns: e.Namespace, name: e.Name, tmpl: &job,
-		parallel: int(deref(e.Spec.ParallelTrialCount, 3)), max: int(deref(e.Spec.MaxTrialCount, 1))}
-	ts.maxFailed = int(deref(e.Spec.MaxFailedTrialCount, int32(ts.max)))
-	if ts.parallel < 1 || ts.max < 1 {
-		return nil, fmt.Errorf("experiment %s: parallelTrialCount %d, maxTrialCount %d: must be ≥ 1", e.Name, ts.parallel, ts.max)
-	}
-	return ts, nil
-}
-
-// createTrials creates the trials there is room for now.
+// createTrials creates the trials there is room for now (replay.Experiment: Katib's part, as
+// the cluster engine plays it).
 func (s *sim) createTrials(it *item) error {
-	ts := it.trials
-	for ts.created-ts.done < ts.parallel && ts.created < ts.max {
-		n := ts.created
-		j := ts.tmpl.DeepCopy()
-		j.APIVersion, j.Kind = "batch/v1", "Job"
-		j.Name = ts.name + "-trial-" + strconv.Itoa(n)
-		j.Namespace = ts.ns
-		if j.Labels == nil {
-			j.Labels = map[string]string{}
-		}
-		j.Labels[contract.Trial] = strconv.Itoa(n)
-		j.Labels[contract.WorkloadLabel] = ts.name
-		ts.created++
-		if err := s.createWorkload(it, j, n); err != nil {
+	trs, err := it.trials.Next()
+	for _, tr := range trs {
+		if err := s.createWorkload(it, tr.Job, tr.N); err != nil {
 			return err
 		}
-		s.emit(results.Event{T: s.loop.Now(), Workload: it.id, Type: results.EvTrialCreated, Object: j.Namespace + "/" + j.Name})
+		s.emit(results.Event{T: s.loop.Now(), Workload: it.id, Type: results.EvTrialCreated, Object: tr.Job.Namespace + "/" + tr.Job.Name})
 	}
-	if ts.created == ts.max {
-		ts.tmpl = nil // every trial exists: a million-workload run need not keep the templates
-	}
-	return nil
+	return err
 }
 
-// trialDone records a finished trial; it returns the experiment's outcome once its last trial
-// finished ("" before), and creates the next trials otherwise.
-func (s *sim) trialDone(it *item, failed bool) (string, error) {
-	ts := it.trials
-	ts.done++
-	if failed {
-		ts.failed++
-	}
-	if ts.done == ts.max {
+// trialDone records that trial n finished; it returns the experiment's outcome once its last
+// trial finished ("" before), and creates the next trials otherwise.
+func (s *sim) trialDone(it *item, n int, failed bool) (string, error) {
+	outcome, more := it.trials.Finish(n, failed)
+	if outcome != "" {
 		it.trials = nil
-		if ts.failed > ts.maxFailed {
-			return results.StateFailed, nil
-		}
-		return results.StateSucceeded, nil
+		return outcome, nil
+	}
+	if !more {
+		return "", nil
 	}
 	return "", s.createTrials(it)
-}
-
-func deref(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
 }
 
 // podGPUs is the GPUs a pod's containers request (every vendor's */gpu resource).
