@@ -24,7 +24,7 @@ type renderFlags struct {
 	image, command          string
 	output, outDir          string
 	retarget                bool
-	seed                    int64
+	seed                    uint64
 	kueueAPI                string
 	noValidate, skipInvalid bool
 	lenient                 bool
@@ -64,7 +64,7 @@ A mapping file chooses kinds per family, e.g.
 	fl.StringVarP(&f.output, "output", "o", string(render.YAML), "output format: yaml or json")
 	fl.StringVar(&f.outDir, "out-dir", "", "write 00-cluster.yaml and one file per workload here instead of stdout")
 	fl.BoolVar(&f.retarget, "retarget", false, "give each GPU workload a GPU family that exists in the cluster (weighted by capacity)")
-	fl.Int64Var(&f.seed, "seed", 1, "seed of --retarget's choices")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of --retarget's choices")
 	fl.StringVar(&f.kueueAPI, "kueue-api", cluster.KueueV1beta1, "Kueue API version of the cluster objects: v1beta1 or v1beta2")
 	fl.BoolVar(&f.noValidate, "no-validate", false, "skip validating every object against the upstream CRD schemas")
 	fl.BoolVar(&f.skipInvalid, "skip-invalid", false, "report workloads that cannot be rendered and go on")

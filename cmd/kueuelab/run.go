@@ -253,7 +253,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			if f.speedup == 0 {
 				return errors.New("--agent in-cluster: the agent runs in that cluster on wall time, so --speedup needs a number (e.g. 100)")
 			}
-			cfg = runner.Config{REST: rc, Spec: spec, Seed: int64(f.seed),
+			cfg = runner.Config{REST: rc, Spec: spec, Seed: f.seed,
 				Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(f.speedup)})}
 		} else {
 			r, err := connectRemote(ctx, rc, &f.remote, out)

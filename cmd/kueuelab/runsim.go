@@ -54,7 +54,7 @@ func (s *simFlags) check(engine string, fl *pflag.FlagSet) error {
 
 func runSim(cmd *cobra.Command, f *runFlags, spec *rcluster.Spec, mapping render.Mapping) error {
 	out := cmd.OutOrStdout()
-	cfg := sim.Config{TracePath: f.tracePath, Spec: spec, Mapping: mapping, Seed: int64(f.seed),
+	cfg := sim.Config{TracePath: f.tracePath, Spec: spec, Mapping: mapping, Seed: f.seed,
 		Timing:  sim.Timing{CycleSec: f.sim.cycle.Seconds(), PodStartSec: f.sim.podStart.Seconds()},
 		Timeout: f.timeout, MaxTraceSec: f.sim.maxTrace.Seconds(), OutDir: f.out, Out: out}
 	if fd, ok := cmd.ErrOrStderr().(interface{ Fd() uintptr }); ok {

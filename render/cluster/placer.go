@@ -24,7 +24,7 @@ import (
 // NVIDIA ones, unless the cluster has a single GPU family (every GPU workload is pinned to it and
 // asks for its resource) or retarget is set. The Placement lists the label keys the nodes carry,
 // so render keeps a trace's node-affinity hints only on labels some node has.
-func (s *Spec) Placer(seed int64, retarget bool) render.Placer {
+func (s *Spec) Placer(seed uint64, retarget bool) render.Placer {
 	p := &placer{s: s, seed: seed, retarget: retarget, labelKeys: map[string]bool{}}
 	for i := range s.NodePools {
 		if nodes := s.nodes(&s.NodePools[i]); len(nodes) > 0 {
@@ -52,7 +52,7 @@ func (s *Spec) Placer(seed int64, retarget bool) render.Placer {
 
 type placer struct {
 	s          *Spec
-	seed       int64
+	seed       uint64
 	retarget   bool
 	pools      []poolCap
 	gpuFlavors []*flavor
@@ -199,10 +199,10 @@ func (p *placer) retargetFlavor(w *trace.Workload, candidates []*flavor) (*flavo
 
 // pick hashes (seed, id) to a well-mixed 64-bit value (FNV-1a, then SplitMix64's finalizer
 // because FNV's low bits follow the last bytes of similar ids too closely).
-func pick(seed int64, id string) uint64 {
+func pick(seed uint64, id string) uint64 {
 	h := fnv.New64a()
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	binary.LittleEndian.PutUint64(b[:], seed)
 	h.Write(b[:])
 	h.Write([]byte(id))
 	z := h.Sum64()

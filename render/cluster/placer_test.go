@@ -142,7 +142,7 @@ func TestRetargetDeterministicAndOrderFree(t *testing.T) {
 	for i := range ws {
 		ws[i] = wl(fmt.Sprintf("wl-%05d", i), "team-a", "", false, "main:1:1:4:16Gi")
 	}
-	place := func(seed int64, reverse bool) map[string]string {
+	place := func(seed uint64, reverse bool) map[string]string {
 		pl := s.Placer(seed, true)
 		out := map[string]string{}
 		for i := range ws {

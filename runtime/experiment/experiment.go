@@ -49,7 +49,7 @@ type Experiment struct {
 	// Repeats is the number of runs per variant (default 1); --repeats overrides it.
 	Repeats int `yaml:"repeats,omitempty"`
 	// Seed is the runner's seed (placement, Katib sampling) of repeat 0; repeat k uses Seed + k.
-	Seed int64 `yaml:"seed,omitempty"`
+	Seed uint64 `yaml:"seed,omitempty"`
 	// Baseline names the variant deltas are measured against (default: the first).
 	Baseline string    `yaml:"baseline,omitempty"`
 	Variants []Variant `yaml:"variants"`

@@ -51,7 +51,7 @@ type Manifest struct {
 type DoneMarker struct {
 	Variant    string          `json:"variant"`
 	Repeat     int             `json:"repeat"`
-	Seed       int64           `json:"seed"`
+	Seed       uint64          `json:"seed"`
 	TraceSeed  uint64          `json:"traceSeed,omitempty"`
 	Trace      string          `json:"trace"`
 	WallSec    float64         `json:"wallSec"`
@@ -141,7 +141,7 @@ type job struct {
 	repeats  int
 	spec     *cluster.Spec
 	dir      string
-	seed     int64
+	seed     uint64
 	trace    *trace.Trace
 	traceRef string
 	slot     int // the parallel slot running it
@@ -251,7 +251,7 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 				continue
 			}
 			j := &job{exp: e, variant: &e.Variants[i], vi: i, rep: k, repeats: repeats, spec: specs[i],
-				dir: filepath.Join(o.OutDir, e.Variants[i].Name, "r"+strconv.Itoa(k)), seed: e.Seed + int64(k)}
+				dir: filepath.Join(o.OutDir, e.Variants[i].Name, "r"+strconv.Itoa(k)), seed: e.Seed + uint64(k)}
 			if m, ok := ReadDone(j.dir); ok {
 				fmt.Fprintf(o.Out, "%s: done earlier (%s), skipped\n", j.label(), m.FinishedAt.Format(time.RFC3339))
 				out.Skipped++
@@ -434,7 +434,7 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 			Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(e.Speedup)})}
 	} else {
 		in := runner.InProcess{REST: rc, Local: state, Spec: j.spec, MaxRate: float64(e.Speedup),
-			Seed: uint64(j.seed), Timers: j.variant.KueueConfig.Timers(scale)}
+			Seed: j.seed, Timers: j.variant.KueueConfig.Timers(scale)}
 		if o.REST != nil && o.State == nil {
 			in.KueueMetrics, in.SchedulerMetrics, in.Timers = o.KueueMetrics, o.SchedulerMetrics, o.Timers
 		}
