@@ -22,6 +22,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render/cluster"
 	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/sim"
@@ -333,7 +334,7 @@ func (o *Options) runOne(ctx context.Context, j *job, traces *traceCache, exec f
 	fmt.Fprintf(o.Out, "%s: starting (%d workloads, seed %d)\n", j.label(), len(j.trace.Workloads), j.seed)
 	t0 := time.Now()
 	res, err := exec(ctx, j)
-	timedOut := (errors.Is(err, runner.ErrIncomplete) || errors.Is(err, sim.ErrIncomplete)) && ctx.Err() == nil && res != nil &&
+	timedOut := errors.Is(err, replay.ErrIncomplete) && ctx.Err() == nil && res != nil &&
 		strings.HasPrefix(res.Summary.Incomplete, "timeout")
 	if err != nil && !timedOut {
 		return fmt.Errorf("%s: %w (rerun the experiment to resume)", j.label(), err)

@@ -189,8 +189,9 @@ func ReservedIdle(events []Event, recs []Record, end, thresholdSec float64) (Idl
 				closeWait(st, u, e.T, false)
 			}
 		case EvFinished:
-			for _, u := range st.units {
-				if u.waiting {
+			// In a fixed order: the sums and the longest wait's ties do not depend on map order.
+			for _, k := range sortedUnitKeys(st.units) {
+				if u := st.units[k]; u.waiting {
 					closeWait(st, u, e.T, false)
 				}
 			}

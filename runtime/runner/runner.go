@@ -32,6 +32,7 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -114,12 +115,6 @@ type Result struct {
 	SetupSec float64
 }
 
-// ErrIncomplete is wrapped by Run's error when the run stopped before every workload was terminal.
-var ErrIncomplete = errors.New("run incomplete")
-
-// ErrRejected is wrapped by Run's error when the API server refused a workload's objects.
-var ErrRejected = errors.New("submission rejected")
-
 func (c *Config) check() error {
 	var errs []error
 	if c.REST == nil {
@@ -171,8 +166,8 @@ func (c *Config) check() error {
 	return errors.Join(errs...)
 }
 
-// Run replays cfg.Trace. It returns the summary; the error wraps ErrIncomplete when the run
-// ended (timeout, stall, ctx cancelled) before every workload was terminal, and ErrRejected when
+// Run replays cfg.Trace. It returns the summary; the error wraps replay.ErrIncomplete when the run
+// ended (timeout, stall, ctx cancelled) before every workload was terminal, and replay.ErrRejected when
 // a workload was refused. Results files are written in every case where the run started.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.check(); err != nil {
@@ -425,18 +420,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintf(cfg.Out, "%s settling: %d of %d reads failed (last: %s)\n", s.name, st.Errors, st.Polls, st.LastErr)
 		}
 	}
-	res.Summary = results.Summarize(recs, meta)
-	// Quota held idle is computed from events.jsonl (as the sim engine's would be): flush it first.
-	werr := evlog.Flush()
-	if werr == nil {
-		werr = results.AddReservedIdle(cfg.OutDir, recs, &res.Summary, clk.Now())
-	}
-	werr = errors.Join(werr, results.WriteFiles(cfg.OutDir, recs, &res.Summary))
-	werr = errors.Join(werr, evlog.Close(), series.Close(), faultErr)
-	if err := res.Summary.WriteTable(cfg.Out); err != nil {
-		werr = errors.Join(werr, err)
-	}
-	fmt.Fprintf(cfg.Out, "results in %s\n", cfg.OutDir)
+	var werr error
+	res.Summary, werr = replay.Finish(replay.End{OutDir: cfg.OutDir, Records: recs, Meta: meta, Events: evlog, Loop: loopErr, Out: cfg.Out})
+	werr = errors.Join(werr, series.Close(), faultErr)
 
 	if !cfg.Keep {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -448,17 +434,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if werr != nil {
 		return res, werr
 	}
-	var errs []error
-	switch {
-	case loopErr != nil: // the same words, wrapping the loop error so errors.Is finds it
-		errs = append(errs, fmt.Errorf("%w: %w%s", ErrIncomplete, loopErr, strings.TrimPrefix(incomplete, loopErr.Error())))
-	case incomplete != "":
-		errs = append(errs, fmt.Errorf("%w: %s", ErrIncomplete, incomplete))
-	}
-	if meta.Rejected > 0 {
-		errs = append(errs, fmt.Errorf("%w: %d workloads refused, the first: %s", ErrRejected, meta.Rejected, meta.FirstRejection))
-	}
-	return res, errors.Join(errs...)
+	return res, replay.Outcome(meta, loopErr)
 }
 
 // settleInterval is how often a settler reads a component's metrics while it holds the clock.

@@ -41,6 +41,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
 	"github.com/kueuelab/kueuelab/runtime/sim/kubesched"
@@ -112,14 +113,6 @@ type Result struct {
 	WallSec float64
 }
 
-// ErrIncomplete is wrapped by Run's error when the run stopped before every workload was done;
-// ErrRejected when a workload could not be placed or rendered (as the cluster engine counts a
-// workload the API server refuses).
-var (
-	ErrIncomplete = errors.New("run incomplete")
-	ErrRejected   = errors.New("submission rejected")
-)
-
 func (c *Config) check() error {
 	var errs []error
 	switch {
@@ -178,7 +171,7 @@ type sim struct {
 	done    int   // trace workloads done (or unrunnable)
 }
 
-// Run replays cfg.Trace. It returns the summary; the error wraps ErrIncomplete when the run
+// Run replays cfg.Trace. It returns the summary; the error wraps replay.ErrIncomplete when the run
 // ended (MaxTraceSec, timeout, ctx cancelled) before every workload was done. Results files are
 // written in every case where the run started.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -238,12 +231,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
-	res := &Result{Summary: results.Summarize(recs, meta), Events: s.loop.Events(), Cycles: s.kq.Cycles()}
-	werr := errors.Join(results.WriteFiles(cfg.OutDir, recs, &res.Summary), s.evlog.Close(), series.Close())
-	if err := res.Summary.WriteTable(cfg.Out); err != nil {
-		werr = errors.Join(werr, err)
+	var loopErr error
+	if errors.Is(s.failure, ErrPreemptionLoop) {
+		loopErr, s.failure = s.failure, nil
 	}
-	fmt.Fprintf(cfg.Out, "results in %s\n", cfg.OutDir)
+	res := &Result{Events: s.loop.Events(), Cycles: s.kq.Cycles()}
+	var werr error
+	res.Summary, werr = replay.Finish(replay.End{OutDir: cfg.OutDir, Records: recs, Meta: meta, Events: s.evlog, Loop: loopErr, Out: cfg.Out})
+	werr = errors.Join(werr, series.Close())
 	res.WallSec = wall().Sub(t0).Seconds()
 	if s.failure != nil {
 		return res, fmt.Errorf("sim: %w", s.failure)
@@ -251,14 +246,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if werr != nil {
 		return res, werr
 	}
-	var errs []error
-	if incomplete != "" {
-		errs = append(errs, fmt.Errorf("%w: %s", ErrIncomplete, incomplete))
-	}
-	if meta.Rejected > 0 {
-		errs = append(errs, fmt.Errorf("%w: %d workloads cannot run, the first: %s", ErrRejected, meta.Rejected, meta.FirstRejection))
-	}
-	return res, errors.Join(errs...)
+	return res, replay.Outcome(meta, loopErr)
 }
 
 // tuneGC sets the collector for a run, unless GOGC or GOMEMLIMIT say otherwise: GOGC 400 (the

@@ -17,6 +17,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/kubesched"
 )
@@ -306,8 +307,8 @@ func TestKatibTrials(t *testing.T) {
 // rejected, the others run, and Run says so.
 func TestUnplaceableIsRejected(t *testing.T) {
 	d, err := run(t, twoTeams, Timing{}, wl("ok", "team-a", 0, trace.CPUPreprocess, 60, 0, 1), wl("lost", "nowhere", 0, trace.CPUPreprocess, 60, 0, 1))
-	if !errors.Is(err, ErrRejected) {
-		t.Fatalf("error %v, want ErrRejected", err)
+	if !errors.Is(err, replay.ErrRejected) {
+		t.Fatalf("error %v, want replay.ErrRejected", err)
 	}
 	if r := record(t, d, "lost"); r.State != results.StateRejected || r.Error == "" {
 		t.Errorf("lost: state %s, error %q", r.State, r.Error)
@@ -335,12 +336,24 @@ func TestGoldenAndDeterministic(t *testing.T) {
 		}
 		dirs = append(dirs, out)
 	}
-	for _, f := range []string{results.EventsFile, results.WorkloadsFile, results.TimeSeriesFile, results.SummaryFile} {
+	for _, f := range []string{results.EventsFile, results.WorkloadsFile, results.TimeSeriesFile, results.SummaryFile, results.IdleFile} {
 		a, _ := os.ReadFile(filepath.Join(dirs[0], f))
 		b, _ := os.ReadFile(filepath.Join(dirs[1], f))
 		if len(a) == 0 || !bytes.Equal(a, b) {
 			t.Errorf("%s: runs of one trace and seed differ (%d and %d bytes)", f, len(a), len(b))
 		}
+	}
+	// Quota held idle is written by every engine: the summary's total is idle.csv's rows summed.
+	d, err := results.Load(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, w := range d.Waits {
+		sum += w.GPUHours
+	}
+	if ri := d.Summary.ReservedIdle; ri == nil || len(d.Waits) == 0 || math.Abs(ri.GPUHours-sum) > 1e-3*float64(len(d.Waits)) { // idle.csv rounds each row
+		t.Errorf("reservedIdle %+v, idle.csv %d rows summing to %g GPU-h", ri, len(d.Waits), sum)
 	}
 	got, _ := os.ReadFile(filepath.Join(dirs[0], results.SummaryFile))
 	golden := filepath.Join("testdata", "teams-120-seed-3.summary.json")

@@ -28,7 +28,7 @@ func TestLoneWorkloadsTakeExactlyTheirWork(t *testing.T) {
 		next += w.DurationSec + 600 // ten trace minutes of idle cluster between workloads
 	}
 	sort.SliceStable(tr.Workloads, func(i, j int) bool { return tr.Workloads[i].SubmitTimeOffsetSec < tr.Workloads[j].SubmitTimeOffsetSec })
-	_, d := replay(t, tr, "sparse", "exact-lone", 8)
+	_, d := replayTrace(t, tr, "sparse", "exact-lone", 8)
 	checkCounts(t, tr, d)
 	worst := map[trace.Family]float64{}
 	for _, r := range d.Workloads {
@@ -76,7 +76,7 @@ func TestCoincidentEventsAreNotSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, d := replay(t, tr, path, team, 8)
+	_, d := replayTrace(t, tr, path, team, 8)
 	by := map[string]results.Record{}
 	for _, r := range d.Workloads {
 		by[r.ID] = r

@@ -18,6 +18,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 )
@@ -132,7 +133,7 @@ func replayMapping(t *testing.T, tr *trace.Trace, team string, m render.Mapping)
 		}
 	}
 	if err != nil {
-		if errors.Is(err, runner.ErrIncomplete) {
+		if errors.Is(err, replay.ErrIncomplete) {
 			t.Fatalf("replay %s: %v", team, err)
 		}
 		t.Fatal(err)

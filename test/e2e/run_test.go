@@ -15,6 +15,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 )
@@ -107,7 +108,7 @@ func runTrace(t *testing.T) (*trace.Trace, string) {
 
 // replay runs tr on the shared cluster with the in-process agent, on an event-driven trace clock
 // settled by the cluster's own Kueue and kube-scheduler metrics, and returns the results dir.
-func replay(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int) (*runner.Result, *results.Dir) {
+func replayTrace(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int) (*runner.Result, *results.Dir) {
 	t.Helper()
 	return replaySpec(t, tr, tracePath, runSpec(team, gpuQuota))
 }
@@ -124,7 +125,7 @@ func replaySpec(t *testing.T, tr *trace.Trace, tracePath, specText string) (*run
 	}
 	res, out, err := runInProcess(t, tr, tracePath, spec, 6*time.Minute)
 	if err != nil {
-		if errors.Is(err, runner.ErrIncomplete) {
+		if errors.Is(err, replay.ErrIncomplete) {
 			t.Fatalf("run on %s: %v", spec.Metadata.Name, err)
 		}
 		t.Fatal(err)
@@ -190,11 +191,11 @@ func (w *testWriter) Write(b []byte) (int, error) {
 
 func TestRunReplaysTraceToCompletion(t *testing.T) {
 	tr, path := runTrace(t)
-	_, full := replay(t, tr, path, "run-full", 8)
+	_, full := replayTrace(t, tr, path, "run-full", 8)
 	checkCounts(t, tr, full)
 	// The full-quota run queues (TTA p50 ~50 min) and preempts (14); the half-quota one more.
 	t.Run("SimEngineAgrees", func(t *testing.T) { checkSimAgrees(t, tr, path, "run-full", 8, full, true) })
-	_, half := replay(t, tr, path, "run-half", 4)
+	_, half := replayTrace(t, tr, path, "run-half", 4)
 	checkCounts(t, tr, half)
 	t.Run("SimEngineAgreesHalfQuota", func(t *testing.T) { checkSimAgrees(t, tr, path, "run-half", 4, half, false) })
 

@@ -17,6 +17,7 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/history"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
@@ -96,7 +97,7 @@ func replayKept(t *testing.T, tr *trace.Trace, name, spec string, rate float64) 
 	cfg.Keep = rate > 0
 	res, err := runner.Run(ctx, cfg)
 	if err != nil {
-		if errors.Is(err, runner.ErrIncomplete) {
+		if errors.Is(err, replay.ErrIncomplete) {
 			t.Fatalf("run %s: %v", name, err)
 		}
 		t.Fatal(err)
