@@ -125,7 +125,10 @@ func newClusterDownCmd(name *string) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "down",
 		Short: "Stop the cluster's supervisor and the processes it started (reverse order)",
-		Args:  cobra.NoArgs,
+		Example: `  kueuelab cluster down
+  # a named cluster, and its state dir with it
+  kueuelab cluster down --name sweep --purge`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cluster.Down(cmd.Context(), "", *name, purge, cmd.OutOrStdout())
 		},
@@ -141,6 +144,8 @@ func newClusterStatusCmd(name *string) *cobra.Command {
 		Long: `Shows what the cluster's supervisor reports (status.json in the state dir): each component's
 state (starting, ready, unready, restarting, crash-looping, stopped), PID, restart count and last
 exit. Exits non-zero unless every component is ready.`,
+		Example: `  kueuelab cluster status
+  kueuelab cluster status --name sweep || echo "not every component is ready"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, h, rows, err := cluster.Status(cmd.Context(), "", *name)

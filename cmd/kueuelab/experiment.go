@@ -32,9 +32,10 @@ JSON merge patch. See examples/experiments/.`,
 
 func newExperimentCheckCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "check FILE",
-		Short: "Validate an experiment file and build every variant's cluster spec",
-		Args:  cobra.ExactArgs(1),
+		Use:     "check FILE",
+		Short:   "Validate an experiment file and build every variant's cluster spec",
+		Example: `  kueuelab experiment check examples/experiments/quota-sweep.yaml`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := experiment.Load(args[0])
 			if err != nil {

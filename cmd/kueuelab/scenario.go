@@ -36,7 +36,10 @@ func newScenarioListCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List the scenarios (and the challenges not covered yet)",
-		Args:  cobra.NoArgs,
+		Example: `  kueuelab scenario list
+  # the metrics a scenario's checks can name
+  kueuelab scenario list --metrics`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if showMetrics {

@@ -44,7 +44,9 @@ about 20 minutes on 2 cores.`,
 	path := &cobra.Command{
 		Use:   "path",
 		Short: "Print the directory holding the binaries and check that all are present",
-		Args:  cobra.NoArgs,
+		Example: `  kueuelab tools path
+  ls "$(kueuelab tools path)"`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			set := tools.Pinned()
 			dir, err := tools.BinDir(binDir, set)
