@@ -18,7 +18,8 @@ import (
 // Mapping chooses the kind (a Registry name) that renders each family.
 type Mapping map[trace.Family]string
 
-// DefaultMapping returns the kinds of DESIGN.md.
+// DefaultMapping returns the kind that renders each family when no mapping file chooses one
+// (the README's Render section lists the same defaults).
 func DefaultMapping() Mapping {
 	return Mapping{
 		trace.DistributedTraining:     "MPIJob",

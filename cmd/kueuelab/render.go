@@ -48,15 +48,15 @@ The cluster objects include what the mapped kinds refer to (a TrainJob's Cluster
 
 A mapping file chooses kinds per family, e.g.
 ` + mappingHelp(),
-		Example: `  kueuelab render --trace t.jsonl --cluster examples/cluster.yaml --out-dir out/
-  kueuelab render --trace t.jsonl --cluster examples/cluster.yaml --target real --speedup 60 | kubectl apply -f -`,
+		Example: `  kueuelab render --trace t.jsonl --cluster examples/clusters/small.yaml --out-dir out/
+  kueuelab render --trace t.jsonl --cluster examples/clusters/small.yaml --target real --speedup 60 | kubectl apply -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.trace, "trace", "", "trace file (JSONL, optionally gzip; - for stdin)")
 	fl.StringVar(&f.cluster, "cluster", "", "cluster spec YAML")
-	fl.StringVar(&f.mapping, "mapping", "", "mapping file choosing the kind per family (default: DESIGN.md's kinds)")
+	fl.StringVar(&f.mapping, "mapping", "", "mapping file choosing the kind per family; families it omits keep the default kind shown above")
 	fl.StringVar(&f.target, "target", string(render.TargetKWOK), "kwok (pause image, KWOK tolerations) or real (containers sleep for the workload's duration ÷ speedup)")
 	fl.Float64Var(&f.speedup, "speedup", 1, "time compression for --target real")
 	fl.StringVar(&f.image, "image", render.DefaultRealImage, "container image for --target real")
