@@ -25,7 +25,8 @@ func (t testPlacer) Place(w *trace.Workload) (Placement, error) {
 	}, nil
 }
 
-// wl builds workloads the way the generator shapes them (issue 2, "Pod structure").
+// wl builds workloads the way the generator shapes them (model/gen: pod groups by role, the gang
+// flag on every group of a gang workload).
 type wl struct{ trace.Workload }
 
 func makeWorkload(id string, f trace.Family) *wl {

@@ -61,9 +61,10 @@ var mpiOperator = &Operator{
 		q := itoa(e.QPS)
 		// The operator puts every event of an MPIJob on its work queue rate-limited: a token
 		// bucket of 10 events/s (burst 100) shared by all MPIJobs. A replay holds its trace clock
-		// while an MPIJob's pods are created or removed, so that bucket, not CPU, set the wall time
-		// of every MPIJob step once a run had used its burst (admission to pods p50 0.5 s, eviction
-		// to quota released p50 1.9 s on the README job). The queue gets the client's rate.
+		// while an MPIJob's pods are created or removed, so that bucket, not CPU, sets the wall
+		// time of every MPIJob step once a run has used its burst (with it, on the README job:
+		// admission to pods p50 0.5 s, eviction to quota released p50 1.9 s). The queue therefore
+		// gets the client's rate.
 		return OperatorProcess{
 			Args: []string{e.Binary, "--kubeConfig=" + e.Kubeconfig, "--lock-namespace=mpi-operator", "--health-address=" + e.Addr("health"),
 				"--kube-api-qps=" + q, "--kube-api-burst=" + q, "--threadiness=4",

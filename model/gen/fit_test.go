@@ -12,7 +12,8 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-// fitN is the round trip's trace size: 100,000 workloads, as the issue asks; -short uses 20,000.
+// fitN is the round trip's trace size: 100,000 workloads, the size the fit is held to; -short uses
+// 20,000.
 func fitN() int {
 	if testing.Short() {
 		return 20000

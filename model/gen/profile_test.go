@@ -15,7 +15,8 @@ func TestDefaultProfileIsValid(t *testing.T) {
 	if p.Version != ProfileVersion || len(p.Families) != 7 || len(p.Arrival.HourlyMultipliers) != 24 {
 		t.Fatalf("unexpected default profile %+v", p)
 	}
-	// The priors, spot-checked so an edit of the YAML that changes the model is noticed.
+	// The model's specified priors, spot-checked so an edit of the YAML that changes the model is
+	// noticed.
 	checks := []struct {
 		name      string
 		got, want float64

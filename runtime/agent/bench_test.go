@@ -53,8 +53,8 @@ func benchAgent(b *testing.B, nodes, podsPerNode int, checkpoint time.Duration) 
 }
 
 // BenchmarkAgentTick100kPods1kNodes is one agent sync with nothing changed (engine to the clock's
-// time, gang reports, next completion, node power) for 100,000 pods on 1,000 nodes; the issue's
-// target is ≤ 100 ms on one core.
+// time, gang reports, next completion, node power) for 100,000 pods on 1,000 nodes; the target is
+// ≤ 100 ms on one core.
 func BenchmarkAgentTick100kPods1kNodes(b *testing.B) {
 	a, clk := benchAgent(b, 1000, 100, time.Hour)
 	runtime.GC()

@@ -29,7 +29,7 @@ type Tolerances struct {
 	JCTP50, TTAP50, TTAP95, Preemptions, GPUAllocation Tolerance
 }
 
-// DefaultTolerances are the sim engine's agreement criteria with the cluster engine (issue 12):
+// DefaultTolerances are the criteria for the sim engine to agree with the cluster engine:
 // median JCT within 2 %, TTA p50 and p95 within 10 %, preemptions within 10 %, GPU allocation
 // within 2 %. The absolute floors keep near-zero values comparable: a minute of TTA (the
 // control plane's own latency is seconds), two preemptions.

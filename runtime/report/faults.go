@@ -2,8 +2,8 @@ package report
 
 import "github.com/kueuelab/kueuelab/runtime/results"
 
-// Fault metrics (issue 15): a report of runs with faults, restarts or checkpoints that cost a pause
-// adds what they cost. The overhead is their sum: the GPU time a checkpoint-interval sweep
+// Fault metrics: a report of runs with faults, restarts or checkpoints that cost a pause adds what
+// they cost. The overhead is their sum: the GPU time a checkpoint-interval sweep
 // minimises (its optimum is compared with Young/Daly's √(2·C·MTBF)).
 var (
 	restarts     = metric{"restarts", "", field(func(g *results.Group) float64 { return float64(g.Restarts) })}

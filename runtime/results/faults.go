@@ -9,7 +9,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-// Faults, checkpoints and restarts in the results (issue 15). A fault the runner injected that hit
+// Faults, checkpoints and restarts in the results. A fault the runner injected that hit
 // a workload's pods is an EvFault event on that workload; at the end of the run the agent's
 // account of what faults and checkpoints cost each workload is an EvFaultCost event. Every fault,
 // including those that hit nothing, is in faults.jsonl (FaultsFile).

@@ -15,8 +15,8 @@ import (
 
 // TestLoneWorkloadsTakeExactlyTheirWork replays the runner tests' trace (every family) with the
 // submissions spread so that each workload runs alone on an idle cluster: each must be admitted
-// at once and take exactly its work's time (the tolerance: |JCT − ideal| ≤ max(1 %, 1 trace
-// second), time-to-admission < 1 trace second), whatever the control plane's latency.
+// at once and take exactly its work's time (tolerance: |JCT − ideal| ≤ max(1 %, 1 trace second),
+// time-to-admission < 1 trace second), whatever the control plane's latency.
 func TestLoneWorkloadsTakeExactlyTheirWork(t *testing.T) {
 	tr, _ := runTrace(t)
 	next := 60.0

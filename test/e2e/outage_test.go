@@ -27,7 +27,7 @@ import (
 // workload is admitted, mpi-operator the moment an MPIJob is admitted (before it has started its
 // pods), kube-apiserver once a workload is admitted. In each case the run must end by itself with
 // every workload succeeded and each one's JCT its work's time (|JCT − ideal| ≤ max(1 %, 1 trace s),
-// the clock issue's tolerance: an undisturbed run of lone workloads is exact), the outage held the
+// the exact clock's tolerance: an undisturbed run of lone workloads is exact), the outage held the
 // trace clock, and the summary counts the victim's restart.
 func TestRunSurvivesControlPlaneFaults(t *testing.T) {
 	if testing.Short() {

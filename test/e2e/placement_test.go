@@ -95,7 +95,8 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 		t.Fatal(err)
 	}
 	// The runner waits until the spec's nodes have the spec's allocatable (KWOK's node-initialize
-	// stage once gave one of these two nodes 1,000 cores: every pod went there) and until
+	// stage fills a node's empty allocatable with its own 1,000 cores, and LeastAllocated would put
+	// every pod on that one of these two nodes) and until
 	// kube-scheduler's cache holds them; the local cluster creates them untainted
 	// (TestNewNodeIsSchedulableAsCreated).
 	res, d := replaySpec(t, fragmentingTrace(team), "fragmenting", text)

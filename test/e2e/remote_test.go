@@ -66,12 +66,12 @@ func cli(t *testing.T, ctx context.Context, dir string, env []string, args ...st
 // prepared only through `kueuelab cluster install`, then `kueuelab run --kubeconfig` of the same
 // trace as on the shared local cluster. The agent runs in the CLI's process on the trace clock,
 // settled by the other cluster's Kueue and kube-scheduler metrics, so every workload's
-// time-to-admission and JCT agree with the local run (tolerance per workload: the clock issue's
+// time-to-admission and JCT agree with the local run (tolerance per workload: the exact clock's
 // max(1 %, 1 trace s)) although that cluster's Job controller takes upstream's 1 s batch period,
 // not the local cluster's 10 ms. The trace is one workload of each family from the runner tests'
-// trace, each alone on the cluster: where workloads compete, Kueue orders equal-priority ones by creation
-// timestamps of one wall second's resolution, which two runs need not share (the run-to-run spread
-// the clock issue reports; hack/remote-agreement.sh measures it).
+// trace, each alone on the cluster: where workloads compete, two runs need not agree workload by
+// workload (Kueue's asynchronous requeues race its scheduling cycles, and pods created together
+// reach kube-scheduler in either order; hack/remote-agreement.sh measures that spread).
 func TestRunOnAnotherCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a second control plane and replays a 7-workload trace twice")

@@ -35,8 +35,9 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
-// samplesSpec is a topology-aware cluster of four KWOK A100 nodes, like examples/clusters/mixed.yaml
-// (where an unmodified pi.yaml once stayed pending: its pods did not tolerate KWOK's taint).
+// samplesSpec is a topology-aware cluster of four KWOK A100 nodes, like examples/clusters/mixed.yaml.
+// The local cluster creates its KWOK nodes untainted, so an unmodified sample such as pi.yaml, whose
+// pods tolerate no KWOK taint, can run on them.
 const samplesSpec = `apiVersion: kueuelab.io/v1alpha1
 kind: ClusterSpec
 metadata:

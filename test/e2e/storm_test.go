@@ -13,16 +13,17 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/sim"
 )
 
-// TestPreemptionLoopOnBothEngines replays issue 12's preemption-loop case on both engines. At
+// TestPreemptionLoopOnBothEngines replays the preemption-loop case of testdata/storm on both
+// engines. At
 // trace 20 s p (storm-a, 8 GPUs, borrows 1) preempts seven eco workloads of its own ClusterQueue;
 // q (storm-c, 8 GPUs, submitted at 10 s, older) takes the quota they free; the eco ones, within
 // their nominal quota, reclaim it from q; p preempts them again; and so on. These are Kueue
 // v0.15.0's own decisions: the sim repeats the round exactly and must end the run with
 // results.ErrPreemptionLoop rather than spin; the cluster goes round the same loop and ends the same
-// way unless a race of its asynchronous requeues breaks it (checked below). Until Kueue kept its
-// creation and reservation times to the nanosecond
-// (runtime/tools/patches/kueue-v0.15.0-precise-times.patch) the cluster never entered the loop: q
-// and p were created in the same wall second, so FIFO ordered them by chance and p won.
+// way unless a race of its asynchronous requeues breaks it (checked below). The cluster enters the
+// loop because kueuelab's Kueue keeps creation and reservation times to the nanosecond
+// (runtime/tools/patches/kueue-v0.15.0-precise-times.patch): with the API's one-second times q
+// and p, created in the same wall second, tie in FIFO, p wins by chance and there is no loop.
 func TestPreemptionLoopOnBothEngines(t *testing.T) {
 	tracePath, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "storm", "trace.jsonl"))
 	tr, err := trace.LoadWorkloads(t.Context(), tracePath, trace.Options{})
