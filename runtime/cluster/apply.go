@@ -49,8 +49,8 @@ func newClient(cfg *rest.Config, scheme *runtime.Scheme) (client.Client, error) 
 	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
-// applyCRDs applies CRDs a few at a time, skipping those whose applied content is unchanged.
-func applyCRDs(ctx context.Context, c client.Client, crds []*unstructured.Unstructured) error {
+// ApplyCRDs applies CRDs a few at a time, skipping those whose applied content is unchanged.
+func ApplyCRDs(ctx context.Context, c client.Client, crds []*unstructured.Unstructured) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, crd := range crds {
@@ -73,14 +73,14 @@ func applyCRDs(ctx context.Context, c client.Client, crds []*unstructured.Unstru
 			}
 			ann[contract.AppliedHash] = h
 			crd.SetAnnotations(ann)
-			return applyUnstructured(gctx, c, []*unstructured.Unstructured{crd})
+			return ApplyUnstructured(gctx, c, []*unstructured.Unstructured{crd})
 		})
 	}
 	return g.Wait()
 }
 
-// applyUnstructured server-side applies objects in order, taking ownership of conflicting fields.
-func applyUnstructured(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+// ApplyUnstructured server-side applies objects in order, taking ownership of conflicting fields.
+func ApplyUnstructured(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
 	for _, o := range objs {
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("apply %s %s: %w", o.GetKind(), o.GetName(), err)
@@ -132,7 +132,7 @@ func ApplyObjects(ctx context.Context, cfg *rest.Config, objs []client.Object) e
 		delete(u.Object["metadata"].(map[string]any), "creationTimestamp")
 		status, hasStatus := u.Object["status"]
 		delete(u.Object, "status")
-		if err := applyUnstructured(ctx, c, []*unstructured.Unstructured{u}); err != nil {
+		if err := ApplyUnstructured(ctx, c, []*unstructured.Unstructured{u}); err != nil {
 			return err
 		}
 		if _, isNode := o.(*corev1.Node); isNode && hasStatus {
@@ -162,8 +162,8 @@ func toUnstructured(o client.Object, scheme *runtime.Scheme) (*unstructured.Unst
 	return u, nil
 }
 
-// waitEstablished waits until every named CRD reports Established=True.
-func waitEstablished(ctx context.Context, c client.Client, names []string, timeout time.Duration) error {
+// WaitEstablished waits until every named CRD reports Established=True.
+func WaitEstablished(ctx context.Context, c client.Client, names []string, timeout time.Duration) error {
 	pending := ""
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, n := range names {
@@ -195,28 +195,6 @@ func waitEstablished(ctx context.Context, c client.Client, names []string, timeo
 	return nil
 }
 
-func names(objs []*unstructured.Unstructured) []string {
-	out := make([]string, len(objs))
-	for i, o := range objs {
-		out[i] = o.GetName()
-	}
-	return out
-}
-
-func namespace(name string) *corev1.Namespace {
-	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
-}
-
-// seededSecret is the cert-controller Secret a rotator accepts as-is ("no cert refresh needed").
-func seededSecret(ns, name string, ca, srv *keyPair) *corev1.Secret {
-	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{"ca.crt": ca.CertPEM, "ca.key": ca.KeyPEM, "tls.crt": srv.CertPEM, "tls.key": srv.KeyPEM},
-	}
-}
-
 // GPUProduct is the node label the default nodes (and the default flavor) use.
 const GPUProduct = "NVIDIA-H100-80GB-HBM3"
 
@@ -235,7 +213,7 @@ func DefaultNodes(n, gpus int) []client.Object {
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        name,
-				Annotations: map[string]string{kwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Annotations: map[string]string{KWOKNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
 				Labels: map[string]string{
 					"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": name,
 					"type": "kwok", "nvidia.com/gpu.product": GPUProduct, "nvidia.com/gpu.count": strconv.Itoa(gpus),
@@ -257,7 +235,7 @@ func DefaultNodes(n, gpus int) []client.Object {
 // all go to the other nodes, whatever the scheduler's scoring. It returns the latest time one of
 // them was created or became Ready, as the API records it (to the second).
 func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, nodes []*corev1.Node, timeout time.Duration) (time.Time, error) {
-	c, err := kueuelabClient(rc)
+	c, err := NewClient(rc)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -300,9 +278,9 @@ func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, nodes []*corev1.
 	return changed, nil
 }
 
-// waitNodesReady waits until every KWOK node is Ready and has no node.kubernetes.io/ taint, and
+// WaitNodesReady waits until every KWOK node is Ready and has no node.kubernetes.io/ taint, and
 // returns how many are.
-func waitNodesReady(ctx context.Context, c client.Client, timeout time.Duration) (int, error) {
+func WaitNodesReady(ctx context.Context, c client.Client, timeout time.Duration) (int, error) {
 	ready := 0
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var nodes corev1.NodeList
@@ -315,7 +293,7 @@ func waitNodesReady(ctx context.Context, c client.Client, timeout time.Duration)
 		ready = 0
 		total := 0
 		for _, n := range nodes.Items {
-			if n.Annotations[kwokNodeAnnotation] != "fake" {
+			if n.Annotations[KWOKNodeAnnotation] != "fake" {
 				continue
 			}
 			total++
@@ -337,8 +315,8 @@ const (
 	localMarkerName      = "kueuelab-local-cluster"
 )
 
-// localMarker is the ConfigMap Up creates.
-func localMarker() *corev1.ConfigMap {
+// LocalMarker is the ConfigMap the local control plane (runtime/localcluster) creates.
+func LocalMarker() *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: localMarkerNamespace, Name: localMarkerName},

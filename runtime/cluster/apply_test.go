@@ -25,7 +25,7 @@ func TestLocalClusterNodesAreUntainted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := fake.NewClientBuilder()
 			if tc.marked {
-				b = b.WithObjects(localMarker())
+				b = b.WithObjects(LocalMarker())
 			}
 			got, err := allNodesFake(context.Background(), b.Build(), objs)
 			if err != nil || got != tc.marked {
@@ -33,7 +33,7 @@ func TestLocalClusterNodesAreUntainted(t *testing.T) {
 			}
 		})
 	}
-	if ok, err := allNodesFake(context.Background(), fake.NewClientBuilder().WithObjects(localMarker()).Build(), []client.Object{localMarker()}); ok || err != nil {
+	if ok, err := allNodesFake(context.Background(), fake.NewClientBuilder().WithObjects(LocalMarker()).Build(), []client.Object{LocalMarker()}); ok || err != nil {
 		t.Errorf("without Nodes to apply: %v, %v", ok, err)
 	}
 	n := withoutKWOKTaint(node)

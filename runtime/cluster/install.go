@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -187,12 +186,12 @@ func Install(ctx context.Context, o InstallOptions) error {
 		}
 		own = append(own, st)
 	}
-	complete, err := ownStages()
+	complete, err := OwnStages()
 	if err != nil {
 		return err
 	}
 	own = append(own, complete...)
-	if err := applyUnstructured(ctx, c, own); err != nil {
+	if err := ApplyUnstructured(ctx, c, own); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "  applied %d KWOK stages (%d of KWOK's, %d of kueuelab's: pod completion by annotation %s=true|fail, node faults by label %s=%s)\n",
@@ -203,9 +202,9 @@ func Install(ctx context.Context, o InstallOptions) error {
 		}
 		fmt.Fprintf(out, "  applied %d cluster objects\n", len(o.Objects))
 		if slices.ContainsFunc(o.Objects, func(obj client.Object) bool { _, ok := obj.(*corev1.Node); return ok }) {
-			n, err := waitNodesReady(ctx, c, o.Timeout)
+			n, err := WaitNodesReady(ctx, c, o.Timeout)
 			if err != nil {
-				return fmt.Errorf("KWOK nodes not Ready (is the KWOK controller running and managing nodes annotated %s=fake?): %w", kwokNodeAnnotation, err)
+				return fmt.Errorf("KWOK nodes not Ready (is the KWOK controller running and managing nodes annotated %s=fake?): %w", KWOKNodeAnnotation, err)
 			}
 			fmt.Fprintf(out, "  ok  %d KWOK nodes Ready\n", n)
 		}
@@ -240,7 +239,7 @@ func checkKueue(k *RemoteKueue, out io.Writer) []string {
 		fmt.Fprintf(out, "  ok  Kueue %s (Deployment %s/%s)\n", v, k.Deployment.Namespace, k.Deployment.Name)
 	}
 	if k.Config == nil {
-		fmt.Fprintf(out, "  ??  Kueue's configuration not found (no ConfigMap mounted by %s, no %s/kueue-manager-config): integrations not checked\n", kueueDeployment, kueueNamespace)
+		fmt.Fprintf(out, "  ??  Kueue's configuration not found (no ConfigMap mounted by %s, no %s/kueue-manager-config): integrations not checked\n", kueueDeployment, KueueNamespace)
 		return problems
 	}
 	byKind := frameworksByKind()
@@ -312,11 +311,7 @@ func kwokStages(ctx context.Context, goBin string) ([]*unstructured.Unstructured
 	if err != nil {
 		return nil, fmt.Errorf("KWOK's stages: %w", err)
 	}
-	var files []string
-	for _, f := range kwokStageFiles {
-		files = append(files, filepath.Join(dir, "kustomize", f))
-	}
-	return decodeFiles(files...)
+	return KWOKStagesIn(dir)
 }
 
 // imageTag returns the tag of an image reference ("" when it has none or only a digest).
@@ -347,7 +342,7 @@ func CheckInstalled(ctx context.Context, rc *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	complete, err := decodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")
+	complete, err := DecodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")
 	if err != nil {
 		return err
 	}

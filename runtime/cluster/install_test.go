@@ -67,7 +67,7 @@ func TestCheckStagesRefusesStockPodComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stock, err := decodeFiles(filepath.Join(dir, "kustomize/stage/pod/fast/pod-complete.yaml"))
+	stock, err := DecodeFiles(filepath.Join(dir, "kustomize/stage/pod/fast/pod-complete.yaml"))
 	if err != nil || len(stock) != 1 {
 		t.Fatalf("KWOK's pod-complete: %v", err)
 	}

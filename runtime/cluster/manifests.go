@@ -1,103 +1,20 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
-
-// completionStages are kueuelab's KWOK stages: annotation kueuelab.io/complete=true makes a Running
-// pod Succeeded (exit 0), =fail makes it Failed (exit 1).
-//
-//go:embed stages-complete.yaml
-var completionStages []byte
-
-// faultStages is kueuelab's node-fault stage: label kueuelab.io/fault=node-down makes a node
-// NotReady (runtime/runner's fault injector).
-//
-//go:embed stages-fault.yaml
-var faultStages []byte
-
-// ownStages decodes kueuelab's own stages: completion and node faults.
-func ownStages() ([]*unstructured.Unstructured, error) {
-	c, err := decodeYAML(bytes.NewReader(completionStages), "stages-complete.yaml")
-	if err != nil {
-		return nil, err
-	}
-	f, err := decodeYAML(bytes.NewReader(faultStages), "stages-fault.yaml")
-	return append(c, f...), err
-}
-
-// kwokNodeAnnotation marks the nodes the KWOK controller manages; kwokTaintKey is KWOK's taint
-// (NoSchedule, value fake) that keeps real pods off fake nodes.
-const (
-	kwokNodeAnnotation = "kwok.x-k8s.io/node"
-	kwokTaintKey       = "kwok.x-k8s.io/node"
-)
-
-const kueueNamespace = "kueue-system"
-
-// decodeYAML splits a multi-document YAML stream into objects, skipping empty documents.
-func decodeYAML(r io.Reader, source string) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
-	var out []*unstructured.Unstructured
-	for i := 0; ; i++ {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: document %d: %w", source, i+1, err)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("%s: document %d: no apiVersion/kind", source, i+1)
-		}
-		out = append(out, u)
-	}
-}
-
-func decodeFiles(paths ...string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		objs, err := decodeYAML(bytes.NewReader(b), p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
-}
-
-// kwokStageFiles are KWOK's stages (under its kustomize/) a cluster needs: nodes become Ready and
-// keep their lease, pods run and go when deleted. The stock pod-complete stage is left out: pods
-// complete only when kueuelab says so (stages-complete.yaml).
-var kwokStageFiles = []string{
-	"stage/node/fast/node-initialize.yaml", "stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-	"stage/pod/fast/pod-ready.yaml", "stage/pod/fast/pod-delete.yaml",
-}
 
 // manifests are the upstream objects a cluster installs, read from the module cache.
 type manifests struct {
@@ -197,17 +114,13 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	m := &manifests{opHooks: map[string][]*unstructured.Unstructured{}, opObjects: map[string][]*unstructured.Unstructured{}}
 	var err error
 	kw := func(rel string) string { return filepath.Join(dir[tools.KWOKModule], "kustomize", rel) }
-	if m.stageCRD, err = decodeFiles(kw("crd/bases/kwok.x-k8s.io_stages.yaml")); err != nil {
+	if m.stageCRD, err = DecodeFiles(kw("crd/bases/kwok.x-k8s.io_stages.yaml")); err != nil {
 		return nil, err
 	}
-	var stageFiles []string
-	for _, f := range kwokStageFiles {
-		stageFiles = append(stageFiles, kw(f))
-	}
-	if m.stages, err = decodeFiles(stageFiles...); err != nil {
+	if m.stages, err = KWOKStagesIn(dir[tools.KWOKModule]); err != nil {
 		return nil, err
 	}
-	own, err := ownStages()
+	own, err := OwnStages()
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +134,7 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	for _, src := range reg.CRDs() {
 		crdFiles = append(crdFiles, in(src.ModuleVersion(), src.Files...)...)
 	}
-	if m.jobCRDs, err = decodeFiles(crdFiles...); err != nil {
+	if m.jobCRDs, err = DecodeFiles(crdFiles...); err != nil {
 		return nil, err
 	}
 	kueueURL := loopURL("https", s.Ports.KueueWebhook, "")
@@ -242,7 +155,7 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 		}
 	}
 
-	hooks, err := decodeFiles(filepath.Join(dir[tools.KueueModule], "config/components/webhook/manifests.yaml"))
+	hooks, err := DecodeFiles(filepath.Join(dir[tools.KueueModule], "config/components/webhook/manifests.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +165,7 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	for _, op := range reg.Operators() {
 		mod := op.Module + "@" + op.Version
 		if w := op.Webhooks; w != nil {
-			hooks, err := decodeFiles(in(mod, w.File)...)
+			hooks, err := DecodeFiles(in(mod, w.File)...)
 			if err != nil {
 				return nil, err
 			}
@@ -267,7 +180,7 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 			}
 		}
 		if len(op.InstallObjects) > 0 {
-			if m.opObjects[op.Name], err = decodeFiles(in(mod, op.InstallObjects...)...); err != nil {
+			if m.opObjects[op.Name], err = DecodeFiles(in(mod, op.InstallObjects...)...); err != nil {
 				return nil, err
 			}
 		}

@@ -31,7 +31,7 @@ metadata:
 `
 
 func TestURLWebhooks(t *testing.T) {
-	objs, err := decodeYAML(strings.NewReader(kubebuilderHooks), "hooks.yaml")
+	objs, err := DecodeYAML(strings.NewReader(kubebuilderHooks), "hooks.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +70,14 @@ func TestURLWebhooks(t *testing.T) {
 }
 
 func TestDecodeYAMLRejectsKindless(t *testing.T) {
-	_, err := decodeYAML(strings.NewReader("metadata: {name: x}\n"), "bad.yaml")
+	_, err := DecodeYAML(strings.NewReader("metadata: {name: x}\n"), "bad.yaml")
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml: document 1") {
 		t.Fatalf("err = %v, want one naming bad.yaml document 1", err)
 	}
 }
 
 func TestCompletionStagesUseKueuelabAnnotation(t *testing.T) {
-	objs, err := decodeYAML(strings.NewReader(string(completionStages)), "stages-complete.yaml")
+	objs, err := DecodeYAML(strings.NewReader(string(completionStages)), "stages-complete.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestPortsFollowRegistry(t *testing.T) {
 // TestFaultStageSelectsFaultLabel: kueuelab's node-fault stage selects the fault label, outweighs
 // KWOK's node stages and does not loop on the current time.
 func TestFaultStageSelectsFaultLabel(t *testing.T) {
-	objs, err := ownStages()
+	objs, err := OwnStages()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,17 +30,23 @@ type MetricsReader func(ctx context.Context) (io.ReadCloser, error)
 
 // MetricsReaders returns readers of the local Kueue's and kube-scheduler's metrics.
 func (s *State) MetricsReaders(ctx context.Context, rc *rest.Config) (kueue, scheduler MetricsReader, err error) {
+	return MetricsReadersAt(ctx, rc, loopURL("https", s.Ports.KueueMetrics, "/metrics"), loopURL("https", s.Ports.Scheduler, "/metrics"))
+}
+
+// MetricsReadersAt returns readers of Kueue's and kube-scheduler's metrics served at the given
+// https URLs (e.g. components run as processes next to the caller), with the metrics reader's
+// token. Unlike ConnectMetrics it reads neither until asked.
+func MetricsReadersAt(ctx context.Context, rc *rest.Config, kueueURL, schedulerURL string) (kueue, scheduler MetricsReader, err error) {
 	t, err := metricsAccess(ctx, rc)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Loopback only, and the components' serving certificates are self-signed at their start.
+	// The components' serving certificates are self-signed at their start.
 	hc := metricsHTTPClient()
-	fixed := func(port int) func(context.Context) (string, error) {
-		url := loopURL("https", port, "/metrics")
+	fixed := func(url string) func(context.Context) (string, error) {
 		return func(context.Context) (string, error) { return url, nil }
 	}
-	return bearerReader(t, hc, fixed(s.Ports.KueueMetrics), nil), bearerReader(t, hc, fixed(s.Ports.Scheduler), nil), nil
+	return bearerReader(t, hc, fixed(kueueURL), nil), bearerReader(t, hc, fixed(schedulerURL), nil), nil
 }
 
 // metricsAccess creates the metrics reader's ServiceAccount, its ClusterRole (GET on the

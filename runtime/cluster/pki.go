@@ -14,6 +14,9 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kueuelab/kueuelab/render"
 )
 
@@ -242,4 +245,14 @@ func writeCertDir(dir string, kp, ca *keyPair) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM, 0o644)
+}
+
+// seededSecret is the cert-controller Secret a rotator accepts as-is ("no cert refresh needed").
+func seededSecret(ns, name string, ca, srv *keyPair) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"ca.crt": ca.CertPEM, "ca.key": ca.KeyPEM, "tls.crt": srv.CertPEM, "tls.key": srv.KeyPEM},
+	}
 }

@@ -266,7 +266,7 @@ func (f *forward) url(context.Context) (string, error) {
 	if f.local == 0 {
 		return "", errors.New("port-forward closed")
 	}
-	return loopURL("https", f.local, "/metrics"), nil
+	return "https://127.0.0.1:" + strconv.Itoa(f.local) + "/metrics", nil
 }
 
 func (f *forward) start(ctx context.Context) error {

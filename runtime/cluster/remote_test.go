@@ -32,7 +32,7 @@ func kueueInstall(ns, config string, pods ...string) []runtime.Object {
 					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "my-kueue-config"}}}}},
 			}},
 		}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-kueue-config"}, Data: map[string]string{kueueConfigKey: config}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-kueue-config"}, Data: map[string]string{KueueConfigKey: config}},
 	}
 	for _, p := range pods {
 		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p, Labels: labels},

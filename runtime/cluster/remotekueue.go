@@ -42,8 +42,8 @@ type RemoteWaitForPodsReady struct {
 	BackoffBase, BackoffMax  time.Duration
 }
 
-// kueueConfigKey is the ConfigMap key of Kueue's manifests and chart.
-const kueueConfigKey = "controller_manager_config.yaml"
+// KueueConfigKey is the ConfigMap key of Kueue's manifests and chart.
+const KueueConfigKey = "controller_manager_config.yaml"
 
 // InspectKueue finds Kueue's controller Deployment in any namespace and its Configuration: the
 // ConfigMap the Deployment mounts, else kueue-system/kueue-manager-config.
@@ -57,7 +57,7 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 	var cmRefs [][2]string
 	for i := range deps.Items {
 		d := &deps.Items[i]
-		if k.Deployment != nil && d.Namespace != kueueNamespace {
+		if k.Deployment != nil && d.Namespace != KueueNamespace {
 			continue
 		}
 		k.Deployment = d
@@ -73,7 +73,7 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 			}
 		}
 	}
-	cmRefs = append(cmRefs, [2]string{kueueNamespace, "kueue-manager-config"})
+	cmRefs = append(cmRefs, [2]string{KueueNamespace, "kueue-manager-config"})
 	for _, ref := range cmRefs {
 		cm, err := cs.CoreV1().ConfigMaps(ref[0]).Get(ctx, ref[1], metav1.GetOptions{})
 		if err := ignoreNotFound(err); err != nil {
@@ -82,11 +82,11 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 		if err != nil {
 			continue
 		}
-		doc, ok := cm.Data[kueueConfigKey]
+		doc, ok := cm.Data[KueueConfigKey]
 		if !ok {
 			continue
 		}
-		src := fmt.Sprintf("ConfigMap %s/%s key %s", ref[0], ref[1], kueueConfigKey)
+		src := fmt.Sprintf("ConfigMap %s/%s key %s", ref[0], ref[1], KueueConfigKey)
 		s, err := parseKueueConfig([]byte(doc))
 		if err != nil {
 			return nil, fmt.Errorf("configuration of Kueue (%s): %w", src, err)

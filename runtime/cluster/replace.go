@@ -26,7 +26,7 @@ import (
 // flavors and kueuelab nodes of other specs are deleted first, so that nothing of an earlier run's
 // spec (a node pool, a quota) changes this run's results.
 func ReplaceObjects(ctx context.Context, rc *rest.Config, objs []client.Object, prune bool, out io.Writer) error {
-	c, err := kueuelabClient(rc)
+	c, err := NewClient(rc)
 	if err != nil {
 		return err
 	}
@@ -63,8 +63,8 @@ func ReplaceObjects(ctx context.Context, rc *rest.Config, objs []client.Object, 
 	return nil
 }
 
-// kueuelabClient is a client that knows every kind kueuelab applies.
-func kueuelabClient(rc *rest.Config) (client.Client, error) {
+// NewClient is a client that knows every kind kueuelab applies.
+func NewClient(rc *rest.Config) (client.Client, error) {
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func immutable(err error) bool {
 // contain, queues before the flavors they use, each waited for: on kueuelab's own cluster, what an
 // earlier run's spec left (another cohort member, a node pool) must not change this run's results.
 func PruneOthers(ctx context.Context, rc *rest.Config, keep []client.Object, out io.Writer) error {
-	c, err := kueuelabClient(rc)
+	c, err := NewClient(rc)
 	if err != nil {
 		return err
 	}

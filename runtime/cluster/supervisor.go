@@ -123,11 +123,7 @@ func (s *State) preStartHooks() map[string]func(context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		scheme, err := Scheme()
-		if err != nil {
-			return nil, err
-		}
-		c, err = newClient(cfg, scheme)
+		c, err = NewClient(cfg)
 		return c, err
 	}
 	hooks := map[string]func(context.Context) error{
@@ -145,7 +141,7 @@ func (s *State) preStartHooks() map[string]func(context.Context) error {
 				return fmt.Errorf("list nodes: %w", err)
 			}
 			for _, n := range nodes.Items {
-				if n.Annotations[kwokNodeAnnotation] != "fake" {
+				if n.Annotations[KWOKNodeAnnotation] != "fake" {
 					continue
 				}
 				lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: n.Name}}

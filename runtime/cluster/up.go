@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -134,11 +135,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := Scheme()
-	if err != nil {
-		return nil, err
-	}
-	c, err := newClient(cfg, scheme)
+	c, err := NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -150,19 +147,19 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	// KWOK: the Stage CRD and stages exist before the controller reads them; the marker saying
 	// every node here is a KWOK node exists before any node is applied.
 	if err := u.step("KWOK stages", func() error {
-		if err := ApplyObjects(ctx, cfg, []client.Object{localMarker()}); err != nil {
+		if err := ApplyObjects(ctx, cfg, []client.Object{LocalMarker()}); err != nil {
 			return err
 		}
-		if err := applyCRDs(ctx, c, m.stageCRD); err != nil {
+		if err := ApplyCRDs(ctx, c, m.stageCRD); err != nil {
 			return err
 		}
-		if err := waitEstablished(ctx, c, names(m.stageCRD), o.Timeout); err != nil {
+		if err := WaitEstablished(ctx, c, names(m.stageCRD), o.Timeout); err != nil {
 			return err
 		}
 		if o.Bare {
 			return nil
 		}
-		return applyUnstructured(ctx, c, m.stages)
+		return ApplyUnstructured(ctx, c, m.stages)
 	}); err != nil {
 		return nil, err
 	}
@@ -172,10 +169,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 
 	// Every job CRD goes in before Kueue starts: Kueue finds late CRDs only after minutes of backoff.
 	if err := u.step(fmt.Sprintf("%d job CRDs", len(m.jobCRDs)), func() error {
-		if err := applyCRDs(ctx, c, m.jobCRDs); err != nil {
+		if err := ApplyCRDs(ctx, c, m.jobCRDs); err != nil {
 			return err
 		}
-		return waitEstablished(ctx, c, names(m.jobCRDs), o.Timeout)
+		return WaitEstablished(ctx, c, names(m.jobCRDs), o.Timeout)
 	}); err != nil {
 		return nil, err
 	}
@@ -193,7 +190,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err := s.writeConfig("kueue.yaml", kcfg); err != nil {
 			return err
 		}
-		objs := []client.Object{namespace(kueueNamespace), seededSecret(kueueNamespace, "kueue-webhook-server-cert", p.KueueCA, p.Kueue)}
+		objs := []client.Object{namespace(KueueNamespace), seededSecret(KueueNamespace, "kueue-webhook-server-cert", p.KueueCA, p.Kueue)}
 		if o.Bare {
 			cm, err := kueueConfigMap(kcfg)
 			if err != nil {
@@ -204,7 +201,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err := ApplyObjects(ctx, cfg, objs); err != nil {
 			return err
 		}
-		return applyUnstructured(ctx, c, m.kueueHooks)
+		return ApplyUnstructured(ctx, c, m.kueueHooks)
 	}); err != nil {
 		return nil, err
 	}
@@ -233,7 +230,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return ReplaceObjects(ctx, cfg, objs, prune, out) }); err != nil {
 		return nil, err
 	}
-	if err := u.step("KWOK nodes Ready", func() error { _, err := waitNodesReady(ctx, c, o.Timeout); return err }); err != nil {
+	if err := u.step("KWOK nodes Ready", func() error { _, err := WaitNodesReady(ctx, c, o.Timeout); return err }); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "cluster %s up in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
@@ -389,7 +386,7 @@ func (u *upper) operator(ctx context.Context, cfg *rest.Config, c client.Client,
 			return err
 		}
 		if rotator {
-			return applyUnstructured(ctx, c, m.opHooks[op.Name])
+			return ApplyUnstructured(ctx, c, m.opHooks[op.Name])
 		}
 		return nil
 	}); err != nil {
@@ -404,12 +401,12 @@ func (u *upper) operator(ctx context.Context, cfg *rest.Config, c client.Client,
 		return err
 	}
 	if hooks := m.opHooks[op.Name]; len(hooks) > 0 && !rotator {
-		if err := u.step(op.Name+" webhooks", func() error { return applyUnstructured(ctx, c, hooks) }); err != nil {
+		if err := u.step(op.Name+" webhooks", func() error { return ApplyUnstructured(ctx, c, hooks) }); err != nil {
 			return err
 		}
 	}
 	if objs := m.opObjects[op.Name]; len(objs) > 0 {
-		if err := u.step(fmt.Sprintf("%s: %d install objects", op.Name, len(objs)), func() error { return applyUnstructured(ctx, c, objs) }); err != nil {
+		if err := u.step(fmt.Sprintf("%s: %d install objects", op.Name, len(objs)), func() error { return ApplyUnstructured(ctx, c, objs) }); err != nil {
 			return err
 		}
 	}
@@ -452,7 +449,7 @@ func (s *State) baseKueueConfig() map[string]any {
 	return map[string]any{
 		"apiVersion": "config.kueue.x-k8s.io/v1beta2",
 		"kind":       "Configuration",
-		"namespace":  kueueNamespace,
+		"namespace":  KueueNamespace,
 		"health":     map[string]any{"healthProbeBindAddress": hostPort(s.Ports.KueueHealth)},
 		"metrics":    map[string]any{"bindAddress": hostPort(s.Ports.KueueMetrics)},
 		"webhook":    map[string]any{"host": "127.0.0.1", "port": s.Ports.KueueWebhook, "certDir": s.path("certs", "kueue")},
@@ -507,6 +504,18 @@ func kueueConfigMap(cfg map[string]any) (*corev1.ConfigMap, error) {
 		return nil, err
 	}
 	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: kueueNamespace, Name: "kueue-manager-config"},
-		Data:       map[string]string{kueueConfigKey: string(b)}}, nil
+		ObjectMeta: metav1.ObjectMeta{Namespace: KueueNamespace, Name: "kueue-manager-config"},
+		Data:       map[string]string{KueueConfigKey: string(b)}}, nil
+}
+
+func names(objs []*unstructured.Unstructured) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.GetName()
+	}
+	return out
+}
+
+func namespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
