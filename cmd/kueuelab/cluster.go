@@ -12,6 +12,7 @@ import (
 
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -21,7 +22,7 @@ func newClusterCmd() *cobra.Command {
 		Short: "Run a local control plane (Kubernetes, KWOK, Kueue and the operators of every kind)",
 	}
 	var name string
-	cmd.PersistentFlags().StringVar(&name, "name", cluster.DefaultName, "cluster name (one state dir per cluster)")
+	cmd.PersistentFlags().StringVar(&name, "name", localcluster.DefaultName, "cluster name (one state dir per cluster)")
 	cmd.AddCommand(newClusterUpCmd(&name), newClusterDownCmd(&name), newClusterStatusCmd(&name), newClusterKubeconfigCmd(&name),
 		newClusterInstallCmd(), newClusterSuperviseCmd(&name))
 	return cmd
@@ -30,7 +31,7 @@ func newClusterCmd() *cobra.Command {
 // Every local cluster this program brings up (cluster up, run, experiment run) is supervised by
 // a `kueuelab cluster supervise` daemon, so its components keep being restarted after the
 // command returns.
-func init() { cluster.DefaultDaemon = superviseDaemon }
+func init() { localcluster.DefaultDaemon = superviseDaemon }
 
 func superviseDaemon(root, name string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
@@ -49,7 +50,7 @@ func newClusterSuperviseCmd(name *string) *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// SIGTERM or SIGINT cancel the context (main): the supervisor stops the components.
-			return cluster.Supervise(cmd.Context(), root, *name)
+			return localcluster.Supervise(cmd.Context(), root, *name)
 		},
 	}
 	c.Flags().StringVar(&root, "state-root", "", "state root (default: $XDG_STATE_HOME/kueuelab)")
@@ -99,11 +100,11 @@ kueuelab agent --help for its defaults).`,
 			if bare && spec != "" {
 				return errors.New("--bare starts a cluster without objects: prepare it with `kueuelab cluster install --cluster`")
 			}
-			o := cluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Bare: bare, Out: cmd.OutOrStdout()}
+			o := localcluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Bare: bare, Out: cmd.OutOrStdout()}
 			if sp != nil {
 				o.Scheduler = sp.KubeSchedulerConfiguration()
 			}
-			cl, err := cluster.Up(cmd.Context(), o)
+			cl, err := localcluster.Up(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -130,7 +131,7 @@ func newClusterDownCmd(name *string) *cobra.Command {
   kueuelab cluster down --name sweep --purge`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cluster.Down(cmd.Context(), "", *name, purge, cmd.OutOrStdout())
+			return localcluster.Down(cmd.Context(), "", *name, purge, cmd.OutOrStdout())
 		},
 	}
 	c.Flags().BoolVar(&purge, "purge", false, "also remove the cluster's state dir (certificates, etcd data, logs)")
@@ -148,12 +149,12 @@ exit. Exits non-zero unless every component is ready.`,
   kueuelab cluster status --name sweep || echo "not every component is ready"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, h, rows, err := cluster.Status(cmd.Context(), "", *name)
+			s, h, rows, err := localcluster.Status(cmd.Context(), "", *name)
 			if err != nil {
 				return err
 			}
-			cluster.PrintStatus(cmd.OutOrStdout(), s, h, rows)
-			if !cluster.Healthy(rows) {
+			localcluster.PrintStatus(cmd.OutOrStdout(), s, h, rows)
+			if !localcluster.Healthy(rows) {
 				return errors.New("cluster not healthy (component logs are in " + s.Dir + "/logs)")
 			}
 			return nil
@@ -168,11 +169,11 @@ func newClusterKubeconfigCmd(name *string) *cobra.Command {
 		Example: "  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			root, err := cluster.StateRoot()
+			root, err := localcluster.StateRoot()
 			if err != nil {
 				return err
 			}
-			s, ok, err := cluster.Load(root, *name)
+			s, ok, err := localcluster.Load(root, *name)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
-	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -73,4 +73,4 @@ func targets() string {
 }
 
 // numPorts is the size of a local cluster's port block.
-func numPorts() int { return cluster.NumPorts() }
+func numPorts() int { return localcluster.NumPorts() }

@@ -13,12 +13,12 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 )
 
 func main() {
 	// The local cluster runs stand-ins (the Ray job API) as this very program.
-	if ran, code := cluster.RunStandIn(); ran {
+	if ran, code := localcluster.RunStandIn(); ran {
 		os.Exit(code)
 	}
 	// controller-runtime's clients log through a logger that must be set once, or they print a

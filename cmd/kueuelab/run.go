@@ -20,6 +20,7 @@ import (
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 	"github.com/kueuelab/kueuelab/runtime/tools"
@@ -136,7 +137,7 @@ files. ` + simHelp,
 	fl.StringVar(&f.tracePath, "trace", "", "trace file (JSON Lines, schema v2)")
 	fl.StringVar(&f.specPath, "cluster", "", "cluster spec (required)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this cluster instead of the local one")
-	fl.StringVar(&f.name, "name", cluster.DefaultName, "local cluster name (without --kubeconfig)")
+	fl.StringVar(&f.name, "name", localcluster.DefaultName, "local cluster name (without --kubeconfig)")
 	fl.Var(&f.speedup, "speedup", `cap on trace seconds per wall second between events, or "max" (default max)`)
 	fl.StringVar(&f.out, "out", "", "results directory (default results/<time>)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this wall time (0: no limit)")
@@ -223,7 +224,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		if len(cl.Started) > 0 && !f.keepCluster {
 			defer func() {
 				fmt.Fprintf(out, "stopping the local cluster %s this run started (--keep-cluster leaves it running)\n", f.name)
-				if err := cluster.Down(context.Background(), "", f.name, true, io.Discard); err != nil {
+				if err := localcluster.Down(context.Background(), "", f.name, true, io.Discard); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "cluster down: %v\n", err)
 				}
 			}()
@@ -311,7 +312,7 @@ func generate(ctx context.Context, path string, n int, seed uint64, span time.Du
 
 // localCluster builds the tools if missing and brings the local cluster up with the spec's
 // objects instead of the default nodes.
-func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.Writer) (*cluster.Cluster, error) {
+func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.Writer) (*localcluster.Cluster, error) {
 	set := tools.Pinned()
 	bin, err := tools.BinDir("", set)
 	if err != nil {
@@ -331,5 +332,5 @@ func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.
 	if err != nil {
 		return nil, err
 	}
-	return cluster.Up(ctx, cluster.Options{Name: name, BinDir: bin, Objects: objs, Scheduler: spec.KubeSchedulerConfiguration(), Out: out})
+	return localcluster.Up(ctx, localcluster.Options{Name: name, BinDir: bin, Objects: objs, Scheduler: spec.KubeSchedulerConfiguration(), Out: out})
 }

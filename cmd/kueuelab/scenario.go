@@ -11,6 +11,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/scenario"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
@@ -144,7 +145,7 @@ and checks.json. Exits non-zero when a check fails. A rerun reuses the finished 
 	f.StringVar(&kubeconfig, "kubeconfig", "", "run on this cluster (reset between variants) instead of fresh local clusters")
 	f.StringVar(&binDir, "bin-dir", "", "control-plane binaries (env "+tools.BinDirEnv+"; default: the tools cache)")
 	f.StringVar(&name, "name", "scenario", "name of the local clusters the runs use (replaced at each run)")
-	f.IntVar(&portBase, "port-base", 0, fmt.Sprintf("first of the local cluster's 17 loopback ports (default %d)", cluster.DefaultPortBase))
+	f.IntVar(&portBase, "port-base", 0, fmt.Sprintf("first of the local cluster's 17 loopback ports (default %d)", localcluster.DefaultPortBase))
 	f.BoolVarP(&verbose, "verbose", "v", false, "show cluster start/stop and each run's summary table on stderr")
 	return c
 }

@@ -28,11 +28,6 @@ const metricsReader = "kueuelab-metrics-reader"
 // MetricsReader reads one component's Prometheus metrics (text format).
 type MetricsReader func(ctx context.Context) (io.ReadCloser, error)
 
-// MetricsReaders returns readers of the local Kueue's and kube-scheduler's metrics.
-func (s *State) MetricsReaders(ctx context.Context, rc *rest.Config) (kueue, scheduler MetricsReader, err error) {
-	return MetricsReadersAt(ctx, rc, loopURL("https", s.Ports.KueueMetrics, "/metrics"), loopURL("https", s.Ports.Scheduler, "/metrics"))
-}
-
 // MetricsReadersAt returns readers of Kueue's and kube-scheduler's metrics served at the given
 // https URLs (e.g. components run as processes next to the caller), with the metrics reader's
 // token. Unlike ConnectMetrics it reads neither until asked.

@@ -21,7 +21,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render/cluster"
-	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
@@ -84,7 +84,7 @@ func (l LocalCluster) slot(i, parallel int) LocalCluster {
 	}
 	base := l.PortBase
 	if base == 0 {
-		base = rtcluster.PortBaseFor(l.Name)
+		base = localcluster.PortBaseFor(l.Name)
 	}
 	l.Name = fmt.Sprintf("%s-%d", l.Name, i)
 	l.PortBase = base + i*slotPortStride
@@ -107,7 +107,7 @@ type Options struct {
 	REST *rest.Config
 	// State, with REST, is that cluster's state when it is kueuelab's local cluster (its component
 	// metrics then settle the trace clock exactly).
-	State *rtcluster.State
+	State *localcluster.State
 	// KueueMetrics, SchedulerMetrics and Timers, with REST and no State, are that cluster's Kueue
 	// and kube-scheduler metrics and Kueue's wall-time timers (runner.InProcess).
 	KueueMetrics, SchedulerMetrics runner.MetricsSource
@@ -412,10 +412,10 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 		if err := downIfPresent(ctx, l, log); err != nil {
 			return nil, err
 		}
-		cl, err := rtcluster.Up(ctx, rtcluster.Options{Root: l.Root, Name: l.Name, BinDir: l.BinDir, PortBase: l.PortBase, Go: l.Go,
+		cl, err := localcluster.Up(ctx, localcluster.Options{Root: l.Root, Name: l.Name, BinDir: l.BinDir, PortBase: l.PortBase, Go: l.Go,
 			Objects: objs, KueueConfig: j.variant.KueueConfig.Fields(scale), Scheduler: j.spec.KubeSchedulerConfiguration(), Out: log})
 		defer func() {
-			if err := rtcluster.Down(context.Background(), l.Root, l.Name, true, log); err != nil {
+			if err := localcluster.Down(context.Background(), l.Root, l.Name, true, log); err != nil {
 				fmt.Fprintf(o.Out, "%s: cluster down: %v\n", j.label(), err)
 			}
 		}()
@@ -481,7 +481,7 @@ func (o *Options) executeSim(ctx context.Context, j *job) (*runner.Result, error
 func downIfPresent(ctx context.Context, l LocalCluster, log io.Writer) error {
 	root := l.Root
 	if root == "" {
-		r, err := rtcluster.StateRoot()
+		r, err := localcluster.StateRoot()
 		if err != nil {
 			return err
 		}
@@ -490,7 +490,7 @@ func downIfPresent(ctx context.Context, l LocalCluster, log io.Writer) error {
 	if _, err := os.Stat(filepath.Join(root, l.Name)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err := rtcluster.Down(ctx, root, l.Name, true, log); err != nil {
+	if err := localcluster.Down(ctx, root, l.Name, true, log); err != nil {
 		return fmt.Errorf("remove the leftover cluster %s: %w", l.Name, err)
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -56,7 +56,7 @@ func (cp *controlPlane) run(ctx context.Context) {
 	warned, failed := false, false
 	for {
 		var down []string
-		h, err := cluster.ReadHealth(cp.dir)
+		h, err := localcluster.ReadHealth(cp.dir)
 		switch {
 		case err != nil:
 			down = []string{"supervisor status: " + err.Error()}
@@ -124,7 +124,7 @@ func (cp *controlPlane) run(ctx context.Context) {
 	}
 }
 
-func (cp *controlPlane) restarted(c cluster.ComponentHealth, n int) {
+func (cp *controlPlane) restarted(c localcluster.ComponentHealth, n int) {
 	exit := ""
 	if c.LastExit != nil {
 		exit = "last exit: " + c.LastExit.String()

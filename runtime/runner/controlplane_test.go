@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -46,12 +46,12 @@ func TestControlPlaneOutage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "logs", "kueue.log"), []byte("starting\nerror: bad config\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	status := func(state cluster.ComponentState, restarts int) {
+	status := func(state localcluster.ComponentState, restarts int) {
 		t.Helper()
-		h := cluster.Health{Cluster: "c", Components: []cluster.ComponentHealth{
-			{Name: "kube-apiserver", State: cluster.StateReady},
-			{Name: "kueue", State: state, Restarts: restarts, LastExit: &cluster.Exit{Code: -1, Signal: "SIGKILL"}},
-		}, Policy: cluster.PolicySummary{CrashLoopRestarts: 5, CrashLoopWindowSeconds: 120}}
+		h := localcluster.Health{Cluster: "c", Components: []localcluster.ComponentHealth{
+			{Name: "kube-apiserver", State: localcluster.StateReady},
+			{Name: "kueue", State: state, Restarts: restarts, LastExit: &localcluster.Exit{Code: -1, Signal: "SIGKILL"}},
+		}, Policy: localcluster.PolicySummary{CrashLoopRestarts: 5, CrashLoopWindowSeconds: 120}}
 		b, err := json.Marshal(h)
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +64,7 @@ func TestControlPlaneOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	status(cluster.StateReady, 0)
+	status(localcluster.StateReady, 0)
 	evPath := filepath.Join(dir, "events.jsonl")
 	evlog, err := results.CreateEventLog(evPath, time.Hour)
 	if err != nil {
@@ -84,21 +84,21 @@ func TestControlPlaneOutage(t *testing.T) {
 	if clk.Held(key) {
 		t.Fatal("held while every component is ready (a dead supervisor alone holds nothing)")
 	}
-	status(cluster.StateRestarting, 1)
+	status(localcluster.StateRestarting, 1)
 	await(t, "outage hold", func() bool { return clk.Held(key) })
 	if got := cp.unhealthy(); len(got) != 1 || got[0] != "kueue restarting" {
 		t.Errorf("unhealthy() = %q", got)
 	}
-	status(cluster.StateReady, 1)
+	status(localcluster.StateReady, 1)
 	await(t, "hold released", func() bool { return !clk.Held(key) })
-	status(cluster.StateCrashLooping, 6)
+	status(localcluster.StateCrashLooping, 6)
 	var fatal error
 	select {
 	case fatal = <-cp.fatal:
 	case <-time.After(time.Minute):
 		t.Fatal("no fatal error for a crash-looping component")
 	}
-	var cle *cluster.CrashLoopError
+	var cle *localcluster.CrashLoopError
 	if !errors.As(fatal, &cle) || cle.Component.Name != "kueue" || !strings.Contains(fatal.Error(), "error: bad config") {
 		t.Errorf("fatal = %v, want kueue's crash loop with its log's last lines", fatal)
 	}

@@ -17,7 +17,7 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent"
-	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
@@ -26,7 +26,7 @@ type InProcess struct {
 	REST *rest.Config
 	// Local is kueuelab's local cluster the run uses; nil for another cluster (no component
 	// metrics to read: the clock settles on quiet periods instead).
-	Local *cluster.State
+	Local *localcluster.State
 	// Prune lets the run delete the cluster-side objects of other specs (Config.Prune): for a
 	// cluster the run has to itself.
 	Prune bool

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/report"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
@@ -33,7 +33,7 @@ type Options struct {
 	// (experiment.Options.REST); a scenario whose variants change Kueue's configuration runs on
 	// fresh local clusters (Local) instead.
 	REST  *rest.Config
-	State *rtcluster.State
+	State *localcluster.State
 	Local experiment.LocalCluster
 	// Out receives progress and the PASS/FAIL lines; Log the detail.
 	Out, Log io.Writer

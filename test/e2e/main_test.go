@@ -14,24 +14,25 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 // env is the cluster every test of the package shares.
 type env struct {
 	kubeconfig string
-	state      *cluster.State // the local cluster: its component metrics settle the trace clock
+	state      *localcluster.State // the local cluster: its component metrics settle the trace clock
 	client     client.Client
 	scheme     *runtime.Scheme
 	// up are the options the cluster was started with: Up with them again (changed) reconfigures it.
-	up cluster.Options
+	up localcluster.Options
 }
 
 var shared *env // set once by TestMain before any test runs, read-only afterwards
 
 func TestMain(m *testing.M) {
 	// The cluster runs its stand-ins (the Ray job API) as this test binary.
-	if ran, code := cluster.RunStandIn(); ran {
+	if ran, code := localcluster.RunStandIn(); ran {
 		os.Exit(code)
 	}
 	// Errors reach the tests as return values; without a logger controller-runtime prints a stack trace.
@@ -65,14 +66,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	name := fmt.Sprintf("e2e-%d", os.Getpid())
-	base, err := freePortBlock(27400, cluster.NumPorts())
+	base, err := freePortBlock(27400, localcluster.NumPorts())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	t0 := time.Now()
-	opts := cluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout}
-	cl, err := cluster.Up(ctx, opts)
+	opts := localcluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout}
+	cl, err := localcluster.Up(ctx, opts)
 	code := 1
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: cluster up: %v\n", err)
@@ -80,7 +81,7 @@ func run(m *testing.M) int {
 		fmt.Printf("e2e: cluster %s up in %s (ports from %d)\n", name, time.Since(t0).Round(100*time.Millisecond), base)
 		code = runTests(m, cl, opts)
 	}
-	if err := cluster.Down(context.Background(), root, name, false, os.Stdout); err != nil {
+	if err := localcluster.Down(context.Background(), root, name, false, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: cluster down:", err)
 		code = 1
 	}
@@ -94,7 +95,7 @@ func run(m *testing.M) int {
 	return code
 }
 
-func runTests(m *testing.M, cl *cluster.Cluster, opts cluster.Options) int {
+func runTests(m *testing.M, cl *localcluster.Cluster, opts localcluster.Options) int {
 	scheme, err := cluster.Scheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -117,7 +118,7 @@ func freePortBlock(start, n int) (int, error) {
 	for base := start; base+n < 65000; base += 100 {
 		ok := true
 		for p := base; p < base+n && ok; p++ {
-			ok = cluster.PortFree(p) == nil
+			ok = localcluster.PortFree(p) == nil
 		}
 		if ok {
 			return base, nil

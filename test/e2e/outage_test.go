@@ -17,7 +17,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 )
@@ -61,16 +61,16 @@ func TestRunSurvivesControlPlaneFaults(t *testing.T) {
 		// when picks the moment from the Workloads admitted so far.
 		when func(admitted []kueue.Workload) bool
 	}{
-		{cluster.Kueue, func(a []kueue.Workload) bool { return len(a) >= 2 }},
+		{localcluster.Kueue, func(a []kueue.Workload) bool { return len(a) >= 2 }},
 		{operatorOf("MPIJob"), func(a []kueue.Workload) bool {
 			return slices.ContainsFunc(a, func(w kueue.Workload) bool {
 				return len(w.OwnerReferences) > 0 && w.OwnerReferences[0].Kind == "MPIJob"
 			})
 		}},
-		{cluster.APIServer, func(a []kueue.Workload) bool { return len(a) >= 3 }},
+		{localcluster.APIServer, func(a []kueue.Workload) bool { return len(a) >= 3 }},
 	} {
 		t.Run(tc.victim, func(t *testing.T) {
-			team := "outage-" + map[string]string{cluster.Kueue: "kueue", operatorOf("MPIJob"): "mpi", cluster.APIServer: "api"}[tc.victim]
+			team := "outage-" + map[string]string{localcluster.Kueue: "kueue", operatorOf("MPIJob"): "mpi", localcluster.APIServer: "api"}[tc.victim]
 			sp := filepath.Join(t.TempDir(), "spec.yaml")
 			if err := os.WriteFile(sp, []byte(runSpec(team, 8)), 0o644); err != nil {
 				t.Fatal(err)
@@ -161,7 +161,7 @@ func (sc *supCluster) killWhen(ctx context.Context, ns, victim string, when func
 				}
 			}
 			if when(admitted) {
-				h, err := cluster.ReadHealth(sc.dir)
+				h, err := localcluster.ReadHealth(sc.dir)
 				if err != nil {
 					sc.t.Errorf("read health: %v", err)
 					return 0

@@ -13,6 +13,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
@@ -63,7 +64,7 @@ func fragmentingTrace(team string) *trace.Trace {
 }
 
 // placementRun restarts the shared cluster's kube-scheduler with the spec's scheduler section
-// (cluster.Up does when the configuration changes) and replays the fragmenting trace on it.
+// (localcluster.Up does when the configuration changes) and replays the fragmenting trace on it.
 func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	t.Helper()
 	text := placementSpec(team, scheduler)
@@ -74,14 +75,14 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 	before := schedulerHealth(t, shared.state.Dir)
 	o := shared.up
 	o.Scheduler, o.Out = spec.KubeSchedulerConfiguration(), &testWriter{t: t}
-	cl, err := cluster.Up(t.Context(), o)
+	cl, err := localcluster.Up(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The supervisor restarts the scheduler for a new configuration file (a new process, not
 	// counted as a restart after a crash) and keeps it for the same one.
 	after := schedulerHealth(t, cl.State.Dir)
-	if changed := after.Config != before.Config; after.State != cluster.StateReady || (after.PID != before.PID) != changed || after.Restarts != before.Restarts {
+	if changed := after.Config != before.Config; after.State != localcluster.StateReady || (after.PID != before.PID) != changed || after.Restarts != before.Restarts {
 		t.Fatalf("kube-scheduler before Up %+v, after %+v: want a new process exactly when the configuration changed", before, after)
 	}
 	// Only this spec's nodes: the nodes earlier tests' specs left on the shared cluster (the same
@@ -107,15 +108,15 @@ func placementRun(t *testing.T, team, scheduler string) *results.Dir {
 }
 
 // schedulerHealth is what the cluster's supervisor reports about its kube-scheduler.
-func schedulerHealth(t *testing.T, dir string) cluster.ComponentHealth {
+func schedulerHealth(t *testing.T, dir string) localcluster.ComponentHealth {
 	t.Helper()
-	h, err := cluster.ReadHealth(dir)
+	h, err := localcluster.ReadHealth(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok := h.Component(cluster.Scheduler)
+	c, ok := h.Component(localcluster.Scheduler)
 	if !ok {
-		t.Fatalf("status.json has no %s", cluster.Scheduler)
+		t.Fatalf("status.json has no %s", localcluster.Scheduler)
 	}
 	return c
 }
@@ -142,7 +143,7 @@ func TestPlacementQuotaHeldIdle(t *testing.T) {
 		// Later tests expect upstream's default scoring.
 		o := shared.up
 		o.Scheduler, o.Out = &kschedv1.KubeSchedulerConfiguration{}, &testWriter{t: t}
-		if _, err := cluster.Up(context.Background(), o); err != nil {
+		if _, err := localcluster.Up(context.Background(), o); err != nil {
 			t.Errorf("restore the default kube-scheduler: %v", err)
 		}
 	})

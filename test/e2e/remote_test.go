@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/kueuelab/kueuelab/model/trace"
-	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
@@ -94,11 +94,11 @@ func TestRunOnAnotherCluster(t *testing.T) {
 	defer cancel()
 	log := &testWriter{t: t}
 	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), root, "bare", true, log); err != nil {
+		if err := localcluster.Down(context.Background(), root, "bare", true, log); err != nil {
 			t.Errorf("cluster down: %v", err)
 		}
 	})
-	cl, err := cluster.Up(ctx, cluster.Options{Root: root, Name: "bare", BinDir: shared.state.BinDir, PortBase: base, Bare: true,
+	cl, err := localcluster.Up(ctx, localcluster.Options{Root: root, Name: "bare", BinDir: shared.state.BinDir, PortBase: base, Bare: true,
 		Timeout: 3 * time.Minute, Out: log})
 	if err != nil {
 		t.Fatalf("bare cluster: %v", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -40,7 +41,7 @@ func superviseMain(spec string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cluster.Supervise(ctx, root, name); err != nil {
+	if err := localcluster.Supervise(ctx, root, name); err != nil {
 		fmt.Fprintln(os.Stderr, "supervise:", err)
 		return 1
 	}
@@ -68,14 +69,14 @@ func (w logWriter) Write(b []byte) (int, error) {
 // supCluster is the test's own cluster.
 type supCluster struct {
 	t    *testing.T
-	opts cluster.Options
+	opts localcluster.Options
 	dir  string
 	c    client.Client
 }
 
-func (sc *supCluster) health() *cluster.Health {
+func (sc *supCluster) health() *localcluster.Health {
 	sc.t.Helper()
-	h, err := cluster.ReadHealth(sc.dir)
+	h, err := localcluster.ReadHealth(sc.dir)
 	if err != nil {
 		sc.t.Fatal(err)
 	}
@@ -83,12 +84,12 @@ func (sc *supCluster) health() *cluster.Health {
 }
 
 // await polls the supervisor's status until cond holds.
-func (sc *supCluster) await(what string, timeout time.Duration, cond func(h *cluster.Health) (bool, string)) *cluster.Health {
+func (sc *supCluster) await(what string, timeout time.Duration, cond func(h *localcluster.Health) (bool, string)) *localcluster.Health {
 	sc.t.Helper()
-	var last *cluster.Health
+	var last *localcluster.Health
 	var detail string
 	err := wait.PollUntilContextTimeout(sc.t.Context(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		h, err := cluster.ReadHealth(sc.dir)
+		h, err := localcluster.ReadHealth(sc.dir)
 		if err != nil {
 			return false, err
 		}
@@ -103,7 +104,7 @@ func (sc *supCluster) await(what string, timeout time.Duration, cond func(h *clu
 	return last
 }
 
-func (sc *supCluster) dump(h *cluster.Health) string {
+func (sc *supCluster) dump(h *localcluster.Health) string {
 	if h == nil {
 		return ""
 	}
@@ -111,11 +112,11 @@ func (sc *supCluster) dump(h *cluster.Health) string {
 	for _, c := range h.Components {
 		fmt.Fprintf(&b, "  %s %s pid=%d restarts=%d %s\n", c.Name, c.State, c.PID, c.Restarts, c.Message)
 	}
-	fmt.Fprintf(&b, "--- supervisor log ---\n%s", cluster.LogTail(filepath.Join(sc.dir, "logs", "supervisor.log"), 30))
+	fmt.Fprintf(&b, "--- supervisor log ---\n%s", localcluster.LogTail(filepath.Join(sc.dir, "logs", "supervisor.log"), 30))
 	return b.String()
 }
 
-func allReady(h *cluster.Health) (bool, string) {
+func allReady(h *localcluster.Health) (bool, string) {
 	var not []string
 	for _, c := range h.NotReady() {
 		not = append(not, c.Name+"="+string(c.State))
@@ -128,7 +129,7 @@ func allReady(h *cluster.Health) (bool, string) {
 
 // startSupCluster brings up a cluster of the test's own (kills must not disturb the shared one)
 // whose supervisor runs as a daemon, as the CLI's does, and takes it down when the test ends.
-func startSupCluster(t *testing.T, prefix string) (*supCluster, *cluster.Cluster) {
+func startSupCluster(t *testing.T, prefix string) (*supCluster, *localcluster.Cluster) {
 	t.Helper()
 	set := tools.Pinned()
 	bin, err := tools.BinDir("", set)
@@ -144,10 +145,10 @@ func startSupCluster(t *testing.T, prefix string) (*supCluster, *cluster.Cluster
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := &supCluster{t: t, dir: filepath.Join(root, name), opts: cluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base,
+	sc := &supCluster{t: t, dir: filepath.Join(root, name), opts: localcluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base,
 		Timeout: 3 * time.Minute, Daemon: testDaemon, Out: logWriter{t}}}
 	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), root, name, false, logWriter{t}); err != nil {
+		if err := localcluster.Down(context.Background(), root, name, false, logWriter{t}); err != nil {
 			t.Errorf("cluster down: %v", err)
 		}
 		if t.Failed() {
@@ -156,7 +157,7 @@ func startSupCluster(t *testing.T, prefix string) (*supCluster, *cluster.Cluster
 		}
 		_ = os.RemoveAll(root)
 	})
-	cl, err := cluster.Up(t.Context(), sc.opts)
+	cl, err := localcluster.Up(t.Context(), sc.opts)
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)
 	}
@@ -200,7 +201,7 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 		for _, victim := range sc.health().Components {
 			before, _ := sc.health().Component(victim.Name)
 			// The leases a killed KWOK or mpi-operator held must not hold their successor back.
-			leases := map[string]string{cluster.KWOK: corev1.NamespaceNodeLease}
+			leases := map[string]string{localcluster.KWOK: corev1.NamespaceNodeLease}
 			for _, op := range render.DefaultRegistry().Operators() {
 				if op.StaleLease != "" {
 					leases[op.Name] = op.Namespace
@@ -214,7 +215,7 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 			if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
 				t.Fatalf("kill %s (pid %d): %v", before.Name, before.PID, err)
 			}
-			h := sc.await(victim.Name+" restarted and every component ready", 2*time.Minute, func(h *cluster.Health) (bool, string) {
+			h := sc.await(victim.Name+" restarted and every component ready", 2*time.Minute, func(h *localcluster.Health) (bool, string) {
 				c, _ := h.Component(victim.Name)
 				if c.PID == before.PID || c.Restarts <= before.Restarts {
 					return false, fmt.Sprintf("%s %s pid %d restarts %d", c.Name, c.State, c.PID, c.Restarts)
@@ -261,8 +262,8 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 		if err := syscall.Kill(before.Supervisor.PID, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		sc.await("supervisor gone", time.Minute, func(h *cluster.Health) (bool, string) { return !h.Supervisor.Alive, "alive" })
-		if _, err := cluster.Up(t.Context(), sc.opts); err != nil {
+		sc.await("supervisor gone", time.Minute, func(h *localcluster.Health) (bool, string) { return !h.Supervisor.Alive, "alive" })
+		if _, err := localcluster.Up(t.Context(), sc.opts); err != nil {
 			t.Fatalf("cluster up after the supervisor died: %v", err)
 		}
 		after := sc.health()
@@ -271,7 +272,7 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 		}
 		for _, b := range before.Components {
 			a, _ := after.Component(b.Name)
-			if a.PID != b.PID || a.Restarts != b.Restarts || a.State != cluster.StateReady {
+			if a.PID != b.PID || a.Restarts != b.Restarts || a.State != localcluster.StateReady {
 				t.Errorf("%s: pid %d restarts %d %s, want the running process %d adopted with its %d restarts", b.Name, a.PID, a.Restarts, a.State, b.PID, b.Restarts)
 			}
 		}
@@ -288,16 +289,16 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 		if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		h := sc.await(victim+" crash-looping", time.Minute, func(h *cluster.Health) (bool, string) {
+		h := sc.await(victim+" crash-looping", time.Minute, func(h *localcluster.Health) (bool, string) {
 			c, _ := h.Component(victim)
-			return c.State == cluster.StateCrashLooping, fmt.Sprintf("%s restarts %d", c.State, c.Restarts)
+			return c.State == localcluster.StateCrashLooping, fmt.Sprintf("%s restarts %d", c.State, c.Restarts)
 		})
 		c, _ := h.Component(victim)
-		if want := before.Restarts + cluster.DefaultPolicy.CrashLoopRestarts; c.Restarts != want || c.PID != 0 || c.LastExit == nil || c.LastExit.Code == 0 {
+		if want := before.Restarts + localcluster.DefaultPolicy.CrashLoopRestarts; c.Restarts != want || c.PID != 0 || c.LastExit == nil || c.LastExit.Code == 0 {
 			t.Errorf("crash-looping %s: restarts %d (want %d), pid %d, last exit %+v", victim, c.Restarts, want, c.PID, c.LastExit)
 		}
 		err := h.CrashLooping(sc.dir, 10)
-		var cle *cluster.CrashLoopError
+		var cle *localcluster.CrashLoopError
 		if !errors.As(err, &cle) || cle.Component.Name != victim || !strings.Contains(cle.Tail, "jobset.yaml") {
 			t.Errorf("CrashLooping() = %v, want jobset named with its log's last lines (the config error)", err)
 		}
@@ -306,7 +307,7 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 			t.Errorf("Ready() with a crash-looping component")
 		}
 		// Up writes the config again and asks for the component: it leaves crash-looping.
-		if _, err := cluster.Up(t.Context(), sc.opts); err != nil {
+		if _, err := localcluster.Up(t.Context(), sc.opts); err != nil {
 			t.Fatalf("cluster up after the crash loop: %v", err)
 		}
 		sc.await("all ready after Up", time.Minute, allReady)
@@ -314,7 +315,7 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 
 	t.Run("Down", func(t *testing.T) {
 		last := sc.health()
-		if err := cluster.Down(t.Context(), sc.opts.Root, sc.opts.Name, false, logWriter{t}); err != nil {
+		if err := localcluster.Down(t.Context(), sc.opts.Root, sc.opts.Name, false, logWriter{t}); err != nil {
 			t.Fatal(err)
 		}
 		h := sc.health()
@@ -327,7 +328,7 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 					t.Errorf("%s (pid %d) still runs after Down", c.Name, c.PID)
 				}
 			}
-			if now, _ := h.Component(c.Name); now.State != cluster.StateStopped {
+			if now, _ := h.Component(c.Name); now.State != localcluster.StateStopped {
 				t.Errorf("%s: %s after Down", c.Name, now.State)
 			}
 		}

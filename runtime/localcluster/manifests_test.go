@@ -1,12 +1,10 @@
-package cluster
+package localcluster
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/cluster"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -31,7 +29,7 @@ metadata:
 `
 
 func TestURLWebhooks(t *testing.T) {
-	objs, err := DecodeYAML(strings.NewReader(kubebuilderHooks), "hooks.yaml")
+	objs, err := cluster.DecodeYAML(strings.NewReader(kubebuilderHooks), "hooks.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,30 +64,6 @@ func TestURLWebhooks(t *testing.T) {
 	}
 	if _, found, _ := unstructured.NestedMap(w, "namespaceSelector"); !found {
 		t.Errorf("no namespaceSelector keeping kube-system out")
-	}
-}
-
-func TestDecodeYAMLRejectsKindless(t *testing.T) {
-	_, err := DecodeYAML(strings.NewReader("metadata: {name: x}\n"), "bad.yaml")
-	if err == nil || !strings.Contains(err.Error(), "bad.yaml: document 1") {
-		t.Fatalf("err = %v, want one naming bad.yaml document 1", err)
-	}
-}
-
-func TestCompletionStagesUseKueuelabAnnotation(t *testing.T) {
-	objs, err := DecodeYAML(strings.NewReader(string(completionStages)), "stages-complete.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{"kueuelab-pod-complete": "true", "kueuelab-pod-fail": "fail"}
-	if len(objs) != len(want) {
-		t.Fatalf("got %d stages, want %d", len(objs), len(want))
-	}
-	for _, o := range objs {
-		got, _, _ := unstructured.NestedString(o.Object, "spec", "selector", "matchAnnotations", contract.Complete)
-		if got != want[o.GetName()] {
-			t.Errorf("stage %s matches %s=%q, want %q", o.GetName(), contract.Complete, got, want[o.GetName()])
-		}
 	}
 }
 
@@ -189,27 +163,4 @@ func TestPortsFollowRegistry(t *testing.T) {
 			t.Errorf("component %s has no ports", name)
 		}
 	}
-}
-
-// TestFaultStageSelectsFaultLabel: kueuelab's node-fault stage selects the fault label, outweighs
-// KWOK's node stages and does not loop on the current time.
-func TestFaultStageSelectsFaultLabel(t *testing.T) {
-	objs, err := OwnStages()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if o.GetName() != "kueuelab-node-fault" {
-			continue
-		}
-		got, _, _ := unstructured.NestedString(o.Object, "spec", "selector", "matchLabels", contract.Fault)
-		wv, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "weight")
-		w, _ := strconv.ParseFloat(fmt.Sprint(wv), 64)
-		tmpl, _, _ := unstructured.NestedString(o.Object, "spec", "next", "statusTemplate")
-		if got != contract.FaultNodeDown || w < 10000 || strings.Contains(tmpl, "Now") {
-			t.Errorf("fault stage: selects %s=%q, weight %g, template uses Now: %v", contract.Fault, got, w, strings.Contains(tmpl, "Now"))
-		}
-		return
-	}
-	t.Fatal("no kueuelab-node-fault stage")
 }

@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -119,11 +120,11 @@ func (s *State) preStartHooks() map[string]func(context.Context) error {
 		if c != nil {
 			return c, nil
 		}
-		cfg, err := RESTConfig(s.Kubeconfig())
+		cfg, err := cluster.RESTConfig(s.Kubeconfig())
 		if err != nil {
 			return nil, err
 		}
-		c, err = NewClient(cfg)
+		c, err = cluster.NewClient(cfg)
 		return c, err
 	}
 	hooks := map[string]func(context.Context) error{
@@ -141,7 +142,7 @@ func (s *State) preStartHooks() map[string]func(context.Context) error {
 				return fmt.Errorf("list nodes: %w", err)
 			}
 			for _, n := range nodes.Items {
-				if n.Annotations[KWOKNodeAnnotation] != "fake" {
+				if n.Annotations[cluster.KWOKNodeAnnotation] != "fake" {
 					continue
 				}
 				lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: n.Name}}

@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/render"
+	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -29,7 +30,7 @@ type Options struct {
 	BinDir   string          // where the binaries are (tools.BinDir resolves the default)
 	PortBase int             // first port of the cluster's block; remembered from the last up, else DefaultPortBase
 	Go       string          // go command used to locate manifest modules; "go" when empty
-	Objects  []client.Object // nodes, flavors and queues to apply (e.g. from a cluster spec); nil: DefaultNodes(4, 8)
+	Objects  []client.Object // nodes, flavors and queues to apply (e.g. from a cluster spec); nil: cluster.DefaultNodes(4, 8)
 	Timeout  time.Duration   // per-component readiness deadline; 2 minutes when zero
 	Out      io.Writer       // progress lines
 	// Daemon runs the supervisor as its own process; DefaultDaemon when nil, and in this process
@@ -131,11 +132,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	cfg, err := RESTConfig(s.Kubeconfig())
+	cfg, err := cluster.RESTConfig(s.Kubeconfig())
 	if err != nil {
 		return nil, err
 	}
-	c, err := NewClient(cfg)
+	c, err := cluster.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -147,19 +148,19 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	// KWOK: the Stage CRD and stages exist before the controller reads them; the marker saying
 	// every node here is a KWOK node exists before any node is applied.
 	if err := u.step("KWOK stages", func() error {
-		if err := ApplyObjects(ctx, cfg, []client.Object{LocalMarker()}); err != nil {
+		if err := cluster.ApplyObjects(ctx, cfg, []client.Object{cluster.LocalMarker()}); err != nil {
 			return err
 		}
-		if err := ApplyCRDs(ctx, c, m.stageCRD); err != nil {
+		if err := cluster.ApplyCRDs(ctx, c, m.stageCRD); err != nil {
 			return err
 		}
-		if err := WaitEstablished(ctx, c, names(m.stageCRD), o.Timeout); err != nil {
+		if err := cluster.WaitEstablished(ctx, c, names(m.stageCRD), o.Timeout); err != nil {
 			return err
 		}
 		if o.Bare {
 			return nil
 		}
-		return ApplyUnstructured(ctx, c, m.stages)
+		return cluster.ApplyUnstructured(ctx, c, m.stages)
 	}); err != nil {
 		return nil, err
 	}
@@ -169,10 +170,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 
 	// Every job CRD goes in before Kueue starts: Kueue finds late CRDs only after minutes of backoff.
 	if err := u.step(fmt.Sprintf("%d job CRDs", len(m.jobCRDs)), func() error {
-		if err := ApplyCRDs(ctx, c, m.jobCRDs); err != nil {
+		if err := cluster.ApplyCRDs(ctx, c, m.jobCRDs); err != nil {
 			return err
 		}
-		return WaitEstablished(ctx, c, names(m.jobCRDs), o.Timeout)
+		return cluster.WaitEstablished(ctx, c, names(m.jobCRDs), o.Timeout)
 	}); err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err := s.writeConfig("kueue.yaml", kcfg); err != nil {
 			return err
 		}
-		objs := []client.Object{namespace(KueueNamespace), seededSecret(KueueNamespace, "kueue-webhook-server-cert", p.KueueCA, p.Kueue)}
+		objs := []client.Object{namespace(cluster.KueueNamespace), seededSecret(cluster.KueueNamespace, "kueue-webhook-server-cert", p.KueueCA, p.Kueue)}
 		if o.Bare {
 			cm, err := kueueConfigMap(kcfg)
 			if err != nil {
@@ -198,10 +199,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 			}
 			objs = append(objs, cm)
 		}
-		if err := ApplyObjects(ctx, cfg, objs); err != nil {
+		if err := cluster.ApplyObjects(ctx, cfg, objs); err != nil {
 			return err
 		}
-		return ApplyUnstructured(ctx, c, m.kueueHooks)
+		return cluster.ApplyUnstructured(ctx, c, m.kueueHooks)
 	}); err != nil {
 		return nil, err
 	}
@@ -221,16 +222,16 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	// Flavors and queues go through Kueue's webhooks, so the cluster objects come last.
 	// A spec's objects replace those of another spec on a cluster that was up already
-	// (ReplaceObjects prunes). Without a spec Up only makes sure there are nodes: a `cluster up`
+	// (cluster.ReplaceObjects prunes). Without a spec Up only makes sure there are nodes: a `cluster up`
 	// of a running cluster must never delete the queues a user made on it.
 	objs, prune := o.Objects, true
 	if objs == nil {
-		objs, prune = DefaultNodes(4, 8), false
+		objs, prune = cluster.DefaultNodes(4, 8), false
 	}
-	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return ReplaceObjects(ctx, cfg, objs, prune, out) }); err != nil {
+	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return cluster.ReplaceObjects(ctx, cfg, objs, prune, out) }); err != nil {
 		return nil, err
 	}
-	if err := u.step("KWOK nodes Ready", func() error { _, err := WaitNodesReady(ctx, c, o.Timeout); return err }); err != nil {
+	if err := u.step("KWOK nodes Ready", func() error { _, err := cluster.WaitNodesReady(ctx, c, o.Timeout); return err }); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "cluster %s up in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
@@ -382,11 +383,11 @@ func (u *upper) operator(ctx context.Context, cfg *rest.Config, c client.Client,
 				}
 			}
 		}
-		if err := ApplyObjects(ctx, cfg, objs); err != nil {
+		if err := cluster.ApplyObjects(ctx, cfg, objs); err != nil {
 			return err
 		}
 		if rotator {
-			return ApplyUnstructured(ctx, c, m.opHooks[op.Name])
+			return cluster.ApplyUnstructured(ctx, c, m.opHooks[op.Name])
 		}
 		return nil
 	}); err != nil {
@@ -401,12 +402,12 @@ func (u *upper) operator(ctx context.Context, cfg *rest.Config, c client.Client,
 		return err
 	}
 	if hooks := m.opHooks[op.Name]; len(hooks) > 0 && !rotator {
-		if err := u.step(op.Name+" webhooks", func() error { return ApplyUnstructured(ctx, c, hooks) }); err != nil {
+		if err := u.step(op.Name+" webhooks", func() error { return cluster.ApplyUnstructured(ctx, c, hooks) }); err != nil {
 			return err
 		}
 	}
 	if objs := m.opObjects[op.Name]; len(objs) > 0 {
-		if err := u.step(fmt.Sprintf("%s: %d install objects", op.Name, len(objs)), func() error { return ApplyUnstructured(ctx, c, objs) }); err != nil {
+		if err := u.step(fmt.Sprintf("%s: %d install objects", op.Name, len(objs)), func() error { return cluster.ApplyUnstructured(ctx, c, objs) }); err != nil {
 			return err
 		}
 	}
@@ -449,7 +450,7 @@ func (s *State) baseKueueConfig() map[string]any {
 	return map[string]any{
 		"apiVersion": "config.kueue.x-k8s.io/v1beta2",
 		"kind":       "Configuration",
-		"namespace":  KueueNamespace,
+		"namespace":  cluster.KueueNamespace,
 		"health":     map[string]any{"healthProbeBindAddress": hostPort(s.Ports.KueueHealth)},
 		"metrics":    map[string]any{"bindAddress": hostPort(s.Ports.KueueMetrics)},
 		"webhook":    map[string]any{"host": "127.0.0.1", "port": s.Ports.KueueWebhook, "certDir": s.path("certs", "kueue")},
@@ -504,8 +505,8 @@ func kueueConfigMap(cfg map[string]any) (*corev1.ConfigMap, error) {
 		return nil, err
 	}
 	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: KueueNamespace, Name: "kueue-manager-config"},
-		Data:       map[string]string{KueueConfigKey: string(b)}}, nil
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KueueNamespace, Name: "kueue-manager-config"},
+		Data:       map[string]string{cluster.KueueConfigKey: string(b)}}, nil
 }
 
 func names(objs []*unstructured.Unstructured) []string {

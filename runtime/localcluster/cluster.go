@@ -1,11 +1,12 @@
-// Package cluster runs a local Kubernetes control plane for kueuelab: etcd, kube-apiserver,
+// Package localcluster runs kueuelab's local Kubernetes control plane: etcd, kube-apiserver,
 // controller-manager, scheduler, KWOK, Kueue and the operator of every kind in render's registry
-// (JobSet, training-operator, mpi-operator, Kubeflow Trainer, KubeRay) as processes on 127.0.0.1,
-// with certificates, configs, PIDs and logs in one state dir per cluster. A supervisor
-// (supervise.go) owns the processes as the kubelet owns static pods: it restarts a component that
-// exits, with backoff, and reports every component's state in status.json (ReadHealth), which is
-// how the runner, `cluster status` and Up see the cluster.
-package cluster
+// as processes on 127.0.0.1, with certificates, configs, PIDs and logs in one state dir per
+// cluster (Up, Status, Down). A supervisor (supervise.go) owns the processes as the kubelet owns
+// static pods: it restarts a component that exits, with backoff, and reports every component's
+// state in status.json (ReadHealth), which is how the runner, `cluster status` and Up see the
+// cluster. What it puts into the cluster goes through runtime/cluster, which works on any cluster
+// and knows nothing of this package.
+package localcluster
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kueuelab/kueuelab/render"
+	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -188,7 +189,7 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 		KWOK: {
 			process: process{name: KWOK, bin: bins[KWOK], env: kcEnv, argv: []string{bins[KWOK],
 				"--kubeconfig=" + kc, "--manage-all-nodes=false",
-				"--manage-nodes-with-annotation-selector=" + KWOKNodeAnnotation + "=fake",
+				"--manage-nodes-with-annotation-selector=" + cluster.KWOKNodeAnnotation + "=fake",
 				"--node-ip=10.244.0.1", "--cidr=10.244.0.0/16", "--node-lease-duration-seconds=40",
 				"--enable-crds=Stage", "--server-address=" + hostPort(pt.KWOK)}},
 			ports:  []int{pt.KWOK},

@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"os"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kschedv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
@@ -156,31 +154,3 @@ func TestSchedulerRefusesInvalid(t *testing.T) {
 }
 
 func runtimeObject(o runtime.Object) runtime.RawExtension { return runtime.RawExtension{Object: o} }
-
-func TestDescribeSchedulers(t *testing.T) {
-	pod := func(name string, cmd ...string) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{
-			{Name: "kube-scheduler", Image: "registry.k8s.io/kube-scheduler:v1.34.2", Command: cmd}}}}
-	}
-	tests := []struct {
-		name string
-		pods []corev1.Pod
-		want []string
-	}{
-		{"managed", nil, []string{"no pod labelled component=kube-scheduler", "not visible"}},
-		{"kind default", []corev1.Pod{pod("kube-scheduler-kind", "kube-scheduler", "--kubeconfig=/etc/kubernetes/scheduler.conf", "--leader-elect=true")},
-			[]string{"kube-scheduler registry.k8s.io/kube-scheduler:v1.34.2 (pod kube-scheduler-kind)", "no --config: upstream's default profile", "flags --leader-elect=true"}},
-		{"config file", []corev1.Pod{pod("kube-scheduler-cp", "kube-scheduler", "--config=/etc/kubernetes/sched.yaml")},
-			[]string{"configuration file /etc/kubernetes/sched.yaml on its node"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := strings.Join(describeSchedulers(tc.pods), "\n")
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("%q lacks %q", got, w)
-				}
-			}
-		})
-	}
-}

@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/render"
+	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -114,13 +115,13 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	m := &manifests{opHooks: map[string][]*unstructured.Unstructured{}, opObjects: map[string][]*unstructured.Unstructured{}}
 	var err error
 	kw := func(rel string) string { return filepath.Join(dir[tools.KWOKModule], "kustomize", rel) }
-	if m.stageCRD, err = DecodeFiles(kw("crd/bases/kwok.x-k8s.io_stages.yaml")); err != nil {
+	if m.stageCRD, err = cluster.DecodeFiles(kw("crd/bases/kwok.x-k8s.io_stages.yaml")); err != nil {
 		return nil, err
 	}
-	if m.stages, err = KWOKStagesIn(dir[tools.KWOKModule]); err != nil {
+	if m.stages, err = cluster.KWOKStagesIn(dir[tools.KWOKModule]); err != nil {
 		return nil, err
 	}
-	own, err := OwnStages()
+	own, err := cluster.OwnStages()
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +135,7 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	for _, src := range reg.CRDs() {
 		crdFiles = append(crdFiles, in(src.ModuleVersion(), src.Files...)...)
 	}
-	if m.jobCRDs, err = DecodeFiles(crdFiles...); err != nil {
+	if m.jobCRDs, err = cluster.DecodeFiles(crdFiles...); err != nil {
 		return nil, err
 	}
 	kueueURL := loopURL("https", s.Ports.KueueWebhook, "")
@@ -155,7 +156,7 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 		}
 	}
 
-	hooks, err := DecodeFiles(filepath.Join(dir[tools.KueueModule], "config/components/webhook/manifests.yaml"))
+	hooks, err := cluster.DecodeFiles(filepath.Join(dir[tools.KueueModule], "config/components/webhook/manifests.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +166,7 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	for _, op := range reg.Operators() {
 		mod := op.Module + "@" + op.Version
 		if w := op.Webhooks; w != nil {
-			hooks, err := DecodeFiles(in(mod, w.File)...)
+			hooks, err := cluster.DecodeFiles(in(mod, w.File)...)
 			if err != nil {
 				return nil, err
 			}
@@ -180,7 +181,7 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 			}
 		}
 		if len(op.InstallObjects) > 0 {
-			if m.opObjects[op.Name], err = DecodeFiles(in(mod, op.InstallObjects...)...); err != nil {
+			if m.opObjects[op.Name], err = cluster.DecodeFiles(in(mod, op.InstallObjects...)...); err != nil {
 				return nil, err
 			}
 		}
