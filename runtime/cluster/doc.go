@@ -3,5 +3,5 @@
 // (Install: checks Kueue, KWOK and the operators, installs kueuelab's KWOK stages) and reads
 // Kueue's and kube-scheduler's configuration and metrics. It starts and supervises nothing:
 // kueuelab's own local control plane is runtime/localcluster, which builds on this package and
-// which this package must never import.
+// which this package must never import (TestNoLocalControlPlane).
 package cluster
