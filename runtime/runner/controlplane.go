@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -28,10 +27,10 @@ const crashLogLines = 20
 // and each outage is an event in events.jsonl and counted in the summary; a component that
 // crash-loops ends the run, named, with the last lines of its log.
 type controlPlane struct {
-	dir string // the cluster's state dir (status.json, logs/)
-	clk *simclock.Clock
-	log *results.EventLog
-	out io.Writer
+	read func() (supervisorStatus, error) // the supervisor's status now (readSupervisor)
+	clk  *simclock.Clock
+	log  *results.EventLog
+	out  io.Writer
 
 	fatal chan error // the crash loop that ends the run (buffered, sent once)
 
@@ -42,8 +41,28 @@ type controlPlane struct {
 	outageWall time.Duration
 }
 
+// supervisorStatus is what the run reads of the local cluster's supervisor: local.go reads it
+// from the supervisor's status file (readSupervisor), so this file knows nothing of the local
+// control plane's package.
+type supervisorStatus struct {
+	alive      bool              // the supervisor runs: it restarts a component that exits
+	components []componentStatus // in start order
+	// crashLoop names a crash-looping component, with the last lines of its log; nil when none.
+	crashLoop error
+}
+
+// componentStatus is one supervised component.
+type componentStatus struct {
+	name, state string
+	ready       bool
+	restarts    int
+	lastExit    string // how its last process ended; empty when none has
+}
+
+// newControlPlane follows the supervisor of the local cluster whose state dir is dir.
 func newControlPlane(dir string, clk *simclock.Clock, log *results.EventLog, out io.Writer) *controlPlane {
-	return &controlPlane{dir: dir, clk: clk, log: log, out: out, fatal: make(chan error, 1), restarts: map[string]int{}}
+	return &controlPlane{read: func() (supervisorStatus, error) { return readSupervisor(dir) },
+		clk: clk, log: log, out: out, fatal: make(chan error, 1), restarts: map[string]int{}}
 }
 
 // run polls the supervisor's status until ctx ends.
@@ -56,33 +75,35 @@ func (cp *controlPlane) run(ctx context.Context) {
 	warned, failed := false, false
 	for {
 		var down []string
-		h, err := localcluster.ReadHealth(cp.dir)
+		h, err := cp.read()
 		switch {
 		case err != nil:
 			down = []string{"supervisor status: " + err.Error()}
 		default:
 			if seen == nil {
 				seen = map[string]int{}
-				for _, c := range h.Components {
-					seen[c.Name] = c.Restarts
+				for _, c := range h.components {
+					seen[c.name] = c.restarts
 				}
 			}
-			for _, c := range h.Components {
-				if n := c.Restarts - seen[c.Name]; n > 0 {
+			for _, c := range h.components {
+				if n := c.restarts - seen[c.name]; n > 0 {
 					cp.restarted(c, n)
 				}
-				seen[c.Name] = c.Restarts
+				seen[c.name] = c.restarts
 			}
 			// A dead supervisor leaves the components running, unsupervised: nothing to wait
 			// for, but the user must know nothing restarts them now.
-			if !h.Supervisor.Alive && !warned {
+			if !h.alive && !warned {
 				warned = true
 				fmt.Fprintf(cp.out, "control plane: the supervisor is not running, so no component will be restarted; `kueuelab cluster up` with this cluster's name starts one that adopts them\n")
 			}
-			for _, c := range h.NotReady() {
-				down = append(down, fmt.Sprintf("%s %s", c.Name, c.State))
+			for _, c := range h.components {
+				if !c.ready {
+					down = append(down, fmt.Sprintf("%s %s", c.name, c.state))
+				}
 			}
-			if err := h.CrashLooping(cp.dir, crashLogLines); err != nil && !failed {
+			if err := h.crashLoop; err != nil && !failed {
 				failed = true
 				cp.fatal <- err
 			}
@@ -124,17 +145,17 @@ func (cp *controlPlane) run(ctx context.Context) {
 	}
 }
 
-func (cp *controlPlane) restarted(c localcluster.ComponentHealth, n int) {
+func (cp *controlPlane) restarted(c componentStatus, n int) {
 	exit := ""
-	if c.LastExit != nil {
-		exit = "last exit: " + c.LastExit.String()
+	if c.lastExit != "" {
+		exit = "last exit: " + c.lastExit
 	}
 	for range n {
-		cp.event(results.EvComponentRestarted, c.Name, exit)
+		cp.event(results.EvComponentRestarted, c.name, exit)
 	}
-	fmt.Fprintf(cp.out, "control plane: %s restarted by the supervisor (%d restarts in all; %s)\n", c.Name, c.Restarts, exit)
+	fmt.Fprintf(cp.out, "control plane: %s restarted by the supervisor (%d restarts in all; %s)\n", c.name, c.restarts, exit)
 	cp.mu.Lock()
-	cp.restarts[c.Name] += n
+	cp.restarts[c.name] += n
 	cp.mu.Unlock()
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +129,31 @@ func TestControlPlaneOutage(t *testing.T) {
 	}
 	if count[results.EvComponentRestarted] != 6 || count[results.EvControlPlaneDown] != 2 || count[results.EvControlPlaneReady] != 1 {
 		t.Errorf("events %v, want 6 restarts, 2 outages, 1 recovery", count)
+	}
+}
+
+// TestOnlyLocalGoImportsLocalCluster: the runner reaches kueuelab's local control plane from
+// local.go alone (the local cluster's metrics and supervisor status), so what a run on another
+// cluster goes through stays apart from the process supervisor.
+func TestOnlyLocalGoImportsLocalCluster(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const local = `"github.com/kueuelab/kueuelab/runtime/localcluster"`
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || f == "local.go" {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range af.Imports {
+			if imp.Path.Value == local {
+				t.Errorf("%s imports runtime/localcluster: reach the local control plane through local.go", f)
+			}
+		}
 	}
 }

@@ -21,6 +21,10 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
+// This file is the runner's only way to kueuelab's local control plane (runtime/localcluster): the
+// local cluster's metrics readers and its supervisor's status. A run on another cluster goes
+// through runtime/cluster alone.
+
 // InProcess says how to build the parts of a run that share this process.
 type InProcess struct {
 	REST *rest.Config
@@ -102,4 +106,22 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 		cfg.ControlPlane = o.Local.Dir
 	}
 	return cfg, nil
+}
+
+// readSupervisor reads the status file of the local cluster whose state dir is dir, for the run's
+// control-plane follower (controlplane.go).
+func readSupervisor(dir string) (supervisorStatus, error) {
+	h, err := localcluster.ReadHealth(dir)
+	if err != nil {
+		return supervisorStatus{}, err
+	}
+	st := supervisorStatus{alive: h.Supervisor.Alive, crashLoop: h.CrashLooping(dir, crashLogLines)}
+	for _, c := range h.Components {
+		cs := componentStatus{name: c.Name, state: string(c.State), ready: c.State == localcluster.StateReady, restarts: c.Restarts}
+		if c.LastExit != nil {
+			cs.lastExit = c.LastExit.String()
+		}
+		st.components = append(st.components, cs)
+	}
+	return st, nil
 }
