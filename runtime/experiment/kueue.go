@@ -222,7 +222,7 @@ func (k *KueueConfig) Scale(speedup Speedup) (float64, error) {
 }
 
 // Fields returns the top-level fields of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)
-// that k sets, with every duration divided by scale, for cluster.Options.KueueConfig. In v1beta2
+// that k sets, with every duration divided by scale, for localcluster.Options.KueueConfig. In v1beta2
 // a section's presence enables it.
 func (k *KueueConfig) Fields(scale float64) map[string]any {
 	out := map[string]any{}
