@@ -52,8 +52,12 @@ var CPUFlavor = catalog[CPUFamily].FlavorName()
 func (f family) GPU() bool { return f.Resource != "" }
 
 // FlavorName is the ResourceFlavor derived for the family: its lowercased name.
-func (f family) FlavorName() string {
-	b := []byte(f.Name)
+func (f family) FlavorName() string { return FlavorOf(f.Name) }
+
+// FlavorOf is the ResourceFlavor derived for a catalog family name (a node's
+// kueuelab.io/gpu-family label): the lowercased name.
+func FlavorOf(family string) string {
+	b := []byte(family)
 	for i, c := range b {
 		if c >= 'A' && c <= 'Z' {
 			b[i] = c + 'a' - 'A'

@@ -271,12 +271,16 @@ func (s *Spec) flavor(name string) *flavor {
 	return nil
 }
 
-func (s *Spec) flavorNames() string {
+func (s *Spec) flavorNames() string { return strings.Join(s.FlavorNames(), ", ") }
+
+// FlavorNames are the ResourceFlavors the spec derives from its node pools, in the order
+// Objects writes them.
+func (s *Spec) FlavorNames() []string {
 	names := make([]string, len(s.flavors))
 	for i, f := range s.flavors {
 		names[i] = f.Name
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 func (s *Spec) cohort(name string) *Cohort {

@@ -3,7 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
@@ -42,13 +44,9 @@ type plan struct {
 	// owners maps "Kind/namespace/name" of every object the runner creates to its workload id.
 	owners map[string]string
 	// byLabel maps "namespace/<kueuelab.io/workload-id label value>" to the workload id.
-	byLabel map[string]string
-	// lqToCQ maps "namespace/localqueue" to its ClusterQueue.
-	lqToCQ      map[string]string
-	queues      []string
-	flavors     []string
-	gpuCapacity int64
-	namespaces  []string
+	byLabel    map[string]string
+	cluster    *replay.Cluster
+	namespaces []string
 	// unrunnable lists why workloads could not be placed or rendered (they stay unfinished).
 	unrunnable []string
 }
@@ -61,23 +59,7 @@ func newPlan(cfg *Config) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{clusterObjs: objs, owners: map[string]string{}, byLabel: map[string]string{}, lqToCQ: map[string]string{}}
-	for _, o := range objs {
-		if f, ok := o.(*kueue.ResourceFlavor); ok {
-			p.flavors = append(p.flavors, f.Name)
-		}
-	}
-	for _, q := range spec.ClusterQueues {
-		p.queues = append(p.queues, q.Name)
-	}
-	for _, t := range spec.Teams {
-		p.lqToCQ[t.Name+"/"+t.LocalQueue] = t.ClusterQueue
-	}
-	for _, np := range spec.NodePools {
-		if np.GPUFamily != rcluster.CPUFamily {
-			p.gpuCapacity += int64(np.Count * np.GPUsPerNode)
-		}
-	}
+	p := &plan{clusterObjs: objs, owners: map[string]string{}, byLabel: map[string]string{}, cluster: replay.NewCluster(spec)}
 	mapping := cfg.Mapping
 	if mapping == nil {
 		mapping = render.DefaultMapping()
@@ -95,40 +77,39 @@ func newPlan(cfg *Config) (*plan, error) {
 	// What the mapped kinds' objects refer to (a TrainJob's ClusterTrainingRuntime) goes in with
 	// the cluster side, before any workload.
 	p.clusterObjs = append(p.clusterObjs, reg.ClusterObjects(mapping, r.Options())...)
-	placer := spec.Placer(cfg.Seed, false)
+	placer := replay.NewPlacer(spec, p.cluster, cfg.Seed)
+	ws := slices.Clone(cfg.Trace.Workloads)
+	slices.SortStableFunc(ws, func(a, b *trace.Workload) int {
+		return replay.Compare(a.SubmitTimeOffsetSec, a.WorkloadID, b.SubmitTimeOffsetSec, b.WorkloadID)
+	})
 	nss := map[string]bool{}
-	for _, w := range cfg.Trace.Workloads {
-		rec := results.NewRecord(w, "", "")
+	for _, w := range ws {
+		rec, pl := placer.Place(w)
 		p.records = append(p.records, rec)
-		it, err := p.add(w, cfg.Trace.Jobs[w.WorkloadID], r, placer)
+		if pl == nil {
+			p.unrunnable = append(p.unrunnable, rec.Error)
+			continue
+		}
+		it, err := p.add(w, cfg.Trace.Jobs[w.WorkloadID], r, pl)
 		if err != nil {
 			// A workload the cluster cannot run stays in the results, unfinished, with the reason.
 			rec.Error = err.Error()
 			p.unrunnable = append(p.unrunnable, rec.Error)
 			continue
 		}
-		rec.LocalQueue, rec.Queue = it.queue, p.lqToCQ[it.ns+"/"+it.queue]
 		nss[it.ns] = true
 		p.items = append(p.items, it)
 	}
 	if len(p.items) == 0 {
-		return nil, fmt.Errorf("no workload of the trace can run on cluster %s: %s", specName(spec), p.unrunnable[0])
+		return nil, fmt.Errorf("no workload of the trace can run on cluster %s: %s", p.cluster.Name, p.unrunnable[0])
 	}
-	sort.SliceStable(p.items, func(i, j int) bool { return p.items[i].offset < p.items[j].offset })
-	for ns := range nss {
-		p.namespaces = append(p.namespaces, ns)
-	}
-	sort.Strings(p.namespaces)
+	p.namespaces = slices.Sorted(maps.Keys(nss))
 	return p, nil
 }
 
-// add places and renders one workload.
-func (p *plan) add(w *trace.Workload, jobs []*trace.Job, r *render.Renderer, placer render.Placer) (*item, error) {
-	pl, err := placer.Place(w)
-	if err != nil {
-		return nil, fmt.Errorf("place workload %s: %w", w.WorkloadID, err)
-	}
-	objs, err := r.Render(w, jobs, pl)
+// add renders one placed workload.
+func (p *plan) add(w *trace.Workload, jobs []*trace.Job, r *render.Renderer, pl *render.Placement) (*item, error) {
+	objs, err := r.Render(w, jobs, *pl)
 	if err != nil {
 		return nil, err
 	}

@@ -201,11 +201,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if n := len(plan.unrunnable); n > 0 {
 		fmt.Fprintf(cfg.Out, "%d workloads cannot run on this cluster and are recorded as rejected, e.g. %s\n", n, plan.unrunnable[0])
 	}
-	fmt.Fprintf(cfg.Out, "applying cluster spec %s: %d objects\n", specName(cfg.Spec), len(plan.clusterObjs))
+	fmt.Fprintf(cfg.Out, "applying cluster spec %s: %d objects\n", replay.SpecName(cfg.Spec), len(plan.clusterObjs))
 	if err := cluster.ReplaceObjects(ctx, rc, plan.clusterObjs, cfg.Prune, cfg.Out); err != nil {
 		return nil, fmt.Errorf("run: apply cluster spec: %w", err)
 	}
-	if err := waitClusterQueuesActive(ctx, c, plan.queues, 2*time.Minute); err != nil {
+	if err := waitClusterQueuesActive(ctx, c, plan.cluster.Queues, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	// On a cluster whose API server taints new nodes (TaintNodesByCondition, on by default; the
@@ -385,8 +385,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		fm, err := inj.close()
 		meta.Faults, faultErr = &fm, err
 	}
-	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, specName(cfg.Spec), "cluster"
-	meta.GPUCapacity, meta.Incomplete = plan.gpuCapacity, incomplete
+	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, replay.SpecName(cfg.Spec), "cluster"
+	meta.GPUCapacity, meta.Incomplete = plan.cluster.GPUCapacity, incomplete
 	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = w.lateness()
 	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject
 	if meta.FirstRejection == "" && len(plan.unrunnable) > 0 {
@@ -557,13 +557,6 @@ func describe(rec *results.Recorder, why string) string {
 		}
 	}
 	return fmt.Sprintf("%s: %d of %d workloads did not finish (%s)", why, c.Total-c.Finished(), c.Total, strings.Join(parts, ", "))
-}
-
-func specName(s *rcluster.Spec) string {
-	if s.File() != "" {
-		return s.File()
-	}
-	return s.Metadata.Name
 }
 
 // checkAgentDeployment looks for the chart's agent Deployment with a ready replica.

@@ -115,11 +115,11 @@ func TestPlanCoversEveryWorkloadOnce(t *testing.T) {
 	if exps != families[trace.HPOExperiment] {
 		t.Errorf("%d experiments, %d hpo workloads", exps, families[trace.HPOExperiment])
 	}
-	if p.gpuCapacity != 96 {
-		t.Errorf("GPU capacity %d, want 96", p.gpuCapacity)
+	if p.cluster.GPUCapacity != 96 {
+		t.Errorf("GPU capacity %d, want 96", p.cluster.GPUCapacity)
 	}
-	if !slices.Equal(p.flavors, []string{"cpu", "h100-sxm"}) || !slices.Equal(p.queues, []string{"team-a-cq", "team-b-cq", "team-c-cq"}) {
-		t.Errorf("flavors %v queues %v", p.flavors, p.queues)
+	if !slices.Equal(p.cluster.Flavors, []string{"cpu", "h100-sxm"}) || !slices.Equal(p.cluster.Queues, []string{"team-a-cq", "team-b-cq", "team-c-cq"}) {
+		t.Errorf("flavors %v queues %v", p.cluster.Flavors, p.cluster.Queues)
 	}
 	for _, w := range cfg.Trace.Workloads {
 		if p.byLabel[w.Namespace+"/"+render.Name(w.WorkloadID)] == "" && !hasLabelFor(p, w.WorkloadID) {

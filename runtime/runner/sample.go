@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -81,10 +82,10 @@ func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, 
 	cq := map[string]*results.Sample{}
 	fl := map[string]*results.Sample{}
 	var out []results.Sample
-	for _, q := range s.plan.queues {
+	for _, q := range s.plan.cluster.Queues {
 		out = append(out, results.Sample{T: t, Scope: results.ScopeClusterQueue, Name: q, NodePowerW: math.NaN()})
 	}
-	for _, f := range s.plan.flavors {
+	for _, f := range s.plan.cluster.Flavors {
 		out = append(out, results.Sample{T: t, Scope: results.ScopeFlavor, Name: f, NodePowerW: math.NaN()})
 	}
 	for i := range out {
@@ -103,7 +104,7 @@ func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, 
 		for _, ps := range wl.Spec.PodSets {
 			gpus += int64(ps.Count) * podGPUs(&ps.Template.Spec)
 		}
-		name := s.plan.lqToCQ[wl.Namespace+"/"+string(wl.Spec.QueueName)]
+		name := s.plan.cluster.ClusterQueue(wl.Namespace, string(wl.Spec.QueueName))
 		adm := wl.Status.Admission
 		if adm != nil {
 			name = string(adm.ClusterQueue)
@@ -133,7 +134,7 @@ func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, 
 	nodeFlavor := map[string]string{}
 	for i := range nodes {
 		n := &nodes[i]
-		f := flavorOfFamily(n.Labels[contract.GPUFamily])
+		f := rcluster.FlavorOf(n.Labels[contract.GPUFamily])
 		nodeFlavor[n.Name] = f
 		if x := fl[f]; x != nil {
 			if w, ok := power[n.Name]; ok {
@@ -167,15 +168,4 @@ func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, 
 		}
 	}
 	return out
-}
-
-// flavorOfFamily is render/cluster's flavor name for a catalog family: the lowercased name.
-func flavorOfFamily(family string) string {
-	b := []byte(family)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }

@@ -21,9 +21,10 @@ import (
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/kueuelab/kueuelab/runtime/simclock"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // The metrics files are what Kueue v0.15.0 and kube-scheduler v1.34.2 served on kueuelab's local

@@ -694,7 +694,7 @@ func (w *watcher) lastChange() time.Time {
 
 // lqToCQ maps a LocalQueue to its ClusterQueue: the plan's, then any other in the cluster.
 func (w *watcher) lqToCQ(ns, lq string) (string, bool) {
-	if cq, ok := w.plan.lqToCQ[ns+"/"+lq]; ok {
+	if cq := w.plan.cluster.ClusterQueue(ns, lq); cq != "" {
 		return cq, true
 	}
 	if w.reader == nil {

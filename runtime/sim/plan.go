@@ -1,17 +1,14 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
@@ -40,16 +37,14 @@ type item struct {
 // holds the trace in memory or reads it again from its file as the run goes, so that memory holds
 // only the workloads alive at a time.
 type plan struct {
-	records     []*results.Record
-	items       []*item
-	kueueObjs   []client.Object
-	nodes       []*corev1.Node
-	gpuCapacity int64
-	queues      []string
-	flavors     []string
-	renderer    *render.Renderer
-	registry    *render.Registry
-	src         source
+	records   []*results.Record
+	items     []*item
+	kueueObjs []client.Object
+	nodes     []*corev1.Node
+	cluster   *replay.Cluster
+	renderer  *render.Renderer
+	registry  *render.Registry
+	src       source
 }
 
 func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
@@ -58,7 +53,7 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{}
+	p := &plan{cluster: replay.NewCluster(spec)}
 	for _, o := range objs {
 		switch x := o.(type) {
 		case *corev1.Node:
@@ -67,26 +62,15 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 				// Kueue's topology-aware scheduling reads the nodes.
 				p.kueueObjs = append(p.kueueObjs, o)
 			}
-		case *kueue.ResourceFlavor:
-			p.flavors = append(p.flavors, x.Name)
-			p.kueueObjs = append(p.kueueObjs, o)
 		default:
 			p.kueueObjs = append(p.kueueObjs, o)
-		}
-	}
-	for _, q := range spec.ClusterQueues {
-		p.queues = append(p.queues, q.Name)
-	}
-	for _, np := range spec.NodePools {
-		if np.GPUFamily != rcluster.CPUFamily {
-			p.gpuCapacity += int64(np.Count * np.GPUsPerNode)
 		}
 	}
 	p.registry = render.DefaultRegistry()
 	if p.renderer, err = render.NewRenderer(p.registry, cfg.Mapping, render.Options{Target: render.TargetKWOK}); err != nil {
 		return nil, err
 	}
-	ix := newIndexer(cfg)
+	ix := newIndexer(cfg, p.cluster)
 	if cfg.Trace != nil {
 		for _, w := range cfg.Trace.Workloads {
 			ix.add(w).njobs = len(cfg.Trace.Jobs[w.WorkloadID])
@@ -103,7 +87,7 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 			if err != nil {
 				return nil, err
 			}
-			ix = newIndexer(cfg)
+			ix = newIndexer(cfg, p.cluster)
 			for _, w := range tr.Workloads {
 				ix.add(w).njobs = len(tr.Jobs[w.WorkloadID])
 			}
@@ -112,10 +96,7 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 			p.src = &fileSource{path: cfg.TracePath, buf: map[string]*fetched{}}
 		}
 	}
-	// Submission order: by submit time, ties by id (trace.SortWorkloads).
-	slices.SortStableFunc(ix.all, func(a, b *item) int {
-		return cmp.Or(cmp.Compare(a.offset, b.offset), strings.Compare(a.id, b.id))
-	})
+	slices.SortStableFunc(ix.all, func(a, b *item) int { return replay.Compare(a.offset, a.id, b.offset, b.id) })
 	for _, it := range ix.all {
 		p.records = append(p.records, it.rec)
 		if it.rec.Error == "" {
@@ -126,48 +107,27 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 		if len(p.records) == 0 {
 			return nil, errors.New("trace: no workloads")
 		}
-		return nil, fmt.Errorf("no workload of the trace can run on cluster %s: %s", specName(spec), p.records[0].Error)
+		return nil, fmt.Errorf("no workload of the trace can run on cluster %s: %s", p.cluster.Name, p.records[0].Error)
 	}
 	return p, nil
 }
 
-// indexer builds each workload's record and placement, sharing identical placements.
+// indexer builds each workload's record and placement (replay.Placer).
 type indexer struct {
-	placer render.Placer
-	lqToCQ map[string]string
-	shared map[string]*render.Placement
+	placer *replay.Placer
 	all    []*item
 	// early lists the workload ids of job records read before their workload's record.
 	early []string
 }
 
-func newIndexer(cfg *Config) *indexer {
-	ix := &indexer{placer: cfg.Spec.Placer(cfg.Seed, false), lqToCQ: map[string]string{}, shared: map[string]*render.Placement{}}
-	for _, t := range cfg.Spec.Teams {
-		ix.lqToCQ[t.Name+"/"+t.LocalQueue] = t.ClusterQueue
-	}
-	return ix
+func newIndexer(cfg *Config, c *replay.Cluster) *indexer {
+	return &indexer{placer: replay.NewPlacer(cfg.Spec, c, cfg.Seed)}
 }
 
 func (ix *indexer) add(w *trace.Workload) *item {
-	rec := results.NewRecord(w, "", "")
-	it := &item{id: rec.ID, offset: w.SubmitTimeOffsetSec, rec: rec}
+	rec, pl := ix.placer.Place(w)
+	it := &item{id: rec.ID, offset: w.SubmitTimeOffsetSec, rec: rec, pl: pl}
 	ix.all = append(ix.all, it)
-	pl, err := ix.placer.Place(w)
-	if err != nil {
-		// A workload the cluster cannot run stays in the results, unfinished, with the reason,
-		// as in the cluster engine.
-		rec.Error = fmt.Sprintf("place workload %s: %v", w.WorkloadID, err)
-		return it
-	}
-	key := fmt.Sprintf("%s|%s|%s|%v|%s|%v|%s", pl.Namespace, pl.Queue, pl.PriorityClass, pl.GPUNodeSelector, pl.GPUResource, pl.Tolerations, pl.TopologyLevel)
-	shared, ok := ix.shared[key]
-	if !ok {
-		shared = &pl
-		ix.shared[key] = shared
-	}
-	it.pl = shared
-	rec.LocalQueue, rec.Queue = pl.Queue, ix.lqToCQ[pl.Namespace+"/"+pl.Queue]
 	return it
 }
 

@@ -12,6 +12,7 @@ import (
 	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
 
 	"github.com/kueuelab/kueuelab/model/hw"
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/agent/engine"
@@ -90,20 +91,9 @@ func newPodRole(nodes []*corev1.Node, cat *hw.Catalog, scoring kubesched.Strateg
 			return nil, err
 		}
 		p.nodeIDs = append(p.nodeIDs, id)
-		p.nodeFlavor = append(p.nodeFlavor, flavorOfFamily(n.Labels[contract.GPUFamily]))
+		p.nodeFlavor = append(p.nodeFlavor, rcluster.FlavorOf(n.Labels[contract.GPUFamily]))
 	}
 	return p, nil
-}
-
-// flavorOfFamily is render/cluster's flavor name for a catalog family: the lowercased name.
-func flavorOfFamily(family string) string {
-	b := []byte(family)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // advance moves the engine to the loop's time, handling pods that finished on the way.

@@ -27,7 +27,7 @@ func newSampler(s *sim) *sampler {
 		}
 		step = math.Max(60, math.Ceil((last+86400)/5000/60)*60)
 	}
-	return &sampler{s: s, step: step, g: newGauges(s.plan.queues, s.plan.flavors, s.pods.nodeFlavor)}
+	return &sampler{s: s, step: step, g: newGauges(s.plan.cluster.Queues, s.plan.cluster.Flavors, s.pods.nodeFlavor)}
 }
 
 func (sm *sampler) start() { sm.s.loop.At(sm.step, sm.tick) }
@@ -56,16 +56,16 @@ func (sm *sampler) tick() {
 func (sm *sampler) rows(t float64) []results.Sample {
 	s := sm.s
 	out := make([]results.Sample, 0, len(sm.g.cq)+len(sm.g.fl))
-	for i, q := range s.plan.queues {
+	for i, q := range s.plan.cluster.Queues {
 		c := sm.g.cq[i]
 		out = append(out, results.Sample{T: t, Scope: results.ScopeClusterQueue, Name: q, Requested: c.requested,
 			Reserved: c.reserved, InUse: c.inUse, Pending: c.pending, NodePowerW: math.NaN()})
 	}
-	for i, f := range s.plan.flavors {
+	for i, f := range s.plan.cluster.Flavors {
 		c := sm.g.fl[i]
 		out = append(out, results.Sample{T: t, Scope: results.ScopeFlavor, Name: f, Reserved: c.reserved, InUse: c.inUse, NodePowerW: math.NaN()})
 	}
-	base := len(s.plan.queues)
+	base := len(s.plan.cluster.Queues)
 	for n, id := range s.pods.nodeIDs {
 		if j := sm.g.nodeFlavor[n]; j >= 0 {
 			o := &out[base+j]

@@ -21,7 +21,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -215,8 +214,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		prog.Done(results.Status{Counts: s.rec.Counts(), TraceSec: s.loop.Now()})
 	}
 	s.recordLostEnergy()
-	meta := results.Meta{Engine: results.EngineSim, Trace: cfg.TraceName, Cluster: specName(cfg.Spec),
-		WallSec: wall().Sub(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.gpuCapacity, Incomplete: incomplete,
+	meta := results.Meta{Engine: results.EngineSim, Trace: cfg.TraceName, Cluster: replay.SpecName(cfg.Spec),
+		WallSec: wall().Sub(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.cluster.GPUCapacity, Incomplete: incomplete,
 		States: s.rec.Counts().States}
 	// The records are handed over, not copied: nothing records after this.
 	s.items, s.plan.items, s.plan.records = nil, nil, nil
@@ -296,10 +295,10 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 		return nil, err
 	}
 	if err := kq.AddObjects(p.kueueObjs); err != nil {
-		return nil, fmt.Errorf("sim: cluster spec %s: %w", specName(cfg.Spec), err)
+		return nil, fmt.Errorf("sim: cluster spec %s: %w", replay.SpecName(cfg.Spec), err)
 	}
 	if bad := kq.InactiveClusterQueues(); len(bad) > 0 {
-		return nil, fmt.Errorf("sim: cluster spec %s: Kueue does not activate ClusterQueues %v (a flavor they name is missing?)", specName(cfg.Spec), bad)
+		return nil, fmt.Errorf("sim: cluster spec %s: Kueue does not activate ClusterQueues %v (a flavor they name is missing?)", replay.SpecName(cfg.Spec), bad)
 	}
 	cat, err := hw.DefaultCatalog()
 	if err != nil {
@@ -311,7 +310,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	}
 	pr, err := newPodRole(p.nodes, cat, scoring, cfg.Seed)
 	if err != nil {
-		return nil, fmt.Errorf("sim: cluster spec %s: %w", specName(cfg.Spec), err)
+		return nil, fmt.Errorf("sim: cluster spec %s: %w", replay.SpecName(cfg.Spec), err)
 	}
 	evlog, err := results.CreateEventLog(filepath.Join(cfg.OutDir, results.EventsFile), time.Second)
 	if err != nil {
@@ -449,8 +448,6 @@ func describe(rec *results.Recorder, why string) string {
 	return fmt.Sprintf("%s: %d of %d workloads unfinished (%d never submitted, %d submitted but never admitted)",
 		why, c.Total-c.Finished(), c.Total, c.Total-c.Submitted, c.Submitted-c.Admitted)
 }
-
-func specName(s *rcluster.Spec) string { return cmp.Or(s.File(), s.Metadata.Name) }
 
 func keyOf(o client.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
