@@ -21,6 +21,8 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
+	"github.com/kueuelab/kueuelab/runtime/replay"
+	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 	"github.com/kueuelab/kueuelab/runtime/tools"
@@ -29,7 +31,7 @@ import (
 type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
 	faults                                              string
-	engine                                              string
+	engine                                              results.Engine
 	sim                                                 simFlags
 	speedup                                             speedupFlag
 	qps                                                 float64
@@ -151,7 +153,8 @@ files. ` + simHelp,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of --gen-jobs, the placer and Katib's parameter sampling")
 	f.remote.register(fl)
 	fl.StringVar(&f.faults, "faults", "", "fault spec to inject: node, GPU and pod faults, explicit or random (see examples/scenarios/fault-tolerance); cluster engine only")
-	fl.StringVar(&f.engine, "engine", "cluster", "cluster (a real Kueue on a cluster) or sim (Kueue's scheduler in virtual time)")
+	f.engine = results.EngineCluster
+	fl.Var(&f.engine, "engine", "cluster (a real Kueue on a cluster) or sim (Kueue's scheduler in virtual time)")
 	f.sim.register(fl)
 	return c
 }
@@ -168,16 +171,13 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if (f.tracePath == "") == (f.genJobs == 0) {
 		return errors.New("give exactly one of --trace and --gen-jobs")
 	}
-	if f.engine != "cluster" && f.engine != "sim" {
-		return fmt.Errorf("--engine %q: want cluster or sim", f.engine)
-	}
 	if err := f.sim.check(f.engine, cmd.Flags()); err != nil {
 		return err
 	}
-	if f.engine == "sim" && f.faults != "" {
-		// Faults need the injector, the owners' failure policies and Kueue's requeue on a cluster;
-		// the sim's loop plays none of them yet.
-		return fmt.Errorf("--faults %s: the sim engine does not model faults; use --engine cluster", f.faults)
+	if f.faults != "" {
+		if err := replay.Require(f.engine, replay.Faults); err != nil {
+			return fmt.Errorf("--faults %s: %w", f.faults, err)
+		}
 	}
 	if f.out == "" {
 		f.out = filepath.Join("results", time.Now().Format("20060102-150405"))
@@ -202,7 +202,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		}
 		fmt.Fprintf(out, "generated %d workloads (seed %d) into %s\n", f.genJobs, f.seed, f.tracePath)
 	}
-	if f.engine == "sim" {
+	if f.engine == results.EngineSim {
 		return runSim(cmd, f, spec, mapping)
 	}
 	tr, err := trace.LoadWorkloads(ctx, f.tracePath, trace.Options{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim"
 	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
@@ -33,12 +34,12 @@ func (s *simFlags) register(fl *pflag.FlagSet) {
 }
 
 // check refuses flags that belong to the other engine.
-func (s *simFlags) check(engine string, fl *pflag.FlagSet) error {
+func (s *simFlags) check(engine results.Engine, fl *pflag.FlagSet) error {
 	var errs []error
 	simOnly := []string{"sim-cycle", "sim-pod-start", "sim-max-trace"}
 	clusterOnly := []string{"speedup", "kubeconfig", "qps", "keep", "keep-cluster", "stall-timeout", "name"}
 	bad := clusterOnly
-	if engine == "cluster" {
+	if engine == results.EngineCluster {
 		bad = simOnly
 	}
 	for _, n := range bad {

@@ -74,8 +74,8 @@ func (m Metric) Delta() float64 {
 // Report is a comparison of run B against run A.
 type Report struct {
 	A, B       string // the runs' directories
-	EngineA    string
-	EngineB    string
+	EngineA    results.Engine
+	EngineB    results.Engine
 	Rows       []Row
 	Metrics    []Metric
 	FinishedA  int // finished (Succeeded or Failed) in A

@@ -24,7 +24,7 @@ func rec(id string, adm, fin *float64, preempt int) results.Record {
 }
 
 func dir(engine string, recs ...results.Record) *results.Dir {
-	s := results.Summarize(recs, results.Meta{Engine: engine, GPUCapacity: 8})
+	s := results.Summarize(recs, results.Meta{Engine: results.Engine(engine), GPUCapacity: 8})
 	return &results.Dir{Path: engine, Summary: s, Workloads: recs}
 }
 

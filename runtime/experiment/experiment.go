@@ -21,6 +21,7 @@ import (
 	"github.com/kueuelab/kueuelab/internal/yamldoc"
 	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/model/fielderr"
+	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim"
 )
 
@@ -57,7 +58,7 @@ type Experiment struct {
 	Faults *fault.Spec `yaml:"faults,omitempty"`
 	// Engine runs every variant on the cluster engine ("cluster", the default: a fresh local
 	// cluster per run) or the sim engine ("sim": Kueue's scheduler in virtual time, runtime/sim).
-	Engine string `yaml:"engine,omitempty"`
+	Engine results.Engine `yaml:"engine,omitempty"`
 	// Sim holds the sim engine's control-plane timing (engine: sim only).
 	Sim *SimTiming `yaml:"sim,omitempty"`
 
@@ -252,17 +253,18 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 	if e.Speedup < 0 {
 		el.add(line("speedup"), "speedup", `want "max" or a positive number, got %g`, float64(e.Speedup))
 	}
-	switch e.Engine {
-	case "", EngineCluster:
+	switch eng, err := results.ParseEngine(string(e.Engine)); {
+	case err != nil:
+		el.add(line("engine"), "engine", "%v", err)
+	case eng == results.EngineCluster:
+		e.Engine = eng
 		if e.Sim != nil {
 			el.add(line("sim"), "sim", "sim timing needs engine: sim")
 		}
-	case EngineSim:
+	case eng == results.EngineSim:
 		if _, err := e.SimTiming(); err != nil {
 			el.add(line("sim"), "sim", "%v", err)
 		}
-	default:
-		el.add(line("engine"), "engine", "want %s or %s, got %q", EngineCluster, EngineSim, e.Engine)
 	}
 	if e.Timeout != "" {
 		d, err := time.ParseDuration(e.Timeout)
@@ -300,7 +302,7 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 			err := v.KueueConfig.check()
 			switch {
 			case err != nil:
-			case e.Engine == EngineSim:
+			case e.Engine == results.EngineSim:
 				_, err = sim.KueueConfigFromFields(v.KueueConfig.Fields(1))
 			default:
 				_, err = v.KueueConfig.Scale(e.Speedup)
@@ -327,12 +329,6 @@ func (l *errList) add(line int, path, format string, args ...any) {
 }
 
 func (l *errList) err() error { return l.errs.Err() }
-
-// Engines an experiment runs on.
-const (
-	EngineCluster = "cluster"
-	EngineSim     = "sim"
-)
 
 // SimTiming returns the sim engine's timing: the experiment's, on top of sim.DefaultTiming.
 func (e *Experiment) SimTiming() (sim.Timing, error) {

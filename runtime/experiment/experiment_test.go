@@ -177,15 +177,15 @@ func TestParseErrors(t *testing.T) {
 		{"workload overrides", header("variants:\n- name: a\n  workloads: {families: [training], maxRestarts: -1}\n"),
 			[]string{"variants[0].workloads.families[0]: unknown family \"training\"", "variants[0].workloads.maxRestarts: must be >= 0"}},
 		{"wrong kind", strings.Replace(header("variants: [{name: a}]\n"), "kind: Experiment", "kind: Exp", 1), []string{"exp.yaml:2: kind: must be \"Experiment\""}},
-		{"unknown engine", header("engine: fast\nvariants: [{name: a}]\n"), []string{"exp.yaml:6: engine: want cluster or sim"}},
+		{"unknown engine", header("engine: fast\nvariants: [{name: a}]\n"), []string{`exp.yaml:6: engine: engine "fast": want cluster or sim`}},
 		{"sim timing without sim", header("sim: {cycle: 1s}\nvariants: [{name: a}]\n"), []string{"exp.yaml:6: sim: sim timing needs engine: sim"}},
 		{"bad sim timing", header("engine: sim\nsim: {cycle: soon}\nvariants: [{name: a}]\n"), []string{"sim: cycle: want a duration"}},
 		{"sim refuses faults", header("engine: sim\nfaults:\n  events:\n  - {at: 1h, node: h100-000}\nvariants: [{name: a}]\n"),
-			[]string{"exp.yaml:8: faults: faults are not modelled by the sim engine"}},
+			[]string{"exp.yaml:8: faults: the sim engine does not model faults: use the cluster engine"}},
 		{"sim refuses a variant's faults", header("engine: sim\nvariants:\n- name: a\n  faults: {events: [{at: 1h, node: h100-000}]}\n"),
-			[]string{"exp.yaml:9: variants[0].faults: faults are not modelled by the sim engine"}},
+			[]string{"exp.yaml:9: variants[0].faults: the sim engine does not model faults: use the cluster engine"}},
 		{"sim refuses waitForPodsReady", header("engine: sim\nvariants:\n- name: a\n  kueueConfig: {waitForPodsReady: {enable: true, timeout: 5m}}\n"),
-			[]string{"variants[0].kueueConfig: kueue config: waitForPodsReady is not modelled by the sim engine"}},
+			[]string{"variants[0].kueueConfig: kueue config: the sim engine does not model waitForPodsReady: use the cluster engine"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("exp.yaml", []byte(tc.doc))

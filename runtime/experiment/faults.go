@@ -9,6 +9,7 @@ import (
 	"github.com/kueuelab/kueuelab/internal/yamldoc"
 	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 )
 
 // Faults and checkpoints in an experiment (issue 15): the experiment's faults apply to every
@@ -92,15 +93,14 @@ func (e *Experiment) validateFaults(root *yaml.Node, el *errList) {
 		check(v.Faults, yamldoc.Path{"variants", i, "faults"})
 		// The sim engine plays no injector, no owners' failure policies and no Kueue requeue
 		// after a failure: it refuses faults rather than run without them.
-		if e.Engine == EngineSim && !e.FaultsOf(v).Empty() {
+		if err := replay.Require(e.Engine, replay.Faults); err != nil && !e.FaultsOf(v).Empty() {
 			switch {
 			case v.Faults != nil:
 				at := yamldoc.Path{"variants", i, "faults"}
-				el.add(yamldoc.Line(root, at), at.String(), "faults are not modelled by the sim engine: use engine: cluster, or faults: {}")
+				el.add(yamldoc.Line(root, at), at.String(), "%v (or faults: {})", err)
 			case !simFaultsSaid:
 				simFaultsSaid = true
-				el.add(yamldoc.Line(root, yamldoc.Path{"faults"}), "faults",
-					"faults are not modelled by the sim engine (variant %q has them): use engine: cluster, or faults: {} in every variant", v.Name)
+				el.add(yamldoc.Line(root, yamldoc.Path{"faults"}), "faults", "%v (or faults: {} in every variant; variant %q has them)", err, v.Name)
 			}
 		}
 		if o := v.Workloads; o != nil {

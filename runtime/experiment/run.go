@@ -186,8 +186,10 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 	}
 	specs := make([]*cluster.Spec, len(e.Variants))
 	var errs []error
-	if e.Engine == EngineSim && o.REST != nil {
-		return nil, fmt.Errorf("%s: engine sim runs no cluster: --kubeconfig does not apply", e.file)
+	if o.REST != nil {
+		if err := replay.Require(e.Engine, replay.RemoteCluster); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.file, err)
+		}
 	}
 	for i := range e.Variants {
 		v := &e.Variants[i]
@@ -228,7 +230,7 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 	exec := o.exec
 	if exec == nil {
 		exec = o.execute
-		if e.Engine == EngineSim {
+		if e.Engine == results.EngineSim {
 			exec = o.executeSim
 		}
 	}
@@ -464,7 +466,7 @@ func (o *Options) executeSim(ctx context.Context, j *job) (*runner.Result, error
 	}
 	if !e.FaultsOf(j.variant).Empty() {
 		// Parse refuses this already; an Experiment built in code gets the same answer.
-		return nil, fmt.Errorf("variant %s: faults: faults are not modelled by the sim engine", j.variant.Name)
+		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, replay.Require(results.EngineSim, replay.Faults))
 	}
 	// The variant's workload overrides (checkpoint interval and cost) apply as on the cluster engine.
 	res, err := sim.Run(ctx, sim.Config{Trace: j.variant.Workloads.Apply(j.trace), TraceName: j.traceRef, Spec: j.spec, Seed: j.seed, Kueue: kc, Timing: tm,

@@ -15,13 +15,46 @@ import (
 	"gonum.org/v1/gonum/stat"
 )
 
-// Engines that produce results (Meta.Engine).
+// Engine names the engine that replays a trace: the one type for the --engine flag, an
+// experiment's engine field and summary.json's engine.
+type Engine string
+
+// The engines.
 const (
 	// EngineCluster replays on a cluster: the real Kueue and controllers (runtime/runner).
-	EngineCluster = "cluster"
+	EngineCluster Engine = "cluster"
 	// EngineSim replays through Kueue's scheduler as a library in virtual time (runtime/sim).
-	EngineSim = "sim"
+	EngineSim Engine = "sim"
 )
+
+// Engines lists the engines, the default first.
+var Engines = []Engine{EngineCluster, EngineSim}
+
+// ParseEngine reads an engine name ("" is the default, cluster).
+func ParseEngine(s string) (Engine, error) {
+	switch e := Engine(s); e {
+	case "":
+		return EngineCluster, nil
+	case EngineCluster, EngineSim:
+		return e, nil
+	}
+	return "", fmt.Errorf("engine %q: want %s or %s", s, EngineCluster, EngineSim)
+}
+
+// String, Set and Type make an Engine a command-line flag.
+func (e Engine) String() string { return string(e) }
+
+// Set parses a flag's value.
+func (e *Engine) Set(s string) error {
+	v, err := ParseEngine(s)
+	if err == nil {
+		*e = v
+	}
+	return err
+}
+
+// Type is the flag's value type in --help.
+func (*Engine) Type() string { return "cluster|sim" }
 
 // Meta describes the run a summary belongs to.
 type Meta struct {
@@ -38,7 +71,7 @@ type Meta struct {
 	Incomplete string `json:"incomplete,omitempty"`
 	// Engine is the engine that produced the results: EngineCluster (the real control plane) or
 	// EngineSim.
-	Engine string `json:"engine,omitempty"`
+	Engine Engine `json:"engine,omitempty"`
 	// MaxRate is the cap on trace seconds per wall second between events (0: none, the clock
 	// jumps from event to event).
 	MaxRate float64 `json:"maxRate,omitempty"`

@@ -385,7 +385,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		fm, err := inj.close()
 		meta.Faults, faultErr = &fm, err
 	}
-	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, replay.SpecName(cfg.Spec), "cluster"
+	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, replay.SpecName(cfg.Spec), results.EngineCluster
 	meta.GPUCapacity, meta.Incomplete = plan.cluster.GPUCapacity, incomplete
 	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = w.lateness()
 	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject

@@ -8,6 +8,8 @@ import (
 
 	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 
+	"github.com/kueuelab/kueuelab/runtime/replay"
+	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
 
@@ -44,7 +46,7 @@ func KueueConfigFromFields(fields map[string]any) (KueueConfig, error) {
 func (k KueueConfig) check() error {
 	var errs []error
 	if k.WaitForPodsReady != nil {
-		errs = append(errs, errors.New("kueue config: waitForPodsReady is not modelled by the sim engine (use the cluster engine)"))
+		errs = append(errs, fmt.Errorf("kueue config: %w", replay.Require(results.EngineSim, replay.KueueTimers)))
 	}
 	if a := k.AdmissionFairSharing; a != nil {
 		if a.UsageHalfLifeTime.Duration < 0 || a.UsageSamplingInterval.Duration < 0 {
