@@ -11,23 +11,20 @@ import (
 	kschedv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kueuelab/kueuelab/internal/testutil"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
-// schedulerBinary is the kube-scheduler of the tools cache; the test is skipped without it (the
-// e2e suite, which starts the scheduler with these configurations, builds it).
+// schedulerBinary is the kube-scheduler of the tools cache (`make test` builds the tools before
+// the unit tests); without it the test is skipped, or fails under CI=true.
 func schedulerBinary(t *testing.T) string {
 	t.Helper()
 	dir, err := tools.BinDir("", tools.Pinned())
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, Scheduler)
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("no kube-scheduler in the tools cache (%v): run `kueuelab tools install`", err)
-	}
-	return bin
+	return testutil.ToolsBinary(t, filepath.Join(dir, Scheduler))
 }
 
 // schedulerState is a cluster state dir with a kubeconfig the scheduler can load (never contacted).
