@@ -90,6 +90,6 @@ func SkipIfOffline(t testing.TB, what string, err error, out []byte) {
 		text = err.Error() + "\n" + text
 	}
 	if s := OfflineSymptom(text); s != "" {
-		SkipMissing(t, "%s needs the Go module proxy, which is unreachable (%q): %s", what, s, strings.TrimSpace(text))
+		SkipMissing(t, "%s: the Go module proxy is unreachable (%q): %s", what, s, strings.TrimSpace(text))
 	}
 }

@@ -83,7 +83,7 @@ func TestSkipIfOfflineOnlyForNetworkErrors(t *testing.T) {
 	t.Setenv(CIEnv, "true")
 	r := &recorder{TB: t}
 	SkipIfOffline(r, "helm", errors.New("exit status 1"), []byte("dial tcp 127.0.0.1:1: connect: connection refused"))
-	if !strings.Contains(r.failed, "helm needs the Go module proxy") {
+	if !strings.Contains(r.failed, "helm: the Go module proxy is unreachable") {
 		t.Errorf("offline in CI: failed %q, skipped %q; want a failure", r.failed, r.skipped)
 	}
 }
