@@ -106,7 +106,14 @@ func goJSON(ctx context.Context, dir string, out any, args ...string) error {
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		// go mod download -json reports a module's failure (an unreachable proxy, say) in the
+		// JSON's Error, not on stderr.
+		msg := strings.TrimSpace(stderr.String())
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg = strings.TrimSpace(msg + "\n" + e.Error)
+		}
+		return fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, msg)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("go %s: decode output: %w", strings.Join(args, " "), err)
