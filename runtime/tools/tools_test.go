@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kueuelab/kueuelab/internal/testutil"
 )
 
 func TestPinnedSetIsConsistent(t *testing.T) {
@@ -118,9 +120,7 @@ func TestManifestModulesCoverOperatorsAndCRDs(t *testing.T) {
 // source, so a version bump that moves the patched code fails here rather than in a 14-minute
 // tools build.
 func TestPatchesApply(t *testing.T) {
-	if _, err := exec.LookPath("patch"); err != nil {
-		t.Skip("no patch command")
-	}
+	patch := testutil.Command(t, "patch") // the tools build needs it too, so CI has it
 	for _, c := range Pinned().Components {
 		if len(c.patches) == 0 {
 			continue
@@ -128,7 +128,8 @@ func TestPatchesApply(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			src, err := ModuleDir(context.Background(), "", c.Module+"@"+c.Version)
 			if err != nil {
-				t.Skipf("module source not available: %v", err)
+				testutil.SkipIfOffline(t, "the source of "+c.Module+"@"+c.Version, err, nil)
+				t.Fatal(err)
 			}
 			dir := t.TempDir()
 			// The patches apply in order to one copy, so a later one may touch a file an earlier one changed.
@@ -157,7 +158,7 @@ func TestPatchesApply(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				cmd := exec.Command("patch", "-p1", "--forward", "--batch")
+				cmd := exec.Command(patch, "-p1", "--forward", "--batch")
 				cmd.Dir, cmd.Stdin = dir, bytes.NewReader(p)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("%s does not apply to %s@%s: %v\n%s", name, c.Module, c.Version, err, out)
