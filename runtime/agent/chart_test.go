@@ -13,6 +13,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kueuelab/kueuelab/internal/testutil"
 )
 
 // helmVersion is the helm CLI the chart tests use, built from the Go module proxy (as hack/helm.sh does).
@@ -21,7 +23,8 @@ const helmVersion = "v3.19.0"
 const chartDir = "../../charts/kueuelab-agent"
 
 // helmBinary returns $KUEUELAB_HELM, or helm from kueuelab's dev-tool cache, building it there
-// from the module proxy when missing. It skips the test only when the proxy cannot be reached.
+// from the module proxy when missing. It skips the test only when the proxy cannot be reached, and
+// not under CI=true.
 func helmBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("KUEUELAB_HELM"); p != "" {
@@ -41,11 +44,7 @@ func helmBinary(t *testing.T) string {
 	cmd.Env = append(os.Environ(), "GOBIN="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		for _, s := range []string{"dial tcp", "no such host", "connection refused", "i/o timeout", "TLS handshake timeout", "network is unreachable"} {
-			if strings.Contains(string(out), s) {
-				t.Skipf("helm %s cannot be built: the Go module proxy is unreachable (%s):\n%s", helmVersion, s, out)
-			}
-		}
+		testutil.SkipIfOffline(t, "building helm "+helmVersion, err, out)
 		t.Fatalf("go install helm.sh/helm/v3/cmd/helm@%s: %v\n%s", helmVersion, err, out)
 	}
 	return bin
