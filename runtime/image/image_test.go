@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kueuelab/kueuelab/internal/testutil"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -316,10 +317,7 @@ func TestChartRunsTheAgentImage(t *testing.T) {
 	if values.Image.Repository != AgentRepository || values.Image.Tag != "" {
 		t.Errorf("chart image %s:%s, want %s with the appVersion as tag", values.Image.Repository, values.Image.Tag, AgentRepository)
 	}
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("no make")
-	}
-	cmd := exec.Command("make", "-s", "--no-print-directory", "print-version")
+	cmd := exec.Command(testutil.Command(t, "make"), "-s", "--no-print-directory", "print-version")
 	cmd.Dir = "../.."
 	var out bytes.Buffer
 	cmd.Stdout = &out

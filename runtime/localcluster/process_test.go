@@ -3,13 +3,14 @@ package localcluster
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kueuelab/kueuelab/internal/testutil"
 )
 
 func testState(t *testing.T) *State {
@@ -36,14 +37,7 @@ func awaitDone(t *testing.T, p proc) Exit {
 
 func TestExecRunnerExitStatus(t *testing.T) {
 	s := testState(t)
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep")
-	}
+	sh, sleep := testutil.Command(t, "sh"), testutil.Command(t, "sleep")
 	r := execRunner{s: s}
 
 	p, err := r.start(process{name: "fails", bin: sh, argv: []string{sh, "-c", "echo boom; exit 3"}}, "restart 2 after exit code 3")
@@ -94,10 +88,7 @@ func TestExecRunnerExitStatus(t *testing.T) {
 // components.
 func TestComponentsDoNotInheritDescriptors(t *testing.T) {
 	s := testState(t)
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	sh := testutil.Command(t, "sh")
 	fd, err := syscall.Open(filepath.Join(t.TempDir(), "lock"), syscall.O_CREAT|syscall.O_RDWR, 0o644)
 	if err != nil {
 		t.Fatal(err)
