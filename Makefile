@@ -45,8 +45,12 @@ test: lint tools unit e2e
 ## waits for `tools` (also with -j); `make unit` alone does not build them (`make tools` does:
 ## ~25 min once), and those tests skip saying what is missing and how to get it, except under
 ## CI=true (CI sets it), where a missing prerequisite fails the test: CI provides them all.
+## The log (hack/testlog) is go test's usual output plus every skipped test with its reason, and
+## ends with go test's own last line; the whole `go test -json` stream is kept in
+## $TMPDIR/kueuelab-unit.json. The exit code is go test's (the log's if only the log failed).
 unit: $(if $(filter test,$(MAKECMDGOALS)),tools)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -count=1 -json $$($(GO) list ./... | grep -v /test/e2e) 2>&1 | tee $${TMPDIR:-/tmp}/kueuelab-unit.json | $(GO) run ./hack/testlog; \
+	codes=($${PIPESTATUS[@]}); if [ $${codes[0]} -ne 0 ]; then exit $${codes[0]}; fi; exit $$(( codes[1] | codes[2] ))
 
 ## e2e: builds the pinned control-plane binaries into the cache if missing, then runs test/e2e.
 e2e: build tools
