@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,7 +31,7 @@ type runFlags struct {
 	faults                                              string
 	engine                                              results.Engine
 	sim                                                 simFlags
-	speedup                                             speedupFlag
+	speedup                                             results.Speedup
 	qps                                                 float64
 	timeout, stall                                      time.Duration
 	keep, keepCluster                                   bool
@@ -42,31 +40,6 @@ type runFlags struct {
 	seed                                                uint64
 	remote                                              remoteFlags
 }
-
-// speedupFlag is --speedup: "max" (0) or a positive number of trace seconds per wall second.
-type speedupFlag float64
-
-func (f *speedupFlag) String() string {
-	if *f == 0 {
-		return "max"
-	}
-	return strconv.FormatFloat(float64(*f), 'g', -1, 64)
-}
-
-func (f *speedupFlag) Set(s string) error {
-	if s == "max" {
-		*f = 0
-		return nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(v > 0) || math.IsInf(v, 0) {
-		return fmt.Errorf("want \"max\" or a positive number, got %q", s)
-	}
-	*f = speedupFlag(v)
-	return nil
-}
-
-func (f *speedupFlag) Type() string { return "max|number" }
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
@@ -232,7 +205,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			fmt.Fprintf(out, "the local cluster %s stays running: stop it with `kueuelab cluster down --name %s`\n", f.name, f.name)
 		}
 		if cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: cl.Config, Local: cl.State, Prune: true,
-			Spec: spec, MaxRate: float64(f.speedup), Seed: f.seed}); err != nil {
+			Spec: spec, Speedup: f.speedup, Seed: f.seed}); err != nil {
 			return err
 		}
 	} else {
@@ -251,7 +224,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			return err
 		}
 		if inCluster {
-			if f.speedup == 0 {
+			if f.speedup.Max() {
 				return errors.New("--agent in-cluster: the agent runs in that cluster on wall time, so --speedup needs a number (e.g. 100)")
 			}
 			cfg = runner.Config{REST: rc, Spec: spec, Seed: f.seed,
@@ -262,7 +235,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 				return err
 			}
 			defer r.close()
-			if cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: rc, Spec: spec, MaxRate: float64(f.speedup), Seed: f.seed,
+			if cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: rc, Spec: spec, Speedup: f.speedup, Seed: f.seed,
 				KueueMetrics: r.kueue, SchedulerMetrics: r.scheduler, Timers: r.timers}); err != nil {
 				return err
 			}

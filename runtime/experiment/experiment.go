@@ -7,12 +7,10 @@ package experiment
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +42,7 @@ type Experiment struct {
 	Cluster string `yaml:"cluster"`
 	// Speedup caps trace seconds per wall second between events: a number, or "max" (the
 	// default: the trace clock jumps from event to event).
-	Speedup Speedup `yaml:"speedup,omitempty"`
+	Speedup results.Speedup `yaml:"speedup,omitempty"`
 	// Timeout bounds each run's wall time, as a Go duration ("20m"; default: none).
 	Timeout string `yaml:"timeout,omitempty"`
 	// Repeats is the number of runs per variant (default 1); --repeats overrides it.
@@ -73,31 +71,6 @@ type SimTiming struct {
 	Cycle string `yaml:"cycle,omitempty"`
 	// PodStart is the time from admission to running pods.
 	PodStart string `yaml:"podStart,omitempty"`
-}
-
-// Speedup is an experiment's speedup: 0 is "max".
-type Speedup float64
-
-// UnmarshalYAML reads "max" or a positive number.
-func (s *Speedup) UnmarshalYAML(n *yaml.Node) error {
-	if n.Value == "max" {
-		*s = 0
-		return nil
-	}
-	v, err := strconv.ParseFloat(n.Value, 64)
-	if err != nil || !(v > 0) || math.IsInf(v, 0) {
-		return fmt.Errorf("line %d: speedup: want \"max\" or a positive number, got %q", n.Line, n.Value)
-	}
-	*s = Speedup(v)
-	return nil
-}
-
-// String is "max" or the number.
-func (s Speedup) String() string {
-	if s == 0 {
-		return "max"
-	}
-	return strconv.FormatFloat(float64(s), 'g', -1, 64)
 }
 
 // Metadata names the experiment.
@@ -251,7 +224,7 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 		el.add(root.Line, "cluster", "required: the base cluster spec (a path relative to the experiment file)")
 	}
 	if e.Speedup < 0 {
-		el.add(line("speedup"), "speedup", `want "max" or a positive number, got %g`, float64(e.Speedup))
+		el.add(line("speedup"), "speedup", `want "max" or a positive number, got %s`, e.Speedup)
 	}
 	switch eng, err := results.ParseEngine(string(e.Engine)); {
 	case err != nil:

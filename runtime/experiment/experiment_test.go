@@ -481,7 +481,7 @@ func TestKueueTimerScale(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		k       *KueueConfig
-		speedup Speedup
+		speedup results.Speedup
 		want    float64
 		err     string
 	}{

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 )
 
@@ -185,7 +186,7 @@ func isWhole(v float64) bool { return math.Abs(v-math.Round(v)) < 1e-9 }
 // Scale is the factor by which the run divides the Kueue settings: the speedup when it is a number
 // (refused when a setting cannot be exact at it), else the largest scale up to DefaultTimerScale
 // at which every setting is exact.
-func (k *KueueConfig) Scale(speedup Speedup) (float64, error) {
+func (k *KueueConfig) Scale(speedup results.Speedup) (float64, error) {
 	fields, err := k.timerFields()
 	if err != nil || len(fields) == 0 {
 		return math.Max(1, float64(speedup)), err

@@ -430,13 +430,13 @@ func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
 	}
 	var cfg runner.Config
 	if o.REST != nil && o.AgentInCluster {
-		if e.Speedup == 0 {
+		if e.Speedup.Max() {
 			return nil, errors.New("the cluster's agent runs on wall time: the experiment needs a numeric speedup")
 		}
 		cfg = runner.Config{REST: rc, Spec: j.spec, Seed: j.seed,
 			Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(e.Speedup)})}
 	} else {
-		in := runner.InProcess{REST: rc, Local: state, Spec: j.spec, MaxRate: float64(e.Speedup),
+		in := runner.InProcess{REST: rc, Local: state, Spec: j.spec, Speedup: e.Speedup,
 			Seed: j.seed, Timers: j.variant.KueueConfig.Timers(scale)}
 		if o.REST != nil && o.State == nil {
 			in.KueueMetrics, in.SchedulerMetrics, in.Timers = o.KueueMetrics, o.SchedulerMetrics, o.Timers

@@ -58,9 +58,10 @@ func (*Engine) Type() string { return "cluster|sim" }
 
 // Meta describes the run a summary belongs to.
 type Meta struct {
-	Trace   string  `json:"trace"`
-	Cluster string  `json:"cluster"`
-	Speedup float64 `json:"speedup"`
+	Trace   string `json:"trace"`
+	Cluster string `json:"cluster"`
+	// Speedup is the cap on trace seconds per wall second between events (0: max, none).
+	Speedup Speedup `json:"speedup"`
 	// WallSec is the run's wall-clock duration (setup excluded).
 	WallSec float64 `json:"wallSec"`
 	// TraceSec is the trace time the run reached.
@@ -72,9 +73,6 @@ type Meta struct {
 	// Engine is the engine that produced the results: EngineCluster (the real control plane) or
 	// EngineSim.
 	Engine Engine `json:"engine,omitempty"`
-	// MaxRate is the cap on trace seconds per wall second between events (0: none, the clock
-	// jumps from event to event).
-	MaxRate float64 `json:"maxRate,omitempty"`
 	// HeldWallSec is the wall time the trace clock stood still because the control plane owed a
 	// step (runtime/simclock); Holds counts the holds and HoldsExpired those that reached their
 	// limit (each one a step the clock gave up waiting for). All zero when the clock had no holds.
@@ -288,12 +286,8 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	if s.Engine == EngineSim {
 		fmt.Fprintf(w, "makespan %s trace (%s wall, sim engine), %d GPUs\n", dur(s.MakespanSec), dur(s.WallSec), s.GPUCapacity)
 	} else {
-		speed := "max"
-		if s.Speedup > 0 {
-			speed = strconv.FormatFloat(s.Speedup, 'g', -1, 64)
-		}
 		fmt.Fprintf(w, "makespan %s trace (%s wall at speedup %s), %d GPUs\n",
-			dur(s.MakespanSec), dur(s.WallSec), speed, s.GPUCapacity)
+			dur(s.MakespanSec), dur(s.WallSec), s.Speedup, s.GPUCapacity)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "group\tn\tok\tfail\trej\tunfin\tTTA p50\tp95\tp99\tJCT p50\tp95\tp99\tslowdown p50\tp95\tp99\tGPU alloc\teff\tkWh\tpreempt\tevict\t")

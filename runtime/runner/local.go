@@ -18,6 +18,7 @@ import (
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
+	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
@@ -38,12 +39,12 @@ type InProcess struct {
 	// a port-forward); Local's are used otherwise.
 	KueueMetrics, SchedulerMetrics MetricsSource
 	Spec                           *rcluster.Spec
-	// MaxRate caps trace seconds per wall second between events (0: the clock jumps).
-	MaxRate float64
+	// Speedup caps trace seconds per wall second between events (max: the clock jumps).
+	Speedup results.Speedup
 	Seed    uint64
 	// Timers are the local Kueue's wall-time settings (runtime/experiment scales them).
 	Timers KueueTimers
-	// Clock tunes the trace clock (tests); MaxRate above wins.
+	// Clock tunes the trace clock (tests); Speedup above wins.
 	Clock simclock.Options
 }
 
@@ -59,7 +60,7 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 		return Config{}, fmt.Errorf("in-process run: rest config and cluster spec are required")
 	}
 	co := o.Clock
-	co.MaxRate = o.MaxRate
+	co.MaxRate = float64(o.Speedup)
 	if !(co.MaxRate > 0) || math.IsInf(co.MaxRate, 1) {
 		co.MaxRate = 0
 	}

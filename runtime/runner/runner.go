@@ -457,7 +457,7 @@ func clockMeta(clk *simclock.Clock) results.Meta {
 	m := results.Meta{WallSec: clk.Wall().Seconds(), TraceSec: clk.Now(),
 		HeldWallSec: cs.Held.Seconds(), Holds: cs.Placed, HoldsExpired: cs.ExpiredTotal(), Jumps: cs.Jumps, JumpedSec: cs.Jumped}
 	if !math.IsInf(clk.MaxRate(), 1) {
-		m.MaxRate, m.Speedup = clk.MaxRate(), clk.MaxRate()
+		m.Speedup = results.Speedup(clk.MaxRate())
 	}
 	if len(cs.ByKind) > 0 {
 		m.HeldByKindSec = make(map[string]float64, len(cs.ByKind))

@@ -85,7 +85,7 @@ func replayKept(t *testing.T, tr *trace.Trace, name, spec string, rate float64) 
 		t.Fatal(err)
 	}
 	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: s, Seed: 1,
-		MaxRate: rate, Clock: simclock.Options{Disabled: rate > 0}})
+		Speedup: results.Speedup(rate), Clock: simclock.Options{Disabled: rate > 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
