@@ -401,11 +401,11 @@ func (a *Agent) syncNode(name string, dirtyPods map[string]struct{}) {
 		// A node gone NotReady stops its pods where they are; Ready again, they may run (and
 		// the scheduler may place pods there). The runner's fault injector waits for this.
 		st.down = down
-		what := "node-up"
 		if down {
-			what = "node-down"
+			a.acks = append(a.acks, simclock.NodeDown(name))
+		} else {
+			a.acks = append(a.acks, simclock.NodeUp(name))
 		}
-		a.acks = append(a.acks, FaultKey(what, name))
 		objs, _ := a.podInf.GetIndexer().ByIndex(nodeNameIndex, name)
 		for _, o := range objs {
 			if p, ok := o.(*corev1.Pod); ok {
@@ -437,14 +437,14 @@ func (a *Agent) syncPod(key string, deletedUID types.UID) {
 	st := a.podState[key]
 	if st != nil && (!exists || p.UID != st.uid) {
 		a.forget(key, st)
-		a.ack(simclock.KindGone, st.uid)
+		a.ack(simclock.PodGone(st.uid))
 		// An evicted pod may be gone before this agent saw it Failed: its fault is handled too.
-		a.acks = append(a.acks, PodFailedKey(st.uid))
+		a.acks = append(a.acks, simclock.PodFailed(st.uid))
 		st = nil
 	}
 	if deletedUID != "" {
-		a.ack(simclock.KindGone, deletedUID)
-		a.acks = append(a.acks, PodFailedKey(deletedUID))
+		a.ack(simclock.PodGone(deletedUID))
+		a.acks = append(a.acks, simclock.PodFailed(deletedUID))
 	}
 	if !exists {
 		return
@@ -468,14 +468,14 @@ func (a *Agent) syncPod(key string, deletedUID types.UID) {
 			a.release(key, st)
 		}
 		if p.Status.Phase == corev1.PodFailed {
-			a.acks = append(a.acks, PodFailedKey(p.UID))
+			a.acks = append(a.acks, simclock.PodFailed(p.UID))
 		}
 		return
 	case p.DeletionTimestamp != nil:
 		if st != nil {
 			a.stop(st)
 		}
-		a.ack(simclock.KindGone, p.UID)
+		a.ack(simclock.PodGone(p.UID))
 		return
 	case p.Status.Phase != corev1.PodRunning:
 		if st != nil {
@@ -484,7 +484,7 @@ func (a *Agent) syncPod(key string, deletedUID types.UID) {
 		return
 	}
 	// Running: whatever happens below, the runner's hold on the pod's start ends with this sync.
-	a.ack(simclock.KindStart, p.UID)
+	a.ack(simclock.PodStart(p.UID))
 	ns := a.nodeState[p.Spec.NodeName]
 	if ns == nil {
 		return
@@ -501,7 +501,7 @@ func (a *Agent) syncPod(key string, deletedUID types.UID) {
 			// The container restarted in place (restart policy OnFailure): the process crashed.
 			st.restarts = n
 			a.interrupt(st, true)
-			a.acks = append(a.acks, PodRestartKey(p.UID, n))
+			a.acks = append(a.acks, simclock.PodRestart(p.UID, n))
 		}
 	}
 	if st == nil {
@@ -523,10 +523,8 @@ func (a *Agent) syncPod(key string, deletedUID types.UID) {
 	a.started++
 }
 
-// ack queues the acknowledgement of the runner's hold of kind on pod uid (see sync).
-func (a *Agent) ack(kind simclock.Kind, uid types.UID) {
-	a.acks = append(a.acks, simclock.Key{Kind: kind, ID: string(uid)})
-}
+// ack queues the acknowledgement of one of the runner's holds on a pod (see sync).
+func (a *Agent) ack(k simclock.Key) { a.acks = append(a.acks, k) }
 
 // track adds a Running pod to the engine, resuming from its progress annotation or from its
 // workload's checkpoint.
@@ -723,7 +721,7 @@ func (a *Agent) finish(f engine.Finished) {
 		return
 	}
 	if st.handoff {
-		k := simclock.Key{Kind: simclock.KindDone, ID: string(st.uid)}
+		k := simclock.PodDone(st.uid)
 		a.trace.Hold(k)
 		// A write that fails for good (the pod is gone) ends the hold: the runner sees the deletion.
 		p.failed = func() { a.trace.Release(k) }

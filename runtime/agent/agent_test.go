@@ -368,11 +368,11 @@ func TestHandoff(t *testing.T) {
 	pod := makePod("p1", "n1", c, nil)
 	create(t, client, makeNode("n1", 8, nil), pod)
 	h := startOnHandoff(t, client)
-	start := simclock.Key{Kind: simclock.KindStart, ID: string(pod.UID)}
+	start := simclock.PodStart(pod.UID)
 	h.clk.Hold(start) // the runner's hold; the agent may have acknowledged it already
 	h.started(1)
 	h.until("start acknowledged", func() (bool, string) { return !h.clk.Held(start), "start held" })
-	done := simclock.Key{Kind: simclock.KindDone, ID: string(pod.UID)}
+	done := simclock.PodDone(pod.UID)
 	h.gate.Set(2 * duration)
 	h.until("completion held", func() (bool, string) { return h.clk.Held(done), fmt.Sprintf("trace %g", h.clk.Now()) })
 	if got := h.clk.Now(); got != duration {

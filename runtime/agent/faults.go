@@ -1,12 +1,7 @@
 package agent
 
 import (
-	"strconv"
-
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // What a fault does to the pods the agent simulates, and what faults and checkpoints cost:
@@ -40,21 +35,6 @@ type WorkloadFaults struct {
 	Checkpoints int
 
 	lastAt float64 // trace time of the last restart counted
-}
-
-// FaultKey is the hold the runner's fault injector places on a step it starts and the agent
-// acknowledges once it has acted on it: a node gone NotReady ("node-down", node name) or Ready
-// again ("node-up"), a pod failed ("pod", uid + "/failed") or whose container restarted ("pod",
-// uid + "/restart-<count>").
-func FaultKey(what, id string) simclock.Key {
-	return simclock.Key{Kind: simclock.KindFault, ID: "agent/" + what + "/" + id}
-}
-
-// PodFailedKey and PodRestartKey are the FaultKeys of a pod's failure and of its container's
-// restart number n.
-func PodFailedKey(uid types.UID) simclock.Key { return FaultKey("pod", string(uid)+"/failed") }
-func PodRestartKey(uid types.UID, n int32) simclock.Key {
-	return FaultKey("pod", string(uid)+"/restart-"+strconv.Itoa(int(n)))
 }
 
 // containerRestarts is the sum of the pod's containers' restart counts.

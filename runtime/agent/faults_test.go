@@ -12,6 +12,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // checkpointed is a gang member of a 100 s workload that checkpoints every 30 s of work at 5 s a
@@ -103,7 +104,7 @@ func TestContainerRestartRollsBack(t *testing.T) {
 	h := start(t, client, Config{CompleteVia: CompleteViaStatus})
 	h.started(1)
 	h.advance(50)
-	restart := PodRestartKey(p.UID, 1)
+	restart := simclock.PodRestart(p.UID, 1)
 	h.clk.Hold(restart) // what the runner's fault injector places before it writes the restart
 	p = h.pod("p1")
 	p.Status.ContainerStatuses[0].RestartCount = 1
@@ -136,9 +137,8 @@ func TestNotReadyNodeStopsItsPods(t *testing.T) {
 	h := start(t, client, Config{CompleteVia: CompleteViaStatus})
 	h.started(1)
 	h.advance(30)
-	setReady := func(s corev1.ConditionStatus, key string) {
+	setReady := func(s corev1.ConditionStatus, down simclock.Key) {
 		t.Helper()
-		down := FaultKey(key, "n1")
 		h.clk.Hold(down)
 		n, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
 		if err != nil {
@@ -148,15 +148,15 @@ func TestNotReadyNodeStopsItsPods(t *testing.T) {
 		if _, err := client.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		h.until(key+" acknowledged", func() (bool, string) { return !h.clk.Held(down), "held" })
+		h.until(down.ID+" acknowledged", func() (bool, string) { return !h.clk.Held(down), "held" })
 	}
-	setReady(corev1.ConditionFalse, "node-down")
+	setReady(corev1.ConditionFalse, simclock.NodeDown("n1"))
 	h.advance(500)
 	if s := h.a.Stats(); s.Started != 0 {
 		t.Errorf("stats %+v: the pod of a NotReady node still runs", s)
 	}
 	h.workLeft("p1", duration-30)
-	setReady(corev1.ConditionTrue, "node-up")
+	setReady(corev1.ConditionTrue, simclock.NodeUp("n1"))
 	h.started(1)
 	h.gate.Set(1000)
 	if got := annFloat(t, h.completed("p1"), contract.FinishedTraceSec); math.Abs(got-(530+duration-30)) > 1e-6 {

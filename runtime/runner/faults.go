@@ -53,7 +53,7 @@ import (
 // backoffLimit).
 //
 // Holds (kind fault): "api/..." until the watcher's cache shows the write, "agent/..." until the
-// agent acknowledges it (agent.FaultKey), "owner/..." the grace above.
+// agent acknowledges it (simclock.NodeDown and the like), "owner/..." the grace above.
 type injector struct {
 	sch        *fault.Schedule
 	clk        *simclock.Clock
@@ -383,18 +383,18 @@ func (in *injector) failPod(ctx context.Context, p *corev1.Pod) string {
 	now := metav1.Now()
 	if p.Spec.RestartPolicy == corev1.RestartPolicyNever || p.Spec.RestartPolicy == "" {
 		in.expect(p.UID, podWant{key: in.hold("api/failed/" + string(p.UID)), terminal: true})
-		in.clk.HoldFor(agent.PodFailedKey(p.UID), time.Minute)
+		in.clk.HoldFor(simclock.PodFailed(p.UID), time.Minute)
 		if err := in.patchStatus(ctx, p, failedStatus(p, in.exitCode, now, nil)); err != nil {
 			in.fail(err)
 			in.unexpect(p.UID)
-			in.clk.Release(agent.PodFailedKey(p.UID))
+			in.clk.Release(simclock.PodFailed(p.UID))
 			return "error: " + err.Error()
 		}
 		return fmt.Sprintf("failed (exit code %d)", in.exitCode)
 	}
 	n := containerRestarts(p) + 1
 	in.expect(p.UID, podWant{key: in.hold(fmt.Sprintf("api/restart/%s/%d", p.UID, n)), restarts: n})
-	agentKey := agent.PodRestartKey(p.UID, n)
+	agentKey := simclock.PodRestart(p.UID, n)
 	in.clk.HoldFor(agentKey, time.Minute)
 	owner := in.hold(fmt.Sprintf("owner/%s/%d", p.UID, n))
 	time.AfterFunc(ownerGrace, func() { in.clk.Release(owner) })
@@ -415,7 +415,7 @@ func (in *injector) evict(ctx context.Context, now float64, node string) {
 	for _, p := range pods {
 		names = append(names, p.Namespace+"/"+p.Name)
 		in.expect(p.UID, podWant{key: in.hold("api/evicted/" + string(p.UID)), terminal: true, deleted: true})
-		in.clk.HoldFor(agent.PodFailedKey(p.UID), time.Minute)
+		in.clk.HoldFor(simclock.PodFailed(p.UID), time.Minute)
 		ts := metav1.Now()
 		dt := &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, LastTransitionTime: ts,
 			Reason: "DeletionByTaintManager", Message: "kueuelab fault injection: node " + node + " NotReady"}
@@ -426,7 +426,7 @@ func (in *injector) evict(ctx context.Context, now float64, node string) {
 		if err != nil && !apierrors.IsNotFound(err) {
 			in.fail(fmt.Errorf("evict %s/%s: %w", p.Namespace, p.Name, err))
 			in.unexpect(p.UID)
-			in.clk.Release(agent.PodFailedKey(p.UID))
+			in.clk.Release(simclock.PodFailed(p.UID))
 		}
 	}
 	in.logFault(results.FaultRecord{T: now, Kind: "evict", Node: node, Pods: names, Effect: fmt.Sprintf("%d pods evicted", len(pods))})
@@ -439,11 +439,11 @@ func (in *injector) nodeDown(ctx context.Context, node string) {
 	in.down[node] = true
 	in.mu.Unlock()
 	in.hold("api/node-down/" + node)
-	in.clk.HoldFor(agent.FaultKey("node-down", node), time.Minute)
+	in.clk.HoldFor(simclock.NodeDown(node), time.Minute)
 	if err := in.updateNode(ctx, node, true); err != nil {
 		in.fail(err)
 		in.clk.Release(simclock.Key{Kind: simclock.KindFault, ID: "api/node-down/" + node})
-		in.clk.Release(agent.FaultKey("node-down", node))
+		in.clk.Release(simclock.NodeDown(node))
 	}
 }
 
@@ -454,11 +454,11 @@ func (in *injector) nodeUp(ctx context.Context, now float64, node string) {
 	delete(in.down, node)
 	in.mu.Unlock()
 	in.hold("api/node-up/" + node)
-	in.clk.HoldFor(agent.FaultKey("node-up", node), time.Minute)
+	in.clk.HoldFor(simclock.NodeUp(node), time.Minute)
 	if err := in.updateNode(ctx, node, false); err != nil {
 		in.fail(err)
 		in.clk.Release(simclock.Key{Kind: simclock.KindFault, ID: "api/node-up/" + node})
-		in.clk.Release(agent.FaultKey("node-up", node))
+		in.clk.Release(simclock.NodeUp(node))
 	}
 	in.logFault(results.FaultRecord{T: now, Kind: "node-up", Node: node, Effect: "node Ready again"})
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/render/contract"
-	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -91,7 +90,7 @@ func TestInjectorPlaysANodeFault(t *testing.T) {
 		t.Fatalf("node after the fault: labels %v taints %v", n.Labels, n.Spec.Taints)
 	}
 	apiDown := simclock.Key{Kind: simclock.KindFault, ID: "api/node-down/h100-000"}
-	if !clk.Held(apiDown) || !clk.Held(agent.FaultKey("node-down", "h100-000")) {
+	if !clk.Held(apiDown) || !clk.Held(simclock.NodeDown("h100-000")) {
 		t.Fatal("node fault: the clock is not held for the API and the agent")
 	}
 	n.Status.Conditions[0].Status = corev1.ConditionFalse // what KWOK's stage does
@@ -162,7 +161,7 @@ func TestInjectorRestartsOnFailurePods(t *testing.T) {
 	}
 	api := simclock.Key{Kind: simclock.KindFault, ID: "api/restart/uid-m0/1"}
 	owner := simclock.Key{Kind: simclock.KindFault, ID: "owner/uid-m0/1"}
-	if !clk.Held(api) || !clk.Held(agent.PodRestartKey("uid-m0", 1)) || !clk.Held(owner) {
+	if !clk.Held(api) || !clk.Held(simclock.PodRestart("uid-m0", 1)) || !clk.Held(owner) {
 		t.Fatal("in-place restart: the clock is not held for the API, the agent and the owner")
 	}
 	in.pod(&got, false)

@@ -372,20 +372,20 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 			w.onWorkload(wl, false)
 		}, map[simclock.Key]bool{holdPods(u): true, kueueKey: false}},
 		{"one pod created: its start owed", func() { w.onPod(pod(0, corev1.PodPending), false) },
-			map[simclock.Key]bool{holdPods(u): true, holdStart("pod-0"): true}},
+			map[simclock.Key]bool{holdPods(u): true, simclock.PodStart("pod-0"): true}},
 		{"both pods created", func() { w.onPod(pod(1, corev1.PodPending), false) },
-			map[simclock.Key]bool{holdPods(u): false, holdStart("pod-1"): true}},
-		{"the agent started pod 0", func() { w.onPod(pod(0, corev1.PodRunning), false); w.clk.Ack(holdStart("pod-0")) },
-			map[simclock.Key]bool{holdStart("pod-0"): false}},
+			map[simclock.Key]bool{holdPods(u): false, simclock.PodStart("pod-1"): true}},
+		{"the agent started pod 0", func() { w.onPod(pod(0, corev1.PodRunning), false); w.clk.Ack(simclock.PodStart("pod-0")) },
+			map[simclock.Key]bool{simclock.PodStart("pod-0"): false}},
 		{"pod 1 has no node: simulated wait", func() { w.onPod(pod(1, corev1.PodPending, unschedulable), false) },
-			map[simclock.Key]bool{holdStart("pod-1"): false}},
-		{"pod 1 runs", func() { w.onPod(pod(1, corev1.PodRunning), false) }, map[simclock.Key]bool{holdStart("pod-1"): false}},
-		{"the agent completed both: their ends owed", func() { w.clk.Hold(holdDone("pod-0")); w.clk.Hold(holdDone("pod-1")) },
-			map[simclock.Key]bool{holdDone("pod-0"): true, holdDone("pod-1"): true}},
+			map[simclock.Key]bool{simclock.PodStart("pod-1"): false}},
+		{"pod 1 runs", func() { w.onPod(pod(1, corev1.PodRunning), false) }, map[simclock.Key]bool{simclock.PodStart("pod-1"): false}},
+		{"the agent completed both: their ends owed", func() { w.clk.Hold(simclock.PodDone("pod-0")); w.clk.Hold(simclock.PodDone("pod-1")) },
+			map[simclock.Key]bool{simclock.PodDone("pod-0"): true, simclock.PodDone("pod-1"): true}},
 		{"pod 0 ended, pod 1 still running", func() { w.onPod(pod(0, corev1.PodSucceeded), false) },
-			map[simclock.Key]bool{holdDone("pod-0"): false, holdFinish(u): false}},
+			map[simclock.Key]bool{simclock.PodDone("pod-0"): false, holdFinish(u): false}},
 		{"pod 1 ended: the Workload's finish owed", func() { w.onPod(pod(1, corev1.PodSucceeded), false) },
-			map[simclock.Key]bool{holdDone("pod-1"): false, holdFinish(u): true}},
+			map[simclock.Key]bool{simclock.PodDone("pod-1"): false, holdFinish(u): true}},
 		{"another workload waits for quota", func() {
 			other := kueueWorkload(jobs[1].objects[0], "Job", 1)
 			other.Spec.QueueName = kueue.LocalQueueName(jobs[1].queue)
@@ -430,7 +430,7 @@ func TestWatcherHoldsEviction(t *testing.T) {
 	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-0", Namespace: top.GetNamespace(), UID: "run-0",
 		Labels: map[string]string{contract.WorkloadLabel: top.GetName()}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	w.onPod(running, false)
-	w.clk.Ack(holdStart("run-0"))
+	w.clk.Ack(simclock.PodStart("run-0"))
 	waiting := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: other.GetName() + "-0", Namespace: other.GetNamespace(), UID: "wait-0",
 		Labels: map[string]string{contract.WorkloadLabel: other.GetName()}}, Status: corev1.PodStatus{Phase: corev1.PodPending,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
@@ -445,14 +445,14 @@ func TestWatcherHoldsEviction(t *testing.T) {
 	now := metav1.Now()
 	gone.DeletionTimestamp = &now
 	w.onPod(gone, false)
-	if !w.clk.Held(holdGone("run-0")) || !w.clk.Held(simclock.Key{Kind: simclock.KindSchedule, ID: "kube-scheduler"}) {
-		t.Errorf("deleted running pod: gone %v, schedule %v; want both held", w.clk.Held(holdGone("run-0")),
+	if !w.clk.Held(simclock.PodGone("run-0")) || !w.clk.Held(simclock.Key{Kind: simclock.KindSchedule, ID: "kube-scheduler"}) {
+		t.Errorf("deleted running pod: gone %v, schedule %v; want both held", w.clk.Held(simclock.PodGone("run-0")),
 			w.clk.Held(simclock.Key{Kind: simclock.KindSchedule, ID: "kube-scheduler"}))
 	}
 	if w.clk.Held(holdFinish(u)) {
 		t.Error("an evicted workload's last pod left: no Finished is owed")
 	}
-	w.clk.Ack(holdGone("run-0"))
+	w.clk.Ack(simclock.PodGone("run-0"))
 	wl.Status.Conditions = []metav1.Condition{{Type: "QuotaReserved", Status: metav1.ConditionFalse, Reason: "Pending",
 		LastTransitionTime: metav1.Unix(3, 0)}, cond("Evicted", "Preempted", 2)}
 	w.onWorkload(wl, false)

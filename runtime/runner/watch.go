@@ -237,15 +237,6 @@ func holdEvict(u *unit) simclock.Key  { return simclock.Key{Kind: simclock.KindE
 func holdRecover(u *unit) simclock.Key {
 	return simclock.Key{Kind: simclock.KindRecover, ID: u.key}
 }
-func holdStart(uid types.UID) simclock.Key {
-	return simclock.Key{Kind: simclock.KindStart, ID: string(uid)}
-}
-func holdGone(uid types.UID) simclock.Key {
-	return simclock.Key{Kind: simclock.KindGone, ID: string(uid)}
-}
-func holdDone(uid types.UID) simclock.Key {
-	return simclock.Key{Kind: simclock.KindDone, ID: string(uid)}
-}
 
 func (w *watcher) onWorkload(o any, deleted bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -475,7 +466,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 			w.recovered(u)
 			if p.Status.Phase != corev1.PodRunning || !st.running {
 				// The pod is owed its start: scheduling, KWOK's Running, the agent's start.
-				w.clk.Hold(holdStart(p.UID))
+				w.clk.Hold(simclock.PodStart(p.UID))
 			}
 		}
 	}
@@ -516,7 +507,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodUnschedulable, Object: key, Message: scheduledMessage(p)})
 			// Waiting for a node is simulated time, not control-plane lag, once kube-scheduler
 			// has caught up (its cache may still hold a pod that just ended).
-			w.clk.Release(holdStart(p.UID))
+			w.clk.Release(simclock.PodStart(p.UID))
 			w.pokeScheduler()
 		} else {
 			w.unsched--
@@ -534,12 +525,12 @@ func (w *watcher) onPod(o any, deleted bool) {
 		if t, ok := annotatedTime(p, contract.FinishedTraceSec); ok && !st.everRan {
 			u.lastEnd = t // ended before the watcher saw it run
 		}
-		w.clk.Release(holdStart(p.UID))
+		w.clk.Release(simclock.PodStart(p.UID))
 		if p.Status.Phase == corev1.PodSucceeded && u.reserved {
 			u.succeeded++
 		}
 		w.podEnded(u, st, p.Status.Phase == corev1.PodFailed)
-		w.clk.Release(holdDone(p.UID))
+		w.clk.Release(simclock.PodDone(p.UID))
 	}
 	if w.faults != nil {
 		w.faults.pod(p, deleted)
@@ -558,14 +549,14 @@ func (w *watcher) podGone(key string, st *podState) {
 		w.unsched--
 	}
 	if st.everRan && !st.terminal {
-		w.clk.Hold(holdGone(st.uid))
+		w.clk.Hold(simclock.PodGone(st.uid))
 	}
-	w.clk.Release(holdStart(st.uid))
+	w.clk.Release(simclock.PodStart(st.uid))
 	if !st.terminal {
 		st.terminal = true
 		w.podEnded(st.unit, st, true)
 	}
-	w.clk.Release(holdDone(st.uid))
+	w.clk.Release(simclock.PodDone(st.uid))
 	_ = key
 }
 
