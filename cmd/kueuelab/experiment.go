@@ -14,6 +14,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
 	"github.com/kueuelab/kueuelab/runtime/image"
+	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -151,6 +152,9 @@ instead (runtime/sim: no cluster, seconds per run); 'sim: {cycle, podStart}' set
 					return err
 				}
 				o.Local = experiment.LocalCluster{Name: name, BinDir: dir, PortBase: portBase}
+			}
+			if e.Engine == results.EngineSim {
+				defer tuneGCForSim()()
 			}
 			res, err := experiment.Run(cmd.Context(), e, o)
 			if err != nil {

@@ -28,7 +28,7 @@ import (
 
 type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
-	faults                                              string
+	faults, clockTrace                                  string
 	engine                                              results.Engine
 	sim                                                 simFlags
 	speedup                                             results.Speedup
@@ -40,6 +40,9 @@ type runFlags struct {
 	seed                                                uint64
 	remote                                              remoteFlags
 }
+
+// clockTraceEnv is --clock-trace's default, for runs started by scripts.
+const clockTraceEnv = "KUEUELAB_CLOCK_TRACE"
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
@@ -114,6 +117,7 @@ files. ` + simHelp,
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "run on this cluster instead of the local one")
 	fl.StringVar(&f.name, "name", localcluster.DefaultName, "local cluster name (without --kubeconfig)")
 	fl.Var(&f.speedup, "speedup", `cap on trace seconds per wall second between events, or "max" (default max)`)
+	fl.StringVar(&f.clockTrace, "clock-trace", os.Getenv(clockTraceEnv), "cluster engine: write every hold and jump of the trace clock to this file (hack/clocktrace.py summarises it; default $"+clockTraceEnv+")")
 	fl.StringVar(&f.out, "out", "", "results directory (default results/<time>)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this wall time (0: no limit)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the submitted objects on the cluster")
@@ -235,7 +239,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 				return err
 			}
 			defer r.close()
-			if cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: rc, Spec: spec, Speedup: f.speedup, Seed: f.seed,
+			if cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: rc, Spec: spec, Speedup: f.speedup, Seed: f.seed, ClockTrace: f.clockTrace,
 				KueueMetrics: r.kueue, SchedulerMetrics: r.scheduler, Timers: r.timers}); err != nil {
 				return err
 			}

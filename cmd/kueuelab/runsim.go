@@ -37,7 +37,7 @@ func (s *simFlags) register(fl *pflag.FlagSet) {
 func (s *simFlags) check(engine results.Engine, fl *pflag.FlagSet) error {
 	var errs []error
 	simOnly := []string{"sim-cycle", "sim-pod-start", "sim-max-trace"}
-	clusterOnly := []string{"speedup", "kubeconfig", "qps", "keep", "keep-cluster", "stall-timeout", "name"}
+	clusterOnly := []string{"speedup", "kubeconfig", "qps", "keep", "keep-cluster", "stall-timeout", "name", "clock-trace"}
 	bad := clusterOnly
 	if engine == results.EngineCluster {
 		bad = simOnly
@@ -64,6 +64,7 @@ func runSim(cmd *cobra.Command, f *runFlags, spec *rcluster.Spec, mapping render
 		cfg.Progress = cmd.ErrOrStderr()
 	}
 	fmt.Fprintf(out, "replaying %s through Kueue %s in virtual time (sim engine)\n", f.tracePath, kueuelib.KueueVersion)
+	defer tuneGCForSim()()
 	res, err := sim.Run(cmd.Context(), cfg)
 	if res != nil {
 		n := 0

@@ -44,6 +44,9 @@ type InProcess struct {
 	Seed    uint64
 	// Timers are the local Kueue's wall-time settings (runtime/experiment scales them).
 	Timers KueueTimers
+	// ClockTrace, when set, is a file that receives the trace clock's hold log
+	// (simclock.Options.Trace; hack/clocktrace.py summarises it).
+	ClockTrace string
 	// Clock tunes the trace clock (tests); Speedup above wins.
 	Clock simclock.Options
 }
@@ -51,9 +54,6 @@ type InProcess struct {
 // NewInProcess builds the event-driven trace clock, the agent that shares it and, on kueuelab's
 // local cluster, the readers of Kueue's and kube-scheduler's metrics, into a Config that the
 // caller completes (trace, output, timeouts). run, experiment run and the e2e tests all use it.
-// ClockTraceEnv names a file that receives the trace clock's hold log (simclock.Options.Trace).
-const ClockTraceEnv = "KUEUELAB_CLOCK_TRACE"
-
 func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 	var cfgClose []func() error
 	if o.REST == nil || o.Spec == nil {
@@ -64,10 +64,10 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 	if !(co.MaxRate > 0) || math.IsInf(co.MaxRate, 1) {
 		co.MaxRate = 0
 	}
-	if path := os.Getenv(ClockTraceEnv); path != "" && co.Trace == nil {
+	if path := o.ClockTrace; path != "" && co.Trace == nil {
 		f, err := os.Create(path)
 		if err != nil {
-			return Config{}, fmt.Errorf("$%s: %w", ClockTraceEnv, err)
+			return Config{}, fmt.Errorf("clock trace: %w", err)
 		}
 		co.Trace = bufio.NewWriterSize(f, 1<<20) // flushed and closed by the run (Config.closers)
 		cfgClose = append(cfgClose, func() error { return errors.Join(co.Trace.(*bufio.Writer).Flush(), f.Close()) })

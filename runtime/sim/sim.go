@@ -29,7 +29,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -185,7 +184,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	defer tuneGC()()
 	s, err := newSim(ctx, &cfg)
 	if err != nil {
 		return nil, err
@@ -246,33 +244,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, werr
 	}
 	return res, replay.Outcome(meta, loopErr)
-}
-
-// tuneGC sets the collector for a run, unless GOGC or GOMEMLIMIT say otherwise: GOGC 400 (the
-// heap may grow to five times what is live) under a soft limit of 3 GiB. The loop allocates fast
-// (Kueue snapshots its queues every cycle: ~340 KB per workload) and keeps little: per finished
-// workload its sealed record, ~0.5 KB free of pointers (results.Recorder.Seal). The collector's
-// cost is what it marks per byte allocated, so it stays a small share as long as what it walks
-// does not grow with the trace. Measured at 300k workloads on one core: GOGC 100 cost 1.5x the
-// CPU of GOGC 400 (the collector ~30 % of it); the collector off until the limit (the policy
-// before) held every run at 3 GiB however small, and collected back to back once the live heap
-// neared the limit. It returns the restore.
-func tuneGC() func() {
-	gc, limit := -1, int64(-1)
-	if os.Getenv("GOGC") == "" {
-		gc = debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		limit = debug.SetMemoryLimit(3 << 30)
-	}
-	return func() {
-		if gc != -1 {
-			debug.SetGCPercent(gc)
-		}
-		if limit != -1 {
-			debug.SetMemoryLimit(limit)
-		}
-	}
 }
 
 func newSim(ctx context.Context, cfg *Config) (*sim, error) {
