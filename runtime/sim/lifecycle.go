@@ -62,9 +62,6 @@ func (s *sim) react(c kueuelib.Change) {
 			continue
 		}
 		s.emit(results.Event{T: now, Workload: w.it.id, Object: w.key.String(), Type: tr.Type, Reason: tr.Reason, Message: tr.Message, Flavors: tr.Flavors})
-		if tr.Type == results.EvPreempted {
-			s.guardLoop(w, tr)
-		}
 	}
 	if !workload.HasQuotaReservation(old) && workload.HasQuotaReservation(cur) {
 		s.reserve(w, cur)
@@ -84,23 +81,31 @@ func (s *sim) react(c kueuelib.Change) {
 }
 
 // ErrPreemptionLoop is wrapped by Run's error when a preemption loop ended the run (the rule and
-// why: results.LoopCounter).
+// why: results.LoopGuard).
 var ErrPreemptionLoop = results.ErrPreemptionLoop
 
-// guardLoop counts a preemption of w; a loop ends the run with an error that also names the
+// loopFound ends the run with the guard's error about preemption e, which it completes with the
 // preemptor and Kueue's reason.
-func (s *sim) guardLoop(w *kwl, tr kueuewl.Transition) {
-	err := w.loop.Preempted(s.loop.Now(), fmt.Sprintf("workload %s (Workload %s)", w.it.id, w.key))
-	if err == nil {
-		return
-	}
+func (s *sim) loopFound(err error, e *results.Event) {
 	by := ""
-	if m := preemptorUID.FindStringSubmatch(tr.Message); m != nil {
+	if m := preemptorUID.FindStringSubmatch(e.Message); m != nil {
 		if p := s.workloadByUID(types.UID(m[1])); p != nil {
 			by = fmt.Sprintf(" by workload %s (Workload %s)", p.it.id, p.key)
 		}
 	}
-	s.fail(fmt.Errorf("%w, the last time%s: %s: %s", err, by, tr.Reason, tr.Message))
+	s.fail(fmt.Errorf("%w, the last time%s: %s: %s", err, by, e.Reason, e.Message))
+}
+
+// horizon is the trace time of the next change from outside Kueue the sim has coming, the loop
+// guard's Horizon: the next submission or the next pod completion the engine predicts.
+func (s *sim) horizon() (float64, bool) {
+	t, ok := s.pods.eng.NextFinish()
+	if s.next < len(s.items) {
+		if at := s.items[s.next].offset; !ok || at < t {
+			t, ok = at, true
+		}
+	}
+	return t, ok
 }
 
 // preemptorUID finds the preemptor's UID in the message of Kueue's Preempted condition
@@ -188,6 +193,7 @@ func (s *sim) workloadFinished(w *kwl, tr kueuewl.Transition) {
 		return
 	}
 	w.finished = true
+	s.guard.Finished(w.key.String()) // a trial's end has no finished event of its own
 	s.sample.g.finished(w)
 	s.pods.removeAll(w)
 	delete(s.wls, w.key)

@@ -157,6 +157,7 @@ type sim struct {
 
 	plan   *plan
 	items  []*item                       // trace workloads in submit order, nil once submitted
+	next   int                           // the index in items of the next submission
 	wls    map[types.NamespacedName]*kwl // live Kueue Workloads
 	cyc    *cycler
 	pods   *podRole
@@ -165,8 +166,9 @@ type sim struct {
 
 	created uint64 // Workloads created, for unique creation timestamps
 	lostJ   map[string]float64
-	failure error // the first internal error; stops the run
-	done    int   // trace workloads done (or unrunnable)
+	failure error             // the first internal error; stops the run
+	done    int               // trace workloads done (or unrunnable)
+	guard   results.LoopGuard // sees every event emitted: a preemption loop ends the run (lifecycle.go)
 }
 
 // Run replays cfg.Trace. It returns the summary; the error wraps replay.ErrIncomplete when the run
@@ -299,6 +301,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 		}
 	}
 	pr.sim = s
+	s.guard.Horizon = s.horizon
 	s.cyc = newCycler(loop, kq, cfg.Timing.CycleSec, s.drain, s.fail)
 	s.sample = newSampler(s)
 	s.lqc = newLQController(s)
@@ -347,6 +350,7 @@ func (s *sim) run(ctx context.Context, prog *results.Progress) string {
 // submitFrom queues the submission of s.items[i] in the loop's place seq; when it runs, it queues
 // the next one and lets go of the item (its Workloads hold it while they live).
 func (s *sim) submitFrom(i int, seq uint64) {
+	s.next = i
 	if i >= len(s.items) {
 		return
 	}
@@ -386,6 +390,9 @@ func (s *sim) emit(e results.Event) {
 	}
 	if done {
 		s.done++
+	}
+	if err := s.guard.Observe(&e); err != nil && s.failure == nil {
+		s.loopFound(err, &e)
 	}
 }
 

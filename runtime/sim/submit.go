@@ -43,9 +43,8 @@ type kwl struct {
 	attempt     int
 	finished    bool
 	podsFailed  bool
-	// conds turns its conditions into events; loop counts its preemptions for the loop guard.
+	// conds turns its conditions into events.
 	conds kueuewl.Tracker
-	loop  results.LoopCounter
 }
 
 // podsetSpec is what the pods of one pod set need: their prototype (the pod template with the
