@@ -192,29 +192,3 @@ func mix(x uint64) uint64 {
 	x ^= x >> 31
 	return x
 }
-
-// LoopCounter's rule, the one before LoopGuard's: a Workload preempted more than
-// LoopMaxPreemptions times within LoopWindowSec trace seconds.
-const (
-	LoopWindowSec      = 60
-	LoopMaxPreemptions = 100
-)
-
-// LoopCounter counts one Workload's preemptions in the current window.
-type LoopCounter struct {
-	t0 float64
-	n  int
-}
-
-// Preempted counts a preemption at trace time t; it returns a non-nil error, wrapping
-// ErrPreemptionLoop and naming what (the workload) and the window, once the rule is broken.
-func (c *LoopCounter) Preempted(t float64, what string) error {
-	if c.n == 0 || t-c.t0 > LoopWindowSec {
-		c.t0, c.n = t, 0
-	}
-	c.n++
-	if c.n <= LoopMaxPreemptions {
-		return nil
-	}
-	return fmt.Errorf("%w: %s preempted %d times between trace %.3fs and %.3fs", ErrPreemptionLoop, what, c.n, c.t0, t)
-}

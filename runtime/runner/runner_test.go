@@ -725,29 +725,47 @@ func TestReadmissionForgetsEvictedPodEnds(t *testing.T) {
 	}
 }
 
-// TestWatcherEndsAPreemptionLoop: the watcher reports a loop (results.LoopCounter) on the 101st
-// preemption of one Workload within the window, and not before.
+// TestWatcherEndsAPreemptionLoop: the watcher shows its events to the loop guard
+// (results.LoopGuard). A Workload preempted a second time from the same state, with nothing
+// created or finished in between, is a loop; a Workload created in between is progress.
 func TestWatcherEndsAPreemptionLoop(t *testing.T) {
 	w, _, p := watchFixture(t)
-	top := batchJobs(t, p, 1)[0].objects[0]
-	wl := kueueWorkload(top, "Job", 1)
+	jobs := batchJobs(t, p, 2)
+	wl := kueueWorkload(jobs[0].objects[0], "Job", 1)
 	w.onWorkload(wl, false)
-	for i := range results.LoopMaxPreemptions + 1 {
-		select {
-		case err := <-w.loop:
-			t.Fatalf("loop reported after %d preemptions: %v", i, err)
-		default:
-		}
-		// Each preemption is a new transition of the condition (the clock is not started: trace 0).
-		wl.Status.Conditions = []metav1.Condition{cond("Preempted", "InClusterQueue", int64(i+1))}
+	sec := int64(0)
+	// round admits the Workload and preempts it (the clock is not started: trace 0).
+	round := func() {
+		sec++
+		wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", sec)}
+		w.onWorkload(wl, false)
+		sec++
+		wl.Status.Conditions = []metav1.Condition{{Type: "QuotaReserved", Status: metav1.ConditionFalse, Reason: "Pending",
+			LastTransitionTime: metav1.Unix(sec, 0)}, cond("Evicted", "Preempted", sec), cond("Preempted", "InClusterQueue", sec),
+			cond("Requeued", "Preempted", sec)}
 		w.onWorkload(wl, false)
 	}
+	noLoop := func(when string) {
+		t.Helper()
+		select {
+		case err := <-w.loop:
+			t.Fatalf("%s: loop reported: %v", when, err)
+		default:
+		}
+	}
+	round()
+	noLoop("first preemption")
+	w.onWorkload(kueueWorkload(jobs[1].objects[0], "Job", 1), false) // progress: a Workload created
+	round()
+	noLoop("second preemption, a Workload created since the first")
+	round()
 	select {
 	case err := <-w.loop:
-		if !errors.Is(err, results.ErrPreemptionLoop) || !strings.Contains(err.Error(), "InClusterQueue") {
-			t.Errorf("error %v, want a %v with Kueue's reason", err, results.ErrPreemptionLoop)
+		if !errors.Is(err, results.ErrPreemptionLoop) || !strings.Contains(err.Error(), "InClusterQueue") ||
+			!strings.Contains(err.Error(), "workload "+jobs[0].id+" ") {
+			t.Errorf("error %v, want a %v naming workload %s with Kueue's reason", err, results.ErrPreemptionLoop, jobs[0].id)
 		}
 	default:
-		t.Fatalf("no loop reported after %d preemptions", results.LoopMaxPreemptions+1)
+		t.Fatal("no loop reported on the third preemption from the same state")
 	}
 }

@@ -67,8 +67,10 @@ type watcher struct {
 	late    lateStats
 	changed time.Time     // wall time of the last informer event
 	faults  faultObserver // nil without fault injection
-	// loop receives the first preemption loop found (results.LoopCounter): the run ends with it.
-	loop chan error
+	// guard sees every event the watcher emits; loop receives the first preemption loop it finds
+	// (results.LoopGuard): the run ends with it.
+	guard results.LoopGuard
+	loop  chan error
 }
 
 // faultObserver is told of every pod and node change after the watcher handled it: the fault
@@ -103,8 +105,6 @@ type unit struct {
 	// restart attempt whose pods a recovery waits for (see restartAttempt).
 	succeeded   int
 	recoverFrom int
-	// loop counts its preemptions for the loop guard (results.LoopCounter).
-	loop results.LoopCounter
 }
 
 type podState struct {
@@ -206,7 +206,16 @@ func (w *watcher) start(ctx context.Context, rc *rest.Config, scheme *runtime.Sc
 	return c, nil
 }
 
-func (w *watcher) emit(e results.Event) { _, _ = w.rec.Record(e) } // log errors surface at Close
+// emit records e (log errors surface at Close) and shows it to the loop guard. Called with w.mu held.
+func (w *watcher) emit(e results.Event) {
+	_, _ = w.rec.Record(e)
+	if err := w.guard.Observe(&e); err != nil {
+		select {
+		case w.loop <- fmt.Errorf("%w, the last time: %s: %s", err, e.Reason, e.Message):
+		default: // one is enough
+		}
+	}
+}
 
 // resolve maps a Kueue Workload to its trace workload through its owner references.
 func (w *watcher) resolve(wl *kueue.Workload) (string, *trialRef, bool) {
@@ -352,9 +361,10 @@ func (w *watcher) allPodsUp(u *unit, now float64) {
 	}
 }
 
-// endUnit releases every hold of a unit that no longer holds quota.
+// endUnit releases every hold of a unit that no longer holds quota: it finished or was deleted.
 func (w *watcher) endUnit(u *unit) {
 	u.reserved = false
+	w.guard.Finished(u.obj) // a trial's end has no finished event of its own
 	w.clk.Release(holdPods(u))
 	w.clk.Release(holdFinish(u))
 	w.clk.Release(holdEvict(u))
@@ -371,13 +381,6 @@ func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 		switch tr.Type {
 		case results.EvEvicted:
 			u.evicted = true
-		case results.EvPreempted:
-			if err := u.loop.Preempted(now, fmt.Sprintf("workload %s (Workload %s)", u.id, u.obj)); err != nil {
-				select {
-				case w.loop <- fmt.Errorf("%w, the last time: %s: %s", err, tr.Reason, tr.Message):
-				default: // one is enough
-				}
-			}
 		case results.EvFinished:
 			if u.lastEnd > 0 && now-u.lastEnd > 1e-6 {
 				w.late.add(now-u.lastEnd, fmt.Sprintf("Workload %s Finished at %.3f, its last pod ended at %.3f", u.obj, now, u.lastEnd))
@@ -598,6 +601,7 @@ func (w *watcher) onNodeUpdate(o, n any) {
 	if on.Spec.Unschedulable != nn.Spec.Unschedulable || len(on.Spec.Taints) != len(nn.Spec.Taints) ||
 		!equalResources(on.Status.Allocatable, nn.Status.Allocatable) || !nodeReady(on) == nodeReady(nn) {
 		w.mu.Lock()
+		w.guard.Progress() // a node changed: Kueue's next decisions may differ from the last round's
 		w.pokeScheduler()
 		w.mu.Unlock()
 	}
