@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
-	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/model/work"
@@ -277,10 +276,10 @@ func (b *build) topMeta() metav1.ObjectMeta {
 func (b *build) queueLabels() map[string]string {
 	l := map[string]string{contract.WorkloadLabel: b.name}
 	if b.p.Queue != "" {
-		l[kueueconstants.QueueLabel] = b.p.Queue
+		l[contract.KueueQueueLabel] = b.p.Queue
 	}
 	if b.p.PriorityClass != "" {
-		l[kueueconstants.WorkloadPriorityClassLabel] = b.p.PriorityClass
+		l[contract.KueuePriorityClassLabel] = b.p.PriorityClass
 	}
 	return l
 }

@@ -1,7 +1,8 @@
 package contract
 
 // Keys written or read between render, the agent, the runner and the local cluster besides the
-// pod-template annotations of contract.go. Every kueuelab.io/ key lives in this package.
+// pod-template annotations of contract.go. Every kueuelab.io/ key lives in this package, and so
+// does every other project's key render writes (Kueue's labels, below).
 
 // Pod annotations the agent writes (and the runner and the KWOK completion stages read).
 const (
@@ -51,3 +52,15 @@ const Trial = Prefix + "trial"
 
 // AppliedHash is the annotation in which the local cluster's apply remembers what it applied.
 const AppliedHash = Prefix + "applied-hash"
+
+// Kueue's labels, which render writes on the object Kueue queues. They are Kueue's
+// (sigs.k8s.io/kueue/pkg/controller/constants), copied here so that render does not import Kueue's
+// code; keys_test.go checks them against Kueue's constants, so a Kueue that renames them fails a
+// test.
+const (
+	// KueueQueueLabel names the LocalQueue the object is submitted to (constants.QueueLabel).
+	KueueQueueLabel = "kueue.x-k8s.io/queue-name"
+	// KueuePriorityClassLabel names the object's WorkloadPriorityClass
+	// (constants.WorkloadPriorityClassLabel).
+	KueuePriorityClassLabel = "kueue.x-k8s.io/priority-class"
+)
