@@ -3,13 +3,11 @@ package sim
 import (
 	"math"
 
-	"sigs.k8s.io/kueue/pkg/util/wait"
-
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
 )
 
 // Kueue's scheduler loop (pkg/util/wait.UntilWithBackoff in v0.15.0): a cycle that admits nothing
-// returns SlowDown, and the loop then backs off 1 ms, 2 ms, 4 ms, … up to 100 ms between cycle
+// returns SlowDown (kueuelib's Cycle: keepGoing false), and the loop then backs off 1 ms, 2 ms, 4 ms, … up to 100 ms between cycle
 // starts until a cycle admits again. The timer for an iteration's wait is armed before its cycle
 // runs, from the previous cycle's signal (apimachinery's wait.BackoffUntil, not sliding), so a
 // backoff takes effect one cycle late; the cycler keeps that order.
@@ -21,7 +19,8 @@ const (
 // scheduler is what the cycler drives: Kueue (kueuelib.Kueue) in a run, a fake in tests.
 type scheduler interface {
 	HasHeads() bool
-	Cycle() (wait.SpeedSignal, error)
+	// Cycle runs a scheduling cycle; keepGoing is Kueue's signal to run the next one at once.
+	Cycle() (keepGoing bool, err error)
 }
 
 // cycler plays Kueue's scheduler loop in virtual time. Each iteration of the loop arms its
@@ -74,12 +73,12 @@ func (c *cycler) end() {
 		c.blocked = true
 		return
 	}
-	signal, err := c.k.Cycle()
+	keepGoing, err := c.k.Cycle()
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	if signal == wait.KeepGoing {
+	if keepGoing {
 		c.backoff = 0
 	} else if c.backoff == 0 {
 		c.backoff = backoffInitialSec

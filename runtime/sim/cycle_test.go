@@ -5,27 +5,28 @@ import (
 	"math"
 	"testing"
 
-	"sigs.k8s.io/kueue/pkg/util/wait"
-
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
 )
+
+// Kueue's two speed signals (pkg/util/wait), as kueuelib's Cycle returns them.
+const keepGoing, slowDown = true, false
 
 // fakeKueue has heads while heads > 0 and answers cycles from a script of signals, recording when
 // each cycle ran.
 type fakeKueue struct {
 	loop    *des.Loop
 	heads   int
-	signals []wait.SpeedSignal
+	signals []bool
 	at      []float64
 	err     error
 }
 
 func (f *fakeKueue) HasHeads() bool { return f.heads > 0 }
 
-func (f *fakeKueue) Cycle() (wait.SpeedSignal, error) {
+func (f *fakeKueue) Cycle() (bool, error) {
 	f.at = append(f.at, f.loop.Now())
 	f.heads--
-	s := wait.SlowDown
+	s := slowDown
 	if len(f.signals) > 0 {
 		s, f.signals = f.signals[0], f.signals[1:]
 	}
@@ -52,16 +53,16 @@ func TestCyclerBackoff(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		cycle   float64
-		signals []wait.SpeedSignal
+		signals []bool
 		want    []float64 // cycle end times
 	}{
-		{"keep going", 0.01, []wait.SpeedSignal{wait.KeepGoing, wait.KeepGoing, wait.KeepGoing}, []float64{0.01, 0.02, 0.03}},
-		{"slow down", 0, []wait.SpeedSignal{wait.SlowDown, wait.SlowDown, wait.SlowDown, wait.SlowDown, wait.KeepGoing, wait.KeepGoing, wait.KeepGoing},
+		{"keep going", 0.01, []bool{keepGoing, keepGoing, keepGoing}, []float64{0.01, 0.02, 0.03}},
+		{"slow down", 0, []bool{slowDown, slowDown, slowDown, slowDown, keepGoing, keepGoing, keepGoing},
 			// The second iteration's timer was armed from no signal yet: 0. Then the waits are 1, 2
 			// and 4 ms; the fifth cycle admits, but its iteration's 8 ms timer was armed before it
 			// ran; then no wait.
 			[]float64{0, 0, 0.001, 0.003, 0.007, 0.015, 0.015}},
-		{"long cycles hide the backoff", 0.05, []wait.SpeedSignal{wait.SlowDown, wait.SlowDown, wait.SlowDown}, []float64{0.05, 0.10, 0.15}},
+		{"long cycles hide the backoff", 0.05, []bool{slowDown, slowDown, slowDown}, []float64{0.05, 0.10, 0.15}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := des.New(0)

@@ -263,16 +263,18 @@ func (k *Kueue) HasHeads() bool {
 // inadmissible ones wait elsewhere until the cluster changes).
 func (k *Kueue) Queued() int { return k.heads.count() }
 
-// Cycle runs one scheduling cycle of Kueue's scheduler, which must have heads (HasHeads). It
-// returns whether the cycle admitted a workload (Kueue's own signal to run the next cycle at
-// once) or asks to slow down. Kueue's writes are in the Store's changes when it returns.
-func (k *Kueue) Cycle() (wait.SpeedSignal, error) {
+// Cycle runs one scheduling cycle of Kueue's scheduler, (*scheduler.Scheduler).schedule (seam 1),
+// which must have heads (HasHeads). keepGoing is the cycle's wait.SpeedSignal as a bool:
+// wait.KeepGoing (true) when Kueue's loop runs the next cycle at once (the cycle admitted what it
+// tried), wait.SlowDown (false) when the loop backs off. Kueue's writes are in the Store's changes
+// when it returns.
+func (k *Kueue) Cycle() (keepGoing bool, err error) {
 	if !k.HasHeads() {
-		return wait.SlowDown, errors.New("kueue: a scheduling cycle without heads would block")
+		return false, errors.New("kueue: a scheduling cycle without heads would block")
 	}
 	k.cycles++
 	k.headsKnown = false
-	return schedule(k.Scheduler, k.ctx), nil
+	return schedule(k.Scheduler, k.ctx) == wait.KeepGoing, nil
 }
 
 // Cycles is the number of cycles run.
