@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"regexp"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/features"
-	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -16,7 +13,8 @@ import (
 )
 
 // The lifecycle role: what Kueue's workload controller and job reconciler (jobframework) do
-// around the scheduler, played with Kueue's own functions against the Store.
+// around the scheduler, played with Kueue's own functions (kueuelib's operations) against the
+// Store.
 //   - Every Workload write goes to the workload controller's event handlers (Kueue.Deliver),
 //     which keep the queue manager and the cache in step, exactly as the informer feeds them.
 //   - Quota reserved and admitted: the job starts (its pods are created after
@@ -24,7 +22,7 @@ import (
 //   - Evicted (preempted): the job stops — its pods are deleted — and, once they are gone, the
 //     Workload's quota is released with Requeued set as jobframework sets it
 //     (pkg/controller/jobframework reconciler, "handle eviction"); the handlers requeue it.
-//   - Every pod done: the job is finished and so is its Workload (workload.Finish), Succeeded or,
+//   - Every pod done: the job is finished and so is its Workload (Kueue.Finish), Succeeded or,
 //     when a pod failed, Failed (the rendered jobs allow no retries); the handlers release its
 //     quota and the sim forgets it.
 
@@ -63,16 +61,16 @@ func (s *sim) react(c kueuelib.Change) {
 		}
 		s.emit(results.Event{T: now, Workload: w.it.id, Object: w.key.String(), Type: tr.Type, Reason: tr.Reason, Message: tr.Message, Flavors: tr.Flavors})
 	}
-	if !workload.HasQuotaReservation(old) && workload.HasQuotaReservation(cur) {
+	if !kueuelib.HasQuotaReservation(old) && kueuelib.HasQuotaReservation(cur) {
 		s.reserve(w, cur)
 	}
-	if !workload.IsAdmitted(old) && workload.IsAdmitted(cur) {
+	if !kueuelib.IsAdmitted(old) && kueuelib.IsAdmitted(cur) {
 		w.startEv = s.loop.After(s.cfg.Timing.PodStartSec, func() { s.pods.start(w, cur) })
 	}
-	if workload.HasQuotaReservation(old) && !workload.HasQuotaReservation(cur) {
+	if kueuelib.HasQuotaReservation(old) && !kueuelib.HasQuotaReservation(cur) {
 		s.unreserve(w)
 	}
-	if workload.IsEvicted(cur) && workload.HasQuotaReservation(cur) && !workload.IsFinished(cur) {
+	if kueuelib.IsEvicted(cur) && kueuelib.HasQuotaReservation(cur) && !kueuelib.IsFinished(cur) {
 		s.stopEvicted(w, cur)
 	}
 	if finished != nil {
@@ -151,38 +149,15 @@ func (s *sim) stopEvicted(w *kwl, cur *kueue.Workload) {
 		w.startEv = nil
 	}
 	s.pods.stopAll(w, "Evicted")
-	evCond := apimeta.FindStatusCondition(cur.Status.Conditions, kueue.WorkloadEvicted)
-	wl := cur.DeepCopy()
-	err := workload.PatchAdmissionStatus(s.kq.Context(), s.kq.Store, wl, s.clk, func(wl *kueue.Workload) (bool, error) {
-		setRequeued := evCond.Reason == kueue.WorkloadEvictedByPreemption || evCond.Reason == kueue.WorkloadEvictedDueToNodeFailures
-		updated := workload.SetRequeuedCondition(wl, evCond.Reason, evCond.Message, setRequeued)
-		if workload.UnsetQuotaReservationWithCondition(wl, "Pending", evCond.Message, s.clk.Now()) {
-			updated = true
-		}
-		return updated, nil
-	})
-	if err != nil {
+	if err := s.kq.ReleaseEvicted(cur); err != nil {
 		s.fail(fmt.Errorf("release evicted workload %s: %w", w.key, err))
 	}
 }
 
-// finishWorkload declares the job finished: Kueue's workload.Finish sets the Workload's Finished
-// condition, which the handlers see.
+// finishWorkload declares the job finished: Kueue's workload.Finish (Kueue.Finish) sets the
+// Workload's Finished condition, which the handlers see.
 func (s *sim) finishWorkload(w *kwl, failed bool, msg string) {
-	reason := kueue.WorkloadFinishedReasonSucceeded
-	if failed {
-		reason = kueue.WorkloadFinishedReasonFailed
-	}
-	cur := s.kq.Store.Workload(w.key)
-	if cur == nil {
-		s.fail(fmt.Errorf("finish workload %s: not in the store", w.key))
-		return
-	}
-	if features.Enabled(features.WorkloadRequestUseMergePatch) {
-		cur = cur.DeepCopy() // the merge-patch path writes the result into the object it is given
-	}
-	// Kueue's server-side apply path only reads cur (it builds the patch from it).
-	if err := workload.Finish(s.kq.Context(), s.kq.Store, cur, reason, msg, s.clk); err != nil {
+	if err := s.kq.Finish(w.key, failed, msg); err != nil {
 		s.fail(fmt.Errorf("finish workload %s: %w", w.key, err))
 	}
 }
