@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/podset"
-	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
 
 	"github.com/kueuelab/kueuelab/model/hw"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
@@ -19,6 +17,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
 	"github.com/kueuelab/kueuelab/runtime/sim/kubesched"
+	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
 
 // The pods role: the operators create an admitted job's pods, the kube-scheduler role binds them
@@ -148,9 +147,11 @@ func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
 		}
 		proto := ps.proto.DeepCopy()
 		wps := podSetOf(admitted, ps.name)
-		info, err := podset.FromAssignment(s.kq.Context(), s.kq.Store, psa, wps)
-		if err == nil && !ps.preAdmission {
-			err = podset.Merge(&proto.ObjectMeta, &proto.Spec, info)
+		var err error
+		if ps.preAdmission {
+			err = s.kq.CheckAssignment(psa, wps)
+		} else {
+			err = s.kq.PodTemplate(proto, psa, wps)
 		}
 		if err != nil {
 			s.fail(fmt.Errorf("workload %s pod set %s: %w", w.key, ps.name, err))
@@ -198,16 +199,16 @@ func (p *podRole) topologyRequests(requests corev1.ResourceList, proto *corev1.P
 		}
 		return out
 	}
-	for d := range utiltas.InternalSeqFrom(ta) {
+	for values, n := range kueuelib.TopologyDomains(ta) {
 		sel := maps.Clone(proto.Spec.NodeSelector)
 		if sel == nil {
 			sel = make(map[string]string, len(ta.Levels))
 		}
 		for i, level := range ta.Levels {
-			sel[level] = d.Values[i]
+			sel[level] = values[i]
 		}
 		req := p.ks.Compile(requests, sel, proto.Spec.Tolerations, nil)
-		for range d.Count {
+		for range n {
 			out = append(out, req)
 		}
 	}
