@@ -2,8 +2,15 @@
 // scheduler cache, queue manager, scheduler (with preemption, cohorts, borrowing and lending, fair
 // sharing and admission fair sharing) and the workload controller's event handlers, all wired to
 // an in-memory API (Store) and a caller's clock. The caller plays the controllers' remaining parts
-// (creating Workloads from jobs, finishing them, releasing evicted ones) through Kueue's own
-// workload functions against the Store, and decides when a scheduling cycle runs.
+// (creating Workloads from jobs, finishing them, releasing evicted ones, creating admitted jobs'
+// pods) through this package's operations, each Kueue's own function against the Store
+// (workloads.go, lifecycle.go, pods.go), and decides when a scheduling cycle runs.
+//
+// This package and runtime/kueuewl (the Workload adapter both engines use) are the only non-test
+// code that may import Kueue's code, sigs.k8s.io/kueue/pkg/... (TestOnlyAdaptersImportKueueCode
+// in runtime/kueuewl): the seams where Kueue versions differ are met here alone. Each exported
+// operation's comment names the Kueue function it is, and takes and returns plain Go values and
+// Kueue's API types, never a type of Kueue's pkg/.
 package kueuelib
 
 import (
