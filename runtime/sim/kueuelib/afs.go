@@ -70,7 +70,7 @@ func (k *Kueue) newLocalQueueReconciler() {
 	if !k.AFS() {
 		return
 	}
-	k.lqr = core.NewLocalQueueReconciler(k.Store, k.Queues, k.Cache,
+	k.lqr = core.NewLocalQueueReconciler(k.Store, k.queues, k.cache,
 		core.WithClock(k.clk), core.WithAdmissionFairSharingConfig(k.opts.AdmissionFairSharing))
-	k.Queues.AddWorkloadUpdateWatcher(k)
+	k.queues.AddWorkloadUpdateWatcher(k)
 }

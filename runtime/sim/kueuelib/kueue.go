@@ -60,9 +60,9 @@ type Options struct {
 // Kueue is one Kueue instance: its cache, queues and scheduler over a Store.
 type Kueue struct {
 	Store      *Store
-	Cache      *schdcache.Cache
-	Queues     *qcache.Manager
-	Scheduler  *scheduler.Scheduler
+	cache      *schdcache.Cache
+	queues     *qcache.Manager
+	sched      *scheduler.Scheduler
 	reconciler *core.WorkloadReconciler
 	ctx        context.Context
 	log        logr.Logger
@@ -136,7 +136,7 @@ func New(o Options) (*Kueue, error) {
 		return nil, err
 	}
 	log := logr.Discard()
-	*k = Kueue{Store: st, Cache: cc, Queues: qm, Scheduler: s, reconciler: r, clk: clk, opts: o,
+	*k = Kueue{Store: st, cache: cc, queues: qm, sched: s, reconciler: r, clk: clk, opts: o,
 		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{}}
 	k.newLocalQueueReconciler()
 	return k, nil
@@ -192,7 +192,7 @@ func (k *Kueue) AddObjects(objs []client.Object) error {
 			}
 		}
 	}
-	h, err := newHeads(k.Queues, k.cqs)
+	h, err := newHeads(k.queues, k.cqs)
 	if err != nil {
 		return err
 	}
@@ -215,27 +215,27 @@ func (k *Kueue) add(o client.Object) error {
 	}
 	switch x := o.(type) {
 	case *kueue.ResourceFlavor:
-		k.Cache.AddOrUpdateResourceFlavor(k.log, x)
+		k.cache.AddOrUpdateResourceFlavor(k.log, x)
 	case *kueue.Topology:
-		k.Cache.AddOrUpdateTopology(k.log, x)
+		k.cache.AddOrUpdateTopology(k.log, x)
 	case *kueue.Cohort:
-		if err := k.Cache.AddOrUpdateCohort(x); err != nil {
+		if err := k.cache.AddOrUpdateCohort(x); err != nil {
 			return err
 		}
-		k.Queues.AddOrUpdateCohort(k.ctx, x)
+		k.queues.AddOrUpdateCohort(k.ctx, x)
 	case *kueue.ClusterQueue:
-		if err := k.Cache.AddClusterQueue(k.ctx, x); err != nil {
+		if err := k.cache.AddClusterQueue(k.ctx, x); err != nil {
 			return err
 		}
-		if err := k.Queues.AddClusterQueue(k.ctx, x); err != nil {
+		if err := k.queues.AddClusterQueue(k.ctx, x); err != nil {
 			return err
 		}
 		k.cqs = append(k.cqs, kueue.ClusterQueueReference(x.Name))
 	case *kueue.LocalQueue:
-		if err := k.Cache.AddLocalQueue(x); err != nil {
+		if err := k.cache.AddLocalQueue(x); err != nil {
 			return err
 		}
-		if err := k.Queues.AddLocalQueue(k.ctx, x); err != nil {
+		if err := k.queues.AddLocalQueue(k.ctx, x); err != nil {
 			return err
 		}
 		k.lqs = append(k.lqs, types.NamespacedName{Namespace: x.Namespace, Name: x.Name})
@@ -251,7 +251,7 @@ func (k *Kueue) ClusterQueues() []kueue.ClusterQueueReference { return k.cqs }
 func (k *Kueue) InactiveClusterQueues() []kueue.ClusterQueueReference {
 	var out []kueue.ClusterQueueReference
 	for _, n := range k.cqs {
-		if !k.Cache.ClusterQueueActive(n) {
+		if !k.cache.ClusterQueueActive(n) {
 			out = append(out, n)
 		}
 	}
@@ -261,7 +261,7 @@ func (k *Kueue) InactiveClusterQueues() []kueue.ClusterQueueReference {
 // HasHeads reports whether a scheduling cycle would find a workload to try now.
 func (k *Kueue) HasHeads() bool {
 	if !k.headsKnown {
-		k.headsVal, k.headsKnown = k.heads.any(k.Cache.ClusterQueueActive), true
+		k.headsVal, k.headsKnown = k.heads.any(k.cache.ClusterQueueActive), true
 	}
 	return k.headsVal
 }
@@ -281,7 +281,7 @@ func (k *Kueue) Cycle() (keepGoing bool, err error) {
 	}
 	k.cycles++
 	k.headsKnown = false
-	return schedule(k.Scheduler, k.ctx) == wait.KeepGoing, nil
+	return schedule(k.sched, k.ctx) == wait.KeepGoing, nil
 }
 
 // Cycles is the number of cycles run.
