@@ -96,20 +96,30 @@ func (l *EventLog) Close() error {
 // ReadEvents parses an events.jsonl stream; errors name the line.
 func ReadEvents(r io.Reader, name string) ([]Event, error) {
 	var out []Event
+	err := ScanEvents(r, name, func(e *Event) { out = append(out, *e) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ScanEvents reads events.jsonl one event at a time, giving each to f (which must not keep the
+// pointer); errors name the line.
+func ScanEvents(r io.Reader, name string, f func(*Event)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for line := 1; sc.Scan(); line++ {
 		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		if e.Type == "" || (e.Workload == "" && !ControlPlaneEvent(e.Type)) {
-			return nil, fmt.Errorf("%s:%d: event without workload or type", name, line)
+			return fmt.Errorf("%s:%d: event without workload or type", name, line)
 		}
-		out = append(out, e)
+		f(&e)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	return out, nil
+	return nil
 }

@@ -109,12 +109,66 @@ type waitUnit struct {
 // end is the trace time the run reached, thresholdSec the Idle threshold. Waits are in record
 // order, one per workload that had quota reserved.
 func ReservedIdle(events []Event, recs []Record, end, thresholdSec float64) (Idle, []Wait) {
-	evs := slices.Clone(events)
-	slices.SortStableFunc(evs, func(a, b Event) int { return cmp.Compare(a.T, b.T) })
+	in := newIdleInput()
+	for i := range events {
+		in.add(&events[i])
+	}
+	return in.reservedIdle(recs, end, thresholdSec)
+}
+
+// idleEvent is the part of an event that quota held idle reads: a run's events.jsonl is read
+// into these (idleInput.add), so a million-workload run's log is never held whole.
+type idleEvent struct {
+	t        float64
+	workload string
+	typ      EventType
+	object   string
+	// flavor is a reservation's GPU flavor (gpuFlavor), reason a rejection's summary
+	// (SchedulingReason).
+	flavor, reason string
+}
+
+// idleInput collects the events quota held idle reads, sharing repeated strings.
+type idleInput struct {
+	evs    []idleEvent
+	intern map[string]string
+}
+
+func newIdleInput() *idleInput { return &idleInput{intern: map[string]string{}} }
+
+func (in *idleInput) str(s string) string {
+	if v, ok := in.intern[s]; ok {
+		return v
+	}
+	in.intern[s] = s
+	return s
+}
+
+// add keeps e if quota held idle reads it.
+func (in *idleInput) add(e *Event) {
+	ie := idleEvent{t: e.T, typ: e.Type}
+	switch e.Type {
+	case EvTrialCreated, EvAllPodsRunning, EvFinished:
+	case EvEvicted, EvPodRunning:
+		ie.object = e.Object
+	case EvQuotaReserved:
+		ie.object, ie.flavor = e.Object, in.str(gpuFlavor(e.Flavors))
+	case EvPodUnschedulable:
+		ie.object, ie.reason = e.Object, in.str(SchedulingReason(e.Message))
+	default:
+		return
+	}
+	ie.workload = in.str(e.Workload)
+	in.evs = append(in.evs, ie)
+}
+
+func (in *idleInput) reservedIdle(recs []Record, end, thresholdSec float64) (Idle, []Wait) {
+	evs := in.evs
+	slices.SortStableFunc(evs, func(a, b idleEvent) int { return cmp.Compare(a.t, b.t) })
 	trials := map[string]int{}
 	for _, e := range evs {
-		if e.Type == EvTrialCreated {
-			trials[e.Workload]++
+		if e.typ == EvTrialCreated {
+			trials[e.workload]++
 		}
 	}
 	type state struct {
@@ -147,11 +201,11 @@ func ReservedIdle(events []Event, recs []Record, end, thresholdSec float64) (Idl
 		*u = waitUnit{}
 	}
 	for _, e := range evs {
-		st := byID[e.Workload]
+		st := byID[e.workload]
 		if st == nil {
 			continue
 		}
-		trial := trials[e.Workload] > 0
+		trial := trials[e.workload] > 0
 		unit := func(object string, pod bool) *waitUnit {
 			k := ""
 			if trial {
@@ -164,42 +218,42 @@ func ReservedIdle(events []Event, recs []Record, end, thresholdSec float64) (Idl
 			}
 			return u
 		}
-		switch e.Type {
+		switch e.typ {
 		case EvQuotaReserved:
 			if st.w.Flavor == "" {
-				st.w.Flavor = gpuFlavor(e.Flavors)
+				st.w.Flavor = e.flavor
 			}
-			if u := unit(e.Object, false); !u.waiting {
-				*u = waitUnit{waiting: true, start: e.T}
+			if u := unit(e.object, false); !u.waiting {
+				*u = waitUnit{waiting: true, start: e.t}
 				st.w.Reservations++
 			}
 		case EvAllPodsRunning: // a workload's own pods (trials have no such event)
 			if u := unit("", false); !trial && u.waiting {
-				closeWait(st, u, e.T, true)
+				closeWait(st, u, e.t, true)
 			}
 		case EvPodRunning: // a trial runs with its one pod
 			if !trial {
 				break
 			}
-			if u := unit(e.Object, true); u.waiting {
-				closeWait(st, u, e.T, true)
+			if u := unit(e.object, true); u.waiting {
+				closeWait(st, u, e.t, true)
 			}
 		case EvEvicted:
-			if u := unit(e.Object, false); u.waiting {
-				closeWait(st, u, e.T, false)
+			if u := unit(e.object, false); u.waiting {
+				closeWait(st, u, e.t, false)
 			}
 		case EvFinished:
 			// In a fixed order: the sums and the longest wait's ties do not depend on map order.
 			for _, k := range sortedUnitKeys(st.units) {
 				if u := st.units[k]; u.waiting {
-					closeWait(st, u, e.T, false)
+					closeWait(st, u, e.t, false)
 				}
 			}
 		case EvPodUnschedulable:
-			if u := unit(e.Object, true); u.waiting {
+			if u := unit(e.object, true); u.waiting {
 				u.unsched = true
 				if u.reason == "" {
-					u.reason = SchedulingReason(e.Message)
+					u.reason = e.reason
 				}
 			}
 		}
@@ -371,17 +425,26 @@ func cmpBool(a, b bool) int {
 // AddReservedIdle reads the run's events.jsonl in dir, sets s.ReservedIdle and writes idle.csv;
 // end is the trace time the run reached.
 func AddReservedIdle(dir string, recs []Record, s *Summary, end float64) error {
-	events, err := readFile(dir, EventsFile, ReadEvents)
-	if err != nil {
-		return err
-	}
-	idle, waits := ReservedIdle(events, recs, end, DefaultIdleThresholdSec)
-	s.ReservedIdle = &idle
-	f, err := os.Create(filepath.Join(dir, IdleFile))
+	in := newIdleInput()
+	path := filepath.Join(dir, EventsFile)
+	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
-	return errors.Join(WriteIdleCSV(f, waits), f.Close())
+	err = ScanEvents(f, path, func(e *Event) { in.add(e) })
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	idle, waits := in.reservedIdle(recs, end, DefaultIdleThresholdSec)
+	s.ReservedIdle = &idle
+	out, err := os.Create(filepath.Join(dir, IdleFile))
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	return errors.Join(WriteIdleCSV(out, waits), out.Close())
 }
 
 var idleColumns = []string{"workload", "queue", "flavor", "gpus", "reservations", "first_wait_sec", "total_wait_sec",
