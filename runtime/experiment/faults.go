@@ -12,7 +12,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/replay"
 )
 
-// Faults and checkpoints in an experiment (issue 15): the experiment's faults apply to every
+// Faults and checkpoints in an experiment: the experiment's faults apply to every
 // variant unless a variant gives its own (`faults: {}` for none); a variant's workloads section
 // changes the trace's checkpointing and restart budget before it runs, which is how a sweep of
 // the checkpoint interval is written.

@@ -651,7 +651,8 @@ func TestPreStartHooksFollowTheRegistry(t *testing.T) {
 			want[op.Name] = true
 		}
 	}
-	// The operators whose restarts the hooks were written for (issue 19) are among them.
+	// The operators whose restarts need the hooks (a stale leader lease, hard-coded webhook
+	// certificates) are among them.
 	for _, name := range []string{"mpi-operator", "training-operator"} {
 		if !want[name] {
 			t.Errorf("registry: %s declares neither a stale lease nor a hard-coded cert dir", name)

@@ -22,8 +22,8 @@ var ErrPreemptionLoop = errors.New("preemption loop")
 
 // LoopMaxRounds is how many times a proven loop may come round before the guard ends it: the
 // sim's cost bound for a loop that a change from outside Kueue will end. In the unguarded seed-2
-// runs of issue 24 (docs/notes/wave2/issue-24-loop-guard.md) the loops that ended by themselves
-// within minutes came round at most 508 times (416 for the one with issue 12's burst of 151
+// runs measured (docs/notes/wave2/issue-24-loop-guard.md) the loops that ended by themselves
+// within minutes came round at most 508 times (416 for the one with the burst of 151
 // preemptions of workload-000125 in 60 s); those that went on came round 1,286 to 61,245 times.
 const LoopMaxRounds = 1000
 

@@ -28,7 +28,7 @@ func preempt(t float64, wl string) []Event {
 // requeue is the victim's quota released (Requeued), as after its pods stopped.
 func requeue(t float64, wl string) []Event { return []Event{lev(t, EvRequeued, wl)} }
 
-// round is one round of issue 12's loop (runtime/sim/storm_test.go), starting with a0 and e1 holding
+// round is one round of the storm case's loop (runtime/sim/storm_test.go), starting with a0 and e1 holding
 // quota: p preempts e1, q (older, also borrowing) takes the freed quota, e1 reclaims it from q.
 func round(t float64) []Event {
 	return join(preempt(t, "e1"), requeue(t, "e1"), reserve(t+0.01, "q"),

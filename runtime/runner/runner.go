@@ -233,8 +233,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if len(nodes) > 0 {
 			// kube-scheduler refreshes its cache-size gauge once a second: a reading taken sooner
 			// after the nodes changed may predate them and match by coincidence (old nodes being
-			// deleted as new ones come); TestPlacementQuotaHeldIdle once saw every pod go to one of
-			// two new nodes.
+			// deleted as new ones come), and the scheduler then places every pod on whichever of two
+			// new nodes it already knows.
 			var fresh time.Time
 			if time.Since(nodesChanged) < 5*time.Second {
 				fresh = time.Now().Add(schedulerGaugePeriod)

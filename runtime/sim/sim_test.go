@@ -196,8 +196,8 @@ func TestReclaimPreemptsBorrower(t *testing.T) {
 	}
 }
 
-// TestPreemptedResumesFromCheckpointAfterRestart: issue 15's checkpoint and restart costs on the
-// sim engine. The borrower checkpoints every 40 s of progress, each checkpoint a 5 s pause: by its
+// TestPreemptedResumesFromCheckpointAfterRestart: the checkpoint and restart costs of a
+// workload's checkpointing on the sim engine. The borrower checkpoints every 40 s of progress, each checkpoint a 5 s pause: by its
 // preemption at 100 s it has written the checkpoints at 40 and 80 (counted at 45 and 90 s). Its
 // replacement starts at 600 s from the checkpoint at 80, pays the 20 s restart overhead, then does
 // the 920 s left with 22 more checkpoints (none at the end): it finishes at 600+20+920+22·5.
@@ -234,7 +234,7 @@ teams:
 
 // TestPodWaitsForANode: two 1-GPU pods spread over both nodes (kube-scheduler's default
 // LeastAllocated), so an 8-GPU workload that quota admits waits, admitted, until the first small
-// one ends; with MostAllocated weighted on GPUs (issue 18's example), given to the sim or in the
+// one ends; with MostAllocated weighted on GPUs (the README's placement example), given to the sim or in the
 // spec's scheduler section, the small ones share a node and it runs at once.
 func TestPodWaitsForANode(t *testing.T) {
 	ws := func() []*trace.Workload {
@@ -242,7 +242,7 @@ func TestPodWaitsForANode(t *testing.T) {
 			wl("s2", "team-a", 1, trace.SingleGPUTraining, 2000, 1, 1),
 			wl("big", "team-a", 2, trace.SingleGPUTraining, 100, 8, 1)}
 	}
-	// The spec's scheduler section, as issue 18's placement example writes it.
+	// The spec's scheduler section, as the README's placement example writes it.
 	packed := fragmented + `scheduler:
   scoringStrategy:
     type: MostAllocated

@@ -22,7 +22,7 @@ const stormDir = "../../testdata/storm"
 // TestPreemptionLoopEndsTheRun: p preempts the eco workloads, q (older, also borrowing) takes the
 // quota they free, e1 (within storm-a's nominal quota) reclaims it from q, p preempts e1 again, and
 // so on at Kueue's cycle rate — Kueue v0.15.0's own decisions, which the deterministic sim repeats
-// forever (issue 12: --gen-jobs 1000 --seed 2 on teams.yaml never ended). The run must end with
+// forever (as --gen-jobs 1000 --seed 2 on teams.yaml did without the guard). The run must end with
 // ErrPreemptionLoop naming a workload caught in it and its preemptor, within a trace second or
 // two, not spin until the trace time limit. The guard (results.LoopGuard) ends it at the first
 // preemption from a state already preempted from, since the next change from outside Kueue (a0, b1
