@@ -24,7 +24,14 @@ func schedulerBinary(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testutil.ToolsBinary(t, filepath.Join(dir, Scheduler))
+	for _, c := range tools.Pinned().Components {
+		if c.Name == Scheduler {
+			// The cache names a patched build by its own file (kube-scheduler-tiebyname).
+			return testutil.ToolsBinary(t, filepath.Join(dir, c.FileName()))
+		}
+	}
+	t.Fatalf("the pinned tools have no %s", Scheduler)
+	return ""
 }
 
 // schedulerState is a cluster state dir with a kubeconfig the scheduler can load (never contacted).
