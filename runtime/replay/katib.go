@@ -29,7 +29,7 @@ import (
 
 // Experiment is one Katib Experiment's trials. It is not safe for concurrent use.
 type Experiment struct {
-	ID, Namespace, Name string
+	Namespace, Name string
 
 	tmpl                     *batchv1.Job
 	params                   map[string]katibv1beta1.ParameterSpec // by parameter name
@@ -41,9 +41,9 @@ type Experiment struct {
 	seed                     uint64
 }
 
-// NewExperiment prepares the trials of workload id's Experiment e. The run's seed and the
-// Experiment's namespace/name seed the parameter draws.
-func NewExperiment(id string, e *katibv1beta1.Experiment, seed uint64) (*Experiment, error) {
+// NewExperiment prepares the trials of Experiment e. The run's seed and the Experiment's
+// namespace/name seed the parameter draws.
+func NewExperiment(e *katibv1beta1.Experiment, seed uint64) (*Experiment, error) {
 	tt := e.Spec.TrialTemplate
 	if tt == nil || tt.TrialSpec == nil {
 		return nil, fmt.Errorf("experiment %s: no trialTemplate.trialSpec", e.Name)
@@ -55,7 +55,7 @@ func NewExperiment(id string, e *katibv1beta1.Experiment, seed uint64) (*Experim
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tt.TrialSpec.Object, &job); err != nil {
 		return nil, fmt.Errorf("experiment %s: trialSpec is not a batch/v1 Job: %w", e.Name, err)
 	}
-	x := &Experiment{ID: id, Namespace: e.Namespace, Name: e.Name, tmpl: &job, finished: map[int]bool{},
+	x := &Experiment{Namespace: e.Namespace, Name: e.Name, tmpl: &job, finished: map[int]bool{},
 		params: map[string]katibv1beta1.ParameterSpec{}, refs: map[string]string{},
 		parallel: int(deref(e.Spec.ParallelTrialCount, 3)), max: int(deref(e.Spec.MaxTrialCount, 1))}
 	x.maxFailed = int(deref(e.Spec.MaxFailedTrialCount, int32(x.max)))

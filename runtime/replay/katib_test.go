@@ -53,7 +53,7 @@ func env(j *batchv1.Job) map[string]string {
 }
 
 func TestExperimentPlaysKatib(t *testing.T) {
-	x, err := NewExperiment("w1", experiment(t, 2, 5, 1), 7)
+	x, err := NewExperiment(experiment(t, 2, 5, 1), 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +81,9 @@ func TestExperimentPlaysKatib(t *testing.T) {
 		}
 	}
 	// Same seed, same draws; another seed, other draws for some trial.
-	again, _ := NewExperiment("w1", experiment(t, 2, 5, 1), 7)
+	again, _ := NewExperiment(experiment(t, 2, 5, 1), 7)
 	rerun, _ := again.Next()
-	other, _ := NewExperiment("w1", experiment(t, 2, 5, 1), 8)
+	other, _ := NewExperiment(experiment(t, 2, 5, 1), 8)
 	diff, _ := other.Next()
 	if env(rerun[0].Job)["LR"] != env(first[0].Job)["LR"] || env(rerun[1].Job)["LR"] != env(j)["LR"] {
 		t.Error("the same seed drew other parameters")
@@ -121,7 +121,7 @@ func TestExperimentRefusesBadTemplates(t *testing.T) {
 	} {
 		e := experiment(t, 2, 5, 1)
 		mod(e)
-		if _, err := NewExperiment("w1", e, 1); err == nil {
+		if _, err := NewExperiment(e, 1); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -54,7 +54,7 @@ func (t *trials) takePending() []string {
 
 // add prepares the trials of an experiment.
 func (t *trials) add(id string, e *katibv1beta1.Experiment, seed uint64) (*replay.Experiment, error) {
-	x, err := replay.NewExperiment(id, e, seed)
+	x, err := replay.NewExperiment(e, seed)
 	if err != nil {
 		return nil, err
 	}

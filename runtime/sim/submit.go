@@ -95,7 +95,7 @@ func (s *sim) submit(it *item) {
 	// Submitted is when the first create goes out, as the runner records it.
 	s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitted, Object: top})
 	if exp != nil {
-		x, err := replay.NewExperiment(it.id, exp, s.cfg.Seed)
+		x, err := replay.NewExperiment(exp, s.cfg.Seed)
 		if err == nil {
 			it.trials = x
 			err = s.createTrials(it)
