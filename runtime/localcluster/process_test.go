@@ -59,6 +59,15 @@ func TestExecRunnerExitStatus(t *testing.T) {
 	if b, _ := os.ReadFile(s.pidFile("sleeper")); strings.TrimSpace(string(b)) != strconv.Itoa(p.pid()) {
 		t.Fatalf("pid file %q, want %d", b, p.pid())
 	}
+	// Start returns once exec has begun, but the kernel fills /proc/PID/cmdline only later in
+	// exec; a supervisor adopts processes started long before, so wait for the command line.
+	deadline := time.Now().Add(10 * time.Second)
+	for !cmdlineMatches(p.pid(), sleep) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d never showed %s in its command line", p.pid(), sleep)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	// A later supervisor adopts it by its PID file, and sees it go.
 	a, ok := execRunner{s: s}.adopt(process{name: "sleeper", bin: sleep})
 	if !ok || a.pid() != p.pid() {
