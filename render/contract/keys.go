@@ -50,6 +50,13 @@ const (
 // trial's index.
 const Trial = Prefix + "trial"
 
+// Resync is the annotation the runner sets on a job whose pods outlived its Workload's quota
+// reservation: the update makes the job's operator look at its pods again (the value counts the
+// requests). An operator that acts on its informer cache can miss pods it created an instant
+// before the job was suspended, and one that backs off on every event (mpi-operator) may not look
+// again for up to 1,000 s.
+const Resync = Prefix + "resync"
+
 // AppliedHash is the annotation in which the local cluster's apply remembers what it applied.
 const AppliedHash = Prefix + "applied-hash"
 

@@ -96,6 +96,10 @@ type Meta struct {
 	LateSteps  int     `json:"lateSteps"`
 	LateMaxSec float64 `json:"lateMaxSec"`
 	LateWorst  string  `json:"lateWorst,omitempty"`
+	// Resyncs counts the times the runner asked a job's operator to look at its pods again: pods
+	// that outlived the Workload's quota reservation, not deleted by the operator (an informer
+	// cache that missed pods created an instant before the job was suspended).
+	Resyncs int `json:"resyncs,omitempty"`
 	// SubmitRetries counts create calls retried after a transient failure; Rejected the
 	// workloads the API server refused for good, FirstRejection the first one and why.
 	SubmitRetries  int    `json:"submitRetries,omitempty"`

@@ -299,6 +299,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			w.queues = newQueueView(w.lqToCQ)
 		}
 	}
+	w.resync = newResyncer(runCtx, c, clk, w.orphaned)
 	informers, err := w.start(runCtx, rc, scheme)
 	if err != nil {
 		return nil, errors.Join(err, evlog.Close(), series.Close())
@@ -388,6 +389,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, replay.SpecName(cfg.Spec), results.EngineCluster
 	meta.GPUCapacity, meta.Incomplete = plan.cluster.GPUCapacity, incomplete
 	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = w.lateness()
+	meta.Resyncs = w.resync.count()
 	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject
 	if meta.FirstRejection == "" && len(plan.unrunnable) > 0 {
 		meta.FirstRejection = plan.unrunnable[0]

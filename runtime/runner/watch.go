@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -35,6 +37,8 @@ import (
 //	pod completed by the agent → pod terminal    done          this watcher sees the pod end (agent places it)
 //	last pod ended → Workload Finished           finish        Finished, a new pod, or the quota released
 //	Workload evicted → quota released            evict         QuotaReserved is False or the Workload Finished
+//	quota released → its pods deleted            orphans       every pod live at the release ended or is being
+//	                                                           deleted (the owner is asked to resync: findOrphans)
 //	pod deleted → agent stops simulating it      gone          the agent acknowledges it
 //	trial finished → next trial Jobs created     trials        the submitter has placed their submit holds
 //	running workload's pod failed or deleted     recover       as many live pods of the newest attempt as the
@@ -67,6 +71,7 @@ type watcher struct {
 	late    lateStats
 	changed time.Time     // wall time of the last informer event
 	faults  faultObserver // nil without fault injection
+	resync  *resyncer     // nil: orphaned pods are held for, their owners not asked to resync
 	// guard sees every event the watcher emits; loop receives the first preemption loop it finds
 	// (results.LoopGuard): the run ends with it.
 	guard results.LoopGuard
@@ -105,6 +110,10 @@ type unit struct {
 	// restart attempt whose pods a recovery waits for (see restartAttempt).
 	succeeded   int
 	recoverFrom int
+	// owner is the object its Workload belongs to (the job render made); orphans are its pods,
+	// by namespace/name, that were neither ended nor being deleted when its quota was released.
+	owner   metav1.OwnerReference
+	orphans map[string]bool
 }
 
 type podState struct {
@@ -246,6 +255,7 @@ func holdEvict(u *unit) simclock.Key  { return simclock.Key{Kind: simclock.KindE
 func holdRecover(u *unit) simclock.Key {
 	return simclock.Key{Kind: simclock.KindRecover, ID: u.key}
 }
+func holdOrphans(u *unit) simclock.Key { return simclock.Key{Kind: simclock.KindOrphans, ID: u.key} }
 
 func (w *watcher) onWorkload(o any, deleted bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -289,6 +299,14 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		for _, ref := range wl.OwnerReferences {
 			w.clk.Release(submitHold(ownerKey(ref.Kind, wl.Namespace, ref.Name)))
 		}
+		if len(wl.OwnerReferences) > 0 {
+			u.owner = wl.OwnerReferences[0]
+		}
+		for _, ref := range wl.OwnerReferences {
+			if ref.Controller != nil && *ref.Controller {
+				u.owner = ref
+			}
+		}
 	}
 	if deleted {
 		// A Workload deleted before it finished (its job deleted): nothing more is owed for it.
@@ -312,6 +330,8 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	reserved := !finished && meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
 	switch {
 	case reserved && !u.reserved:
+		// Pods left from the last admission that the owner reuses belong to this one.
+		w.clearOrphans(u)
 		u.reserved, u.admitted, u.allUp, u.succeeded = true, now, false, 0
 		// Lateness of this admission's Finished is measured against this admission's pods: the
 		// end of a pod an eviction stopped is no bound (the Workload informer may show Finished
@@ -338,6 +358,9 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		w.clk.Release(holdRecover(u))
 		if w.timers != nil {
 			w.timers.released(u)
+		}
+		if !finished {
+			w.findOrphans(u)
 		}
 	}
 	if finished && !u.finished {
@@ -369,9 +392,62 @@ func (w *watcher) endUnit(u *unit) {
 	w.clk.Release(holdFinish(u))
 	w.clk.Release(holdEvict(u))
 	w.clk.Release(holdRecover(u))
+	w.clearOrphans(u)
 	if w.timers != nil {
 		w.timers.released(u)
 	}
+}
+
+// findOrphans holds the clock for u's pods that are neither ended nor being deleted when its
+// quota is released. Kueue releases quota once the job reports no active pods, and an operator may
+// report none while pods it created an instant before the suspension still run: its informer
+// cache did not have them when it deleted the job's pods. They run on GPUs Kueue counts free
+// until the operator looks again, which mpi-operator, backing off on every event, may not do for
+// up to 1,000 wall seconds. The owner is asked to resync (resync) and the clock waits until the
+// pods are deleted, as if the operator had seen them at once.
+func (w *watcher) findOrphans(u *unit) {
+	for key, ps := range u.pods {
+		if !ps.terminal && !ps.deleting {
+			if u.orphans == nil {
+				u.orphans = map[string]bool{}
+			}
+			u.orphans[key] = true
+		}
+	}
+	if len(u.orphans) == 0 {
+		return
+	}
+	w.clk.Hold(holdOrphans(u))
+	if w.resync != nil && u.owner.Name != "" {
+		ns, _, _ := strings.Cut(u.obj, "/")
+		w.resync.ask(u.key, ns, u.owner)
+	}
+}
+
+// orphanGone notes that an orphaned pod of u ended or is being deleted.
+func (w *watcher) orphanGone(u *unit, key string) {
+	if !u.orphans[key] {
+		return
+	}
+	delete(u.orphans, key)
+	if len(u.orphans) == 0 {
+		w.clk.Release(holdOrphans(u))
+	}
+}
+
+func (w *watcher) clearOrphans(u *unit) {
+	if len(u.orphans) > 0 {
+		clear(u.orphans)
+		w.clk.Release(holdOrphans(u))
+	}
+}
+
+// orphaned says whether pods of the unit with this key still outlive its quota.
+func (w *watcher) orphaned(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	u := w.units[key]
+	return u != nil && len(u.orphans) > 0
 }
 
 // conditions records the Workload's transitions since the last update (kueuewl.Tracker).
@@ -443,6 +519,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 	st := w.pods[key]
 	if st != nil && st.uid != p.UID {
 		w.podGone(key, st) // replaced under the same name; the delete event was missed
+		w.orphanGone(st.unit, key)
 		delete(st.unit.pods, key)
 		st = nil
 	}
@@ -519,6 +596,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 	switch {
 	case deleted || p.DeletionTimestamp != nil:
 		w.podGone(key, st)
+		w.orphanGone(u, key)
 		if deleted {
 			delete(w.pods, key)
 			delete(u.pods, key)
@@ -534,6 +612,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		}
 		w.podEnded(u, st, p.Status.Phase == corev1.PodFailed)
 		w.clk.Release(simclock.PodDone(p.UID))
+		w.orphanGone(u, key)
 	}
 	if w.faults != nil {
 		w.faults.pod(p, deleted)

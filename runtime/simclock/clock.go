@@ -50,6 +50,7 @@ const (
 	KindOutage   Kind = "outage"   // runner: a control-plane component is down or not ready
 	KindFault    Kind = "fault"    // runner: an injected fault's own steps (node NotReady, pods evicted or failed) not yet seen
 	KindRecover  Kind = "recover"  // runner: a running workload lost a pod; its owner owes the replacement (or the workload's end)
+	KindOrphans  Kind = "orphans"  // runner: a workload's quota is released, pods of its last admission are still not being deleted
 	KindSetup    Kind = "setup"    // runner: the run is being prepared
 	kindAlarm    Kind = "alarm"    // internal: a fired alarm whose owner has not finished
 )
