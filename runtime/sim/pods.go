@@ -243,6 +243,10 @@ func (p *podRole) place(pd *pod) {
 	node, err := p.ks.Schedule(pd.req)
 	if err != nil {
 		p.pending = append(p.pending, pd)
+		// kube-scheduler's verdict, as the cluster engine records it from the pod's PodScheduled
+		// condition: idle.csv says why admitted quota waited.
+		p.sim.emit(results.Event{T: p.sim.loop.Now(), Workload: pd.w.it.id, Type: results.EvPodUnschedulable, Object: pd.key,
+			Message: p.ks.Why(pd.req)})
 		return
 	}
 	p.bind(pd, node)

@@ -122,6 +122,10 @@ type Request struct {
 	candidates   []int32 // nodes passing the nodeSelector, taint and TAS filters
 	// set groups the candidates into classes of equal nodes (nil for a TAS pod's own nodes).
 	set *candSet
+	// What the filters saw, for Why.
+	selector    map[string]string
+	tolerations []corev1.Toleration
+	only        []string
 }
 
 // Scheduler holds the nodes and what the pods bound to them request. It is not safe for
@@ -263,7 +267,7 @@ func (s *Scheduler) NodeName(i int) string { return s.nodes[i].name }
 // onlyNodes, when not nil, restricts the pod to those node names (a TAS assignment). A pod
 // requesting a resource no node has gets no candidate nodes and never binds.
 func (s *Scheduler) Compile(requests corev1.ResourceList, selector map[string]string, tolerations []corev1.Toleration, onlyNodes []string) *Request {
-	r := &Request{req: make([]int64, len(s.res))}
+	r := &Request{req: make([]int64, len(s.res)), selector: selector, tolerations: tolerations, only: onlyNodes}
 	r.req[podsIndex] = 1
 	impossible := false
 	for name, q := range requests {
@@ -455,6 +459,58 @@ func matches(labels, selector map[string]string) bool {
 // tolerates reports whether every NoSchedule and NoExecute taint is tolerated (TaintToleration's
 // filter; PreferNoSchedule only scores).
 func tolerates(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
+	_, bad := untolerated(taints, tolerations)
+	return !bad
+}
+
+// Why is kube-scheduler's message for a pod that fits no node now, as its FitError writes it:
+// "0/N nodes are available: " and, per reason, how many nodes the first filter that failed on
+// them gave it, sorted, in the default profile's filter order (TaintToleration, NodeAffinity,
+// NodeResourcesFit). The preemption postscript kube-scheduler appends is left out: Kueue's
+// pods have no priority to preempt with.
+func (s *Scheduler) Why(r *Request) string {
+	var only map[string]bool
+	if r.only != nil {
+		only = make(map[string]bool, len(r.only))
+		for _, n := range r.only {
+			only[n] = true
+		}
+	}
+	counts := map[string]int{}
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		if t, ok := untolerated(n.taints, r.tolerations); ok {
+			counts[fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value)]++
+			continue
+		}
+		if !matches(n.labels, r.selector) || (only != nil && !only[n.name]) {
+			counts["node(s) didn't match Pod's node affinity/selector"]++
+			continue
+		}
+		for k, v := range r.req {
+			if v > 0 && n.used[k]+v > n.alloc[k] {
+				if k == podsIndex {
+					counts["Too many pods"]++
+				} else {
+					counts["Insufficient "+string(s.res[k])]++
+				}
+			}
+		}
+	}
+	reasons := make([]string, 0, len(counts))
+	for reason, n := range counts {
+		reasons = append(reasons, fmt.Sprintf("%d %s", n, reason))
+	}
+	sort.Strings(reasons)
+	msg := fmt.Sprintf("0/%d nodes are available:", len(s.nodes))
+	if len(reasons) > 0 {
+		msg += " " + strings.Join(reasons, ", ") + "."
+	}
+	return msg
+}
+
+// untolerated is the first NoSchedule or NoExecute taint the tolerations do not tolerate.
+func untolerated(taints []corev1.Taint, tolerations []corev1.Toleration) (corev1.Taint, bool) {
 	for i := range taints {
 		t := &taints[i]
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {
@@ -468,10 +524,10 @@ func tolerates(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
 			}
 		}
 		if !ok {
-			return false
+			return *t, true
 		}
 	}
-	return true
+	return corev1.Taint{}, false
 }
 
 // ErrUnschedulable says no node can take the pod now.

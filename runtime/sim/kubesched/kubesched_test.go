@@ -240,3 +240,38 @@ func TestClassesPickABestNode(t *testing.T) {
 		}
 	}
 }
+
+// TestWhy: the message is kube-scheduler's FitError text for the same nodes (its format, from
+// pkg/scheduler/framework FitError.Error: per reason the number of nodes, sorted as strings),
+// with each node counted under the first default-profile filter that rejects it.
+func TestWhy(t *testing.T) {
+	taint := corev1.Taint{Key: "amd.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+	nodes := []*corev1.Node{
+		gpuNode("a", 8, map[string]string{"family": "h100"}),
+		gpuNode("b", 8, map[string]string{"family": "h100"}),
+		gpuNode("c", 8, map[string]string{"family": "l4"}),
+		gpuNode("d", 8, map[string]string{"family": "h100"}, taint),
+	}
+	sc := mustNew(t, nodes, Strategy{})
+	h100 := map[string]string{"family": "h100"}
+	if _, err := sc.Schedule(sc.Compile(req("60", "1Gi", 2), h100, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		req  *Request
+		want string
+	}{
+		{"GPUs short on both candidates, one of them cpu too", sc.Compile(req("8", "1Gi", 9), h100, nil, nil),
+			"0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {amd.com/gpu: present}, 2 Insufficient nvidia.com/gpu."},
+		{"a TAS pod held to node a", sc.Compile(req("8", "1Gi", 1), h100, nil, []string{"a"}),
+			"0/4 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {amd.com/gpu: present}, 2 node(s) didn't match Pod's node affinity/selector."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sc.Why(tt.req); got != tt.want {
+				t.Errorf("Why:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
