@@ -22,7 +22,6 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
-	"github.com/kueuelab/kueuelab/runtime/simclock"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -151,10 +150,15 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err := f.sim.check(f.engine, cmd.Flags()); err != nil {
 		return err
 	}
+	in := replay.Inputs{Seed: f.seed, Timeout: f.timeout, Out: out}
 	if f.faults != "" {
-		if err := replay.Require(f.engine, replay.Faults); err != nil {
-			return fmt.Errorf("--faults %s: %w", f.faults, err)
-		}
+		in.Asks = append(in.Asks, replay.Faults)
+	}
+	if f.kubeconfig != "" {
+		in.Asks = append(in.Asks, replay.RemoteCluster)
+	}
+	if err := replay.Check(f.engine, &in); err != nil {
+		return err
 	}
 	if f.out == "" {
 		f.out = filepath.Join("results", time.Now().Format("20060102-150405"))
@@ -166,9 +170,14 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	mapping := render.DefaultMapping()
+	in.Spec, in.Mapping, in.OutDir = spec, render.DefaultMapping(), f.out
 	if f.mapping != "" {
-		if mapping, err = render.LoadMapping(f.mapping, render.DefaultRegistry()); err != nil {
+		if in.Mapping, err = render.LoadMapping(f.mapping, render.DefaultRegistry()); err != nil {
+			return err
+		}
+	}
+	if f.faults != "" {
+		if in.Faults, err = fault.Load(f.faults); err != nil {
 			return err
 		}
 	}
@@ -179,90 +188,85 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		}
 		fmt.Fprintf(out, "generated %d workloads (seed %d) into %s\n", f.genJobs, f.seed, f.tracePath)
 	}
+	in.TracePath = f.tracePath
+	in.Progress = cmd.ErrOrStderr()
+	if fd, ok := in.Progress.(interface{ Fd() uintptr }); ok {
+		in.TTY = term.IsTerminal(int(fd.Fd()))
+	}
+	var eng replay.Engine
 	if f.engine == results.EngineSim {
-		return runSim(cmd, f, spec, mapping)
+		defer tuneGCForSim()()
+		eng = f.sim.engine()
+	} else {
+		// The cluster engine replays the trace from memory: read it before the cluster starts.
+		if in.Trace, err = trace.LoadWorkloads(ctx, f.tracePath, trace.Options{}); err != nil {
+			return err
+		}
+		in.TraceName = f.tracePath
+		ce, done, err := f.clusterEngine(cmd, spec)
+		if err != nil {
+			return err
+		}
+		defer done()
+		eng = ce
 	}
-	tr, err := trace.LoadWorkloads(ctx, f.tracePath, trace.Options{})
-	if err != nil {
-		return err
-	}
+	_, err = replay.Run(ctx, eng, in)
+	return err
+}
 
-	var cfg runner.Config
+// clusterEngine readies the cluster side of a cluster-engine run: the local cluster (started if
+// needed, stopped by done unless it was running or --keep-cluster), or the cluster behind
+// --kubeconfig and its metrics.
+func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *runner.Engine, done func(), err error) {
+	ctx, out := cmd.Context(), cmd.OutOrStdout()
+	eng = &runner.Engine{Cluster: runner.InProcess{Speedup: f.speedup},
+		StallTimeout: f.stall, Keep: f.keep, QPS: f.qps}
+	done = func() {}
 	if f.kubeconfig == "" {
 		for _, fl := range []string{"agent", "kueue-metrics", "scheduler-metrics", "inexact"} {
 			if cmd.Flags().Changed(fl) {
-				return fmt.Errorf("--%s: only with --kubeconfig (the local cluster's agent and metrics are this process's own)", fl)
+				return nil, nil, fmt.Errorf("--%s: only with --kubeconfig (the local cluster's agent and metrics are this process's own)", fl)
 			}
 		}
 		cl, err := localCluster(ctx, f.name, spec, out)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if len(cl.Started) > 0 && !f.keepCluster {
-			defer func() {
+			done = func() {
 				fmt.Fprintf(out, "stopping the local cluster %s this run started (--keep-cluster leaves it running)\n", f.name)
 				if err := localcluster.Down(context.Background(), "", f.name, true, io.Discard); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "cluster down: %v\n", err)
 				}
-			}()
+			}
 		} else {
 			fmt.Fprintf(out, "the local cluster %s stays running: stop it with `kueuelab cluster down --name %s`\n", f.name, f.name)
 		}
-		if cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: cl.Config, Local: cl.State, Prune: true,
-			Spec: spec, Speedup: f.speedup, Seed: f.seed}); err != nil {
-			return err
-		}
-	} else {
-		if spec.Scheduler != nil {
-			return fmt.Errorf("%s: the scheduler section sets up the local cluster's kube-scheduler; the cluster behind --kubeconfig keeps its own (`kueuelab cluster install --kubeconfig` shows it): leave the section out to run there", f.specPath)
-		}
-		inCluster, err := f.remote.agentInClusterMode()
-		if err != nil {
-			return err
-		}
-		rc, err := cluster.RESTConfig(f.kubeconfig)
-		if err != nil {
-			return err
-		}
-		if err := cluster.CheckInstalled(ctx, rc); err != nil {
-			return err
-		}
-		if inCluster {
-			if f.speedup.Max() {
-				return errors.New("--agent in-cluster: the agent runs in that cluster on wall time, so --speedup needs a number (e.g. 100)")
-			}
-			cfg = runner.Config{REST: rc, Spec: spec, Seed: f.seed,
-				Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(f.speedup)})}
-		} else {
-			r, err := connectRemote(ctx, rc, &f.remote, out)
-			if err != nil {
-				return err
-			}
-			defer r.close()
-			if cfg, err = runner.NewInProcess(ctx, runner.InProcess{REST: rc, Spec: spec, Speedup: f.speedup, Seed: f.seed, ClockTrace: f.clockTrace,
-				KueueMetrics: r.kueue, SchedulerMetrics: r.scheduler, Timers: r.timers}); err != nil {
-				return err
-			}
-		}
+		eng.Cluster.REST, eng.Cluster.Local, eng.Cluster.Prune = cl.Config, cl.State, true
+		return eng, done, nil
 	}
-	cfg.Trace, cfg.TraceName, cfg.Mapping = tr, f.tracePath, mapping
-	if f.faults != "" {
-		if cfg.Faults, err = fault.Load(f.faults); err != nil {
-			return err
-		}
+	if spec.Scheduler != nil {
+		return nil, nil, fmt.Errorf("%s: the scheduler section sets up the local cluster's kube-scheduler; the cluster behind --kubeconfig keeps its own (`kueuelab cluster install --kubeconfig` shows it): leave the section out to run there", f.specPath)
 	}
-	cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Keep, cfg.QPS, cfg.Out = f.timeout, f.stall, f.out, f.keep, f.qps, out
-	if fd, ok := cmd.ErrOrStderr().(interface{ Fd() uintptr }); ok {
-		cfg.Progress, cfg.TTY = cmd.ErrOrStderr(), term.IsTerminal(int(fd.Fd()))
-	} else {
-		cfg.Progress = cmd.ErrOrStderr()
+	if eng.AgentInCluster, err = f.remote.agentInClusterMode(); err != nil {
+		return nil, nil, err
 	}
-	fmt.Fprintf(out, "replaying %d workloads, speedup %s\n", len(tr.Workloads), f.speedup.String())
-	res, err := runner.Run(ctx, cfg)
-	if res != nil {
-		fmt.Fprintf(out, "submitted %d workloads over %.1fs wall; setup %.1fs\n", res.Submitted, res.SubmitWallSec, res.SetupSec)
+	if eng.Cluster.REST, err = cluster.RESTConfig(f.kubeconfig); err != nil {
+		return nil, nil, err
 	}
-	return err
+	if err := cluster.CheckInstalled(ctx, eng.Cluster.REST); err != nil {
+		return nil, nil, err
+	}
+	if eng.AgentInCluster {
+		return eng, done, nil
+	}
+	r, err := connectRemote(ctx, eng.Cluster.REST, &f.remote, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers = r.kueue, r.scheduler, r.timers
+	eng.Cluster.ClockTrace = f.clockTrace
+	return eng, r.close, nil
 }
 
 // generate writes an n-workload trace of the default profile; a positive span sets the mean

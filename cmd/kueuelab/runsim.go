@@ -5,15 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
-	"github.com/kueuelab/kueuelab/render"
-	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim"
-	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
 
 const simHelp = `The sim engine's control-plane timing: --sim-cycle is the
@@ -37,7 +32,7 @@ func (s *simFlags) register(fl *pflag.FlagSet) {
 func (s *simFlags) check(engine results.Engine, fl *pflag.FlagSet) error {
 	var errs []error
 	simOnly := []string{"sim-cycle", "sim-pod-start", "sim-max-trace"}
-	clusterOnly := []string{"speedup", "kubeconfig", "qps", "keep", "keep-cluster", "stall-timeout", "name", "clock-trace"}
+	clusterOnly := []string{"speedup", "qps", "keep", "keep-cluster", "stall-timeout", "name", "clock-trace"}
 	bad := clusterOnly
 	if engine == results.EngineCluster {
 		bad = simOnly
@@ -53,26 +48,7 @@ func (s *simFlags) check(engine results.Engine, fl *pflag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
-func runSim(cmd *cobra.Command, f *runFlags, spec *rcluster.Spec, mapping render.Mapping) error {
-	out := cmd.OutOrStdout()
-	cfg := sim.Config{TracePath: f.tracePath, Spec: spec, Mapping: mapping, Seed: f.seed,
-		Timing:  sim.Timing{CycleSec: f.sim.cycle.Seconds(), PodStartSec: f.sim.podStart.Seconds()},
-		Timeout: f.timeout, MaxTraceSec: f.sim.maxTrace.Seconds(), OutDir: f.out, Out: out}
-	if fd, ok := cmd.ErrOrStderr().(interface{ Fd() uintptr }); ok {
-		cfg.Progress, cfg.TTY = cmd.ErrOrStderr(), term.IsTerminal(int(fd.Fd()))
-	} else {
-		cfg.Progress = cmd.ErrOrStderr()
-	}
-	fmt.Fprintf(out, "replaying %s through Kueue %s in virtual time (sim engine)\n", f.tracePath, kueuelib.KueueVersion)
-	defer tuneGCForSim()()
-	res, err := sim.Run(cmd.Context(), cfg)
-	if res != nil {
-		n := 0
-		if len(res.Summary.Groups) > 0 {
-			n = res.Summary.Groups[0].Workloads
-		}
-		fmt.Fprintf(out, "sim: %d workloads, %d events, %d scheduling cycles in %.1fs wall (%.0f workloads/s, %.0f trace s per wall s)\n",
-			n, res.Events, res.Cycles, res.WallSec, float64(n)/res.WallSec, res.Summary.TraceSec/res.WallSec)
-	}
-	return err
+// engine is the sim engine of the flags.
+func (s *simFlags) engine() *sim.Engine {
+	return &sim.Engine{Timing: sim.Timing{CycleSec: s.cycle.Seconds(), PodStartSec: s.podStart.Seconds()}, MaxTraceSec: s.maxTrace.Seconds()}
 }

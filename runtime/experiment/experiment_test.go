@@ -19,8 +19,8 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
-	"github.com/kueuelab/kueuelab/runtime/runner"
 )
 
 const teams = "../../examples/clusters/teams.yaml"
@@ -283,12 +283,12 @@ func TestResume(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out")
 	var ran []string
-	fake := func(_ context.Context, j *job) (*runner.Result, error) {
+	fake := func(_ context.Context, j *job) (*replay.Result, error) {
 		ran = append(ran, j.label())
 		if j.trace == nil || len(j.trace.Workloads) != 10 {
 			t.Errorf("%s: trace not loaded", j.label())
 		}
-		return &runner.Result{Summary: results.Summary{Meta: results.Meta{Trace: j.traceRef}}}, nil
+		return &replay.Result{Summary: results.Summary{Meta: results.Meta{Trace: j.traceRef}}}, nil
 	}
 	var progress strings.Builder
 	o, err := Run(t.Context(), e, Options{OutDir: out, Out: &progress, exec: fake})
@@ -383,7 +383,7 @@ func TestParallel(t *testing.T) {
 	both := make(chan struct{})
 	var bothOnce sync.Once
 	maxInFlight := 0
-	fake := func(ctx context.Context, j *job) (*runner.Result, error) {
+	fake := func(ctx context.Context, j *job) (*replay.Result, error) {
 		mu.Lock()
 		if other, ok := inFlight[j.slot]; ok {
 			t.Errorf("%s and %s both on slot %d", j.label(), other, j.slot)
@@ -402,7 +402,7 @@ func TestParallel(t *testing.T) {
 		mu.Lock()
 		delete(inFlight, j.slot)
 		mu.Unlock()
-		return &runner.Result{}, nil
+		return &replay.Result{}, nil
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -427,9 +427,9 @@ func TestParallel(t *testing.T) {
 func TestIndex(t *testing.T) {
 	e, out := twoByTwo(t)
 	var ran []string
-	fake := func(_ context.Context, j *job) (*runner.Result, error) {
+	fake := func(_ context.Context, j *job) (*replay.Result, error) {
 		ran = append(ran, j.label())
-		return &runner.Result{}, nil
+		return &replay.Result{}, nil
 	}
 	three := 3
 	if _, err := Run(t.Context(), e, Options{OutDir: out, Index: &three, exec: fake}); err != nil {
@@ -460,7 +460,7 @@ func TestIndex(t *testing.T) {
 func TestFailureStopsTheRest(t *testing.T) {
 	e, out := twoByTwo(t)
 	n := 0
-	fake := func(_ context.Context, j *job) (*runner.Result, error) {
+	fake := func(_ context.Context, j *job) (*replay.Result, error) {
 		n++
 		return nil, errors.New("boom")
 	}

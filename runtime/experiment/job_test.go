@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/render/validate"
-	"github.com/kueuelab/kueuelab/runtime/runner"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 )
 
 func TestRenderJob(t *testing.T) {
@@ -151,7 +151,7 @@ func TestRenderJobResults(t *testing.T) {
 
 func TestMerge(t *testing.T) {
 	e, out := twoByTwo(t)
-	fake := func(_ context.Context, j *job) (*runner.Result, error) { return &runner.Result{}, nil }
+	fake := func(_ context.Context, j *job) (*replay.Result, error) { return &replay.Result{}, nil }
 	// Two shards, as two pods wrote them to different places: indexes 0 and 3.
 	shardA, shardB := filepath.Join(out, "a"), filepath.Join(out, "b")
 	for dir, idx := range map[string]int{shardA: 0, shardB: 3} {

@@ -26,7 +26,6 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/sim"
-	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
 // Files Run writes in the output directory.
@@ -122,7 +121,7 @@ type Options struct {
 	Log io.Writer
 
 	// exec replaces the real run (tests).
-	exec func(ctx context.Context, r *job) (*runner.Result, error)
+	exec func(ctx context.Context, r *job) (*replay.Result, error)
 	// resetObjs are what a reset deletes (REST only).
 	resetObjs []client.Object
 }
@@ -186,10 +185,9 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 	}
 	specs := make([]*cluster.Spec, len(e.Variants))
 	var errs []error
-	if o.REST != nil {
-		if err := replay.Require(e.Engine, replay.RemoteCluster); err != nil {
-			return nil, fmt.Errorf("%s: %w", e.file, err)
-		}
+	// Refused before anything is written, as each run would be (execute).
+	if err := replay.Check(e.Engine, &replay.Inputs{Asks: o.asks()}); err != nil {
+		return nil, fmt.Errorf("%s: %w", e.file, err)
 	}
 	for i := range e.Variants {
 		v := &e.Variants[i]
@@ -230,9 +228,6 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 	exec := o.exec
 	if exec == nil {
 		exec = o.execute
-		if e.Engine == results.EngineSim {
-			exec = o.executeSim
-		}
 	}
 	if o.REST != nil && o.exec == nil {
 		objs, err := clusterObjects(specs)
@@ -321,7 +316,7 @@ func runJobs(ctx context.Context, jobs []*job, parallel int, run func(context.Co
 }
 
 // runOne runs one job and writes its done marker.
-func (o *Options) runOne(ctx context.Context, j *job, traces *traceCache, exec func(context.Context, *job) (*runner.Result, error)) error {
+func (o *Options) runOne(ctx context.Context, j *job, traces *traceCache, exec func(context.Context, *job) (*replay.Result, error)) error {
 	var err error
 	if j.trace, j.traceRef, err = traces.get(ctx, j.rep); err != nil {
 		return err
@@ -396,86 +391,94 @@ func writeJSON(path string, v any) error {
 	return atomicfile.Write(path, append(b, '\n'))
 }
 
-// execute runs one job on a fresh local cluster or on the REST cluster.
-func (o *Options) execute(ctx context.Context, j *job) (*runner.Result, error) {
+// execute runs one job through its engine: the variant's workloads and faults are the inputs, its
+// spec and Kueue configuration the engine's.
+func (o *Options) execute(ctx context.Context, j *job) (*replay.Result, error) {
+	e := j.exp
+	in := replay.Inputs{Trace: j.variant.Workloads.Apply(j.trace), TraceName: j.traceRef, Spec: j.spec, Seed: j.seed,
+		Faults: e.FaultsOf(j.variant), Asks: o.asks(), OutDir: j.dir, Timeout: e.timeout,
+		Progress: &prefixWriter{w: o.Out, prefix: j.label() + ": "}, Out: &prefixWriter{w: o.Log, prefix: j.label() + ": "}}
+	var eng replay.Engine
+	if e.Engine == results.EngineSim {
+		se, err := simEngine(j)
+		if err != nil {
+			return nil, err
+		}
+		eng = se
+	} else {
+		ce, done, err := o.clusterEngine(ctx, j)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		eng = ce
+	}
+	return replay.Run(ctx, eng, in)
+}
+
+// asks are the capabilities the options ask of the experiment's engine.
+func (o *Options) asks() []replay.Capability {
+	if o.REST != nil {
+		return []replay.Capability{replay.RemoteCluster}
+	}
+	return nil
+}
+
+// clusterEngine readies the cluster of one job: a fresh local cluster with the variant's Kueue
+// configuration (taken down by done), or the REST cluster, reset.
+func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine, done func(), err error) {
 	e := j.exp
 	log := &prefixWriter{w: o.Log, prefix: j.label() + ": "}
 	scale, err := j.variant.KueueConfig.Scale(e.Speedup)
 	if err != nil {
-		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
+		return nil, nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
 	}
+	done = func() {}
 	rc, state := o.REST, o.State
 	if rc == nil {
 		l := o.Local.slot(j.slot, o.Parallel)
 		objs, err := j.spec.Objects(cluster.Options{})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := downIfPresent(ctx, l, log); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cl, err := localcluster.Up(ctx, localcluster.Options{Root: l.Root, Name: l.Name, BinDir: l.BinDir, PortBase: l.PortBase, Go: l.Go,
 			Objects: objs, KueueConfig: j.variant.KueueConfig.Fields(scale), Scheduler: j.spec.KubeSchedulerConfiguration(), Out: log})
-		defer func() {
+		done = func() {
 			if err := localcluster.Down(context.Background(), l.Root, l.Name, true, log); err != nil {
 				fmt.Fprintf(o.Out, "%s: cluster down: %v\n", j.label(), err)
 			}
-		}()
+		}
 		if err != nil {
-			return nil, fmt.Errorf("cluster up: %w", err)
+			done()
+			return nil, nil, fmt.Errorf("cluster up: %w", err)
 		}
 		rc, state = cl.Config, cl.State
 	} else if err := reset(ctx, rc, o.resetObjs, o.State != nil, log); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var cfg runner.Config
-	if o.REST != nil && o.AgentInCluster {
-		if e.Speedup.Max() {
-			return nil, errors.New("the cluster's agent runs on wall time: the experiment needs a numeric speedup")
-		}
-		cfg = runner.Config{REST: rc, Spec: j.spec, Seed: j.seed,
-			Clock: simclock.New(simclock.Options{Disabled: true, MaxRate: float64(e.Speedup)})}
-	} else {
-		in := runner.InProcess{REST: rc, Local: state, Spec: j.spec, Speedup: e.Speedup,
-			Seed: j.seed, Timers: j.variant.KueueConfig.Timers(scale)}
-		if o.REST != nil && o.State == nil {
-			in.KueueMetrics, in.SchedulerMetrics, in.Timers = o.KueueMetrics, o.SchedulerMetrics, o.Timers
-		}
-		cfg, err = runner.NewInProcess(ctx, in)
-		if err != nil {
-			return nil, err
-		}
+	eng = &runner.Engine{Cluster: runner.InProcess{REST: rc, Local: state, Speedup: e.Speedup, Timers: j.variant.KueueConfig.Timers(scale)},
+		AgentInCluster: o.REST != nil && o.AgentInCluster}
+	if o.REST != nil && o.State == nil {
+		eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers = o.KueueMetrics, o.SchedulerMetrics, o.Timers
 	}
-	cfg.Trace, cfg.TraceName, cfg.Timeout, cfg.OutDir = j.variant.Workloads.Apply(j.trace), j.traceRef, e.timeout, j.dir
-	cfg.Faults = e.FaultsOf(j.variant)
-	cfg.Progress, cfg.Out = &prefixWriter{w: o.Out, prefix: j.label() + ": "}, log
-	return runner.Run(ctx, cfg)
+	return eng, done, nil
 }
 
-// executeSim runs one job on the sim engine: the variant's spec and Kueue configuration (its
-// durations in trace time) through Kueue's scheduler in virtual time.
-func (o *Options) executeSim(ctx context.Context, j *job) (*runner.Result, error) {
-	e := j.exp
+// simEngine is the sim engine of one job: the variant's Kueue configuration (its durations in
+// trace time) and the experiment's timing.
+func simEngine(j *job) (*sim.Engine, error) {
 	kc, err := sim.KueueConfigFromFields(j.variant.KueueConfig.Fields(1))
 	if err != nil {
 		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
 	}
-	tm, err := e.SimTiming()
+	tm, err := j.exp.SimTiming()
 	if err != nil {
 		return nil, err
 	}
-	if !e.FaultsOf(j.variant).Empty() {
-		// Parse refuses this already; an Experiment built in code gets the same answer.
-		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, replay.Require(results.EngineSim, replay.Faults))
-	}
-	// The variant's workload overrides (checkpoint interval and cost) apply as on the cluster engine.
-	res, err := sim.Run(ctx, sim.Config{Trace: j.variant.Workloads.Apply(j.trace), TraceName: j.traceRef, Spec: j.spec, Seed: j.seed, Kueue: kc, Timing: tm,
-		Timeout: e.timeout, OutDir: j.dir, Progress: &prefixWriter{w: o.Out, prefix: j.label() + ": "},
-		Out: &prefixWriter{w: o.Log, prefix: j.label() + ": "}})
-	if res == nil {
-		return nil, err
-	}
-	return &runner.Result{Summary: res.Summary}, err
+	return &sim.Engine{Kueue: kc, Timing: tm}, nil
 }
 
 // downIfPresent stops and purges a leftover cluster of the experiment's name, so every run
