@@ -219,7 +219,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 // --kubeconfig and its metrics.
 func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *runner.Engine, done func(), err error) {
 	ctx, out := cmd.Context(), cmd.OutOrStdout()
-	eng = &runner.Engine{Cluster: runner.InProcess{Speedup: f.speedup},
+	eng = &runner.Engine{Cluster: runner.InProcess{Speedup: f.speedup, ClockTrace: f.clockTrace},
 		StallTimeout: f.stall, Keep: f.keep, QPS: f.qps}
 	done = func() {}
 	if f.kubeconfig == "" {
@@ -265,7 +265,6 @@ func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *
 		return nil, nil, err
 	}
 	eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers = r.kueue, r.scheduler, r.timers
-	eng.Cluster.ClockTrace = f.clockTrace
 	return eng, r.close, nil
 }
 
