@@ -22,8 +22,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/model/fault"
@@ -182,7 +182,63 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}()
 	setupStart := time.Now()
-	plan, err := newPlan(&cfg)
+	r, err := setUpCluster(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	// The pods are driven until the run has cleaned up after itself, whatever ends it.
+	driverErr, stopDriver, err := r.driver.start(ctx, r.c)
+	defer stopDriver()
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if err := r.openResults(); err != nil {
+		return nil, err
+	}
+	if err := r.startWatching(runCtx); err != nil {
+		return nil, r.closeResults(err)
+	}
+	res := &Result{SetupSec: time.Since(setupStart).Seconds()}
+	incomplete, loopErr := r.replay(runCtx, ctx, cancelRun, driverErr)
+	ss := r.sub.stats()
+	res.Submitted, res.SubmitWallSec = ss.Submitted, ss.WallSec
+	var meta results.Meta
+	var werr error
+	res.Summary, meta, werr = r.finish(incomplete, loopErr, ss)
+	if werr != nil {
+		return res, werr
+	}
+	return res, replay.Outcome(meta, loopErr)
+}
+
+// run is one replay's state from phase to phase of Run.
+type run struct {
+	cfg    *Config
+	plan   *plan
+	scheme *runtime.Scheme
+	rc     *rest.Config
+	c      client.Client
+	clk    *simclock.Clock
+
+	// The modes of the run, chosen once by setUpCluster.
+	driver podDriver
+	follow follower
+	faults faultMode
+
+	evlog  *results.EventLog
+	rec    *results.Recorder
+	series *results.SeriesWriter
+	sub    *submitter
+	w      *watcher
+	cache  cache.Cache
+}
+
+// setUpCluster applies the cluster side of the spec and waits until Kueue, the nodes and
+// kube-scheduler are ready for the first submission, and chooses the run's modes.
+func setUpCluster(ctx context.Context, cfg *Config) (*run, error) {
+	plan, err := newPlan(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +252,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run: client: %w", err)
 	}
-	clk := cfg.Clock
+	r := &run{cfg: cfg, plan: plan, scheme: scheme, rc: rc, c: c, clk: cfg.Clock,
+		driver: newPodDriver(cfg.Agent), faults: newFaultMode(cfg.Faults)}
 
 	if n := len(plan.unrunnable); n > 0 {
 		fmt.Fprintf(cfg.Out, "%d workloads cannot run on this cluster and are recorded as rejected, e.g. %s\n", n, plan.unrunnable[0])
@@ -222,188 +279,136 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run: the spec's nodes: %w", err)
 	}
-	// One client for kube-scheduler's views: the node wait here and the unbound-pod view below.
-	var schedCS kubernetes.Interface
-	if cfg.SchedulerMetrics != nil {
-		cs, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			return nil, err
-		}
-		schedCS = cs
-		if len(nodes) > 0 {
-			// kube-scheduler refreshes its cache-size gauge once a second: a reading taken sooner
-			// after the nodes changed may predate them and match by coincidence (old nodes being
-			// deleted as new ones come), and the scheduler then places every pod on whichever of two
-			// new nodes it already knows.
-			var fresh time.Time
-			if time.Since(nodesChanged) < 5*time.Second {
-				fresh = time.Now().Add(schedulerGaugePeriod)
-			}
-			if err := waitSchedulerNodes(ctx, cfg.SchedulerMetrics, schedCS, fresh, time.Minute); err != nil {
-				return nil, fmt.Errorf("run: %w", err)
-			}
-		}
-	}
-
-	runCtx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	agentCtx, stopAgent := context.WithCancel(context.Background())
-	var agentWG sync.WaitGroup
-	agentErr := make(chan error, 1)
-	defer func() {
-		stopAgent()
-		agentWG.Wait()
-	}()
-	if cfg.Agent != nil {
-		agentWG.Add(1)
-		go func() {
-			defer agentWG.Done()
-			if err := cfg.Agent.Run(agentCtx); err != nil {
-				agentErr <- err
-			}
-		}()
-	} else if err := checkAgentDeployment(ctx, c); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
-	}
-
-	evlog, err := results.CreateEventLog(filepath.Join(cfg.OutDir, results.EventsFile), time.Second)
+	sched, err := newSchedulerView(ctx, cfg.SchedulerMetrics, rc, len(nodes) > 0, nodesChanged)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := results.NewRecorder(plan.records, evlog)
-	if err != nil {
-		return nil, errors.Join(err, evlog.Close())
-	}
-	series, err := results.CreateSeries(filepath.Join(cfg.OutDir, results.TimeSeriesFile))
-	if err != nil {
-		return nil, errors.Join(err, evlog.Close())
-	}
+	r.follow = newFollower(cfg, sched)
+	return r, nil
+}
 
-	sub := newSubmitter(c, plan, rec, clk, cfg.QPS, cfg.Burst, cfg.Seed)
-	w := newWatcher(plan, rec, clk, sub.trials)
-	var inj *injector
-	if !cfg.Faults.Empty() {
-		if inj, err = newInjector(cfg.Faults, plan, clk, c, rec, cfg.OutDir); err != nil {
-			return nil, errors.Join(err, evlog.Close(), series.Close())
-		}
-		if err := inj.checkStage(ctx, cfg.Faults); err != nil {
-			_, _ = inj.close()
-			return nil, errors.Join(err, evlog.Close(), series.Close())
-		}
-		w.faults = inj
-	}
-	var settlers []*settler
-	if clk.HoldsEnabled() {
-		w.timers = newTimers(cfg.KueueTimers, clk)
-		if cfg.KueueMetrics != nil {
-			w.queues = newQueueView(w.lqToCQ)
-		}
-	}
-	w.resync = newResyncer(runCtx, c, clk, w.orphaned)
-	informers, err := w.start(runCtx, rc, scheme)
+// openResults creates the event log, the recorder and the time series.
+func (r *run) openResults() error {
+	evlog, err := results.CreateEventLog(filepath.Join(r.cfg.OutDir, results.EventsFile), time.Second)
 	if err != nil {
-		return nil, errors.Join(err, evlog.Close(), series.Close())
+		return err
 	}
-	if inj != nil {
-		inj.reader = informers
+	rec, err := results.NewRecorder(r.plan.records, evlog)
+	if err != nil {
+		return errors.Join(err, evlog.Close())
 	}
-	if clk.HoldsEnabled() {
-		kcheck, scheck := settleWithout(w), settleWithout(w)
-		if w.queues != nil {
-			if err := w.seedQueues(runCtx); err != nil {
-				return nil, errors.Join(err, evlog.Close(), series.Close())
-			}
-			kcheck = kueueCheck(cfg.KueueMetrics, w.queues)
-		}
-		if schedCS != nil {
-			pv, err := startPodView(runCtx, schedCS)
-			if err != nil {
-				return nil, errors.Join(err, evlog.Close(), series.Close())
-			}
-			scheck = schedulerCheck(cfg.SchedulerMetrics, pv)
-		}
-		w.kueue = newSettler("kueue", clk, simclock.KindKueue, settleInterval, kcheck)
-		w.sched = newSettler("kube-scheduler", clk, simclock.KindSchedule, settleInterval, scheck)
-		settlers = []*settler{w.kueue, w.sched}
+	series, err := results.CreateSeries(filepath.Join(r.cfg.OutDir, results.TimeSeriesFile))
+	if err != nil {
+		return errors.Join(err, evlog.Close())
 	}
-	res := &Result{SetupSec: time.Since(setupStart).Seconds()}
+	r.evlog, r.rec, r.series = evlog, rec, series
+	return nil
+}
 
+// closeResults closes what openResults opened, for a run that ends before it replays.
+func (r *run) closeResults(err error) error {
+	return errors.Join(err, r.evlog.Close(), r.series.Close())
+}
+
+// startWatching builds the submitter, starts the watches of Kueue Workloads and pods, readies the
+// fault injector and the clock's followers.
+func (r *run) startWatching(ctx context.Context) error {
+	r.sub = newSubmitter(r.c, r.plan, r.rec, r.clk, r.cfg.QPS, r.cfg.Burst, r.cfg.Seed)
+	r.w = newWatcher(r.plan, r.rec, r.clk, r.sub.trials)
+	if err := r.faults.prepare(ctx, r); err != nil {
+		return err
+	}
+	r.follow.prepare(r.w)
+	r.w.resync = newResyncer(ctx, r.c, r.clk, r.w.orphaned)
+	informers, err := r.w.start(ctx, r.rc, r.scheme)
+	if err != nil {
+		return err
+	}
+	r.cache = informers
+	r.faults.watching(informers)
+	return r.follow.watching(ctx, r.w)
+}
+
+// replay runs the clock and the run's goroutines (followers, submitter, injector, sampler) until
+// every workload is terminal or the run must stop, then stops them. It returns why the run is
+// incomplete ("" when it is not) and the preemption loop that ended it, if one did.
+func (r *run) replay(runCtx, parent context.Context, cancelRun context.CancelFunc, driverErr <-chan error) (string, error) {
 	var bg sync.WaitGroup
-	for _, s := range settlers {
-		bg.Add(1)
-		go func() { defer bg.Done(); s.run(runCtx) }()
-	}
-	var cp *controlPlane
-	if cfg.ControlPlane != "" && clk.HoldsEnabled() {
-		cp = newControlPlane(cfg.ControlPlane, clk, evlog, cfg.Out)
-		bg.Add(1)
-		go func() { defer bg.Done(); cp.run(runCtx) }()
-	}
-	clk.Start(runCtx)
-	if cfg.Timeout > 0 {
+	r.follow.start(runCtx, &bg, r.evlog)
+	r.clk.Start(runCtx)
+	if r.cfg.Timeout > 0 {
 		var cancelT context.CancelFunc
-		runCtx, cancelT = context.WithTimeout(runCtx, cfg.Timeout)
+		runCtx, cancelT = context.WithTimeout(runCtx, r.cfg.Timeout)
 		defer cancelT()
 	}
 	bg.Add(2)
-	go func() { defer bg.Done(); sub.run(runCtx) }()
-	if inj != nil {
-		bg.Add(1)
-		go func() { defer bg.Done(); inj.run(runCtx) }()
-	}
-	smp := &sampler{plan: plan, cache: informers, clk: clk, out: series, step: cfg.SampleStep}
-	if cfg.Agent != nil {
-		smp.nodePower = func() map[string]float64 { return cfg.Agent.Snapshot().NodePowerW }
-	}
+	go func() { defer bg.Done(); r.sub.run(runCtx) }()
+	r.faults.start(runCtx, &bg)
+	smp := &sampler{plan: r.plan, cache: r.cache, clk: r.clk, out: r.series, step: r.cfg.SampleStep, nodePower: r.driver.nodePower()}
 	go func() { defer bg.Done(); smp.run(runCtx) }()
 
-	var prog *results.Progress
-	if cfg.Progress != nil {
-		prog = results.NewProgress(cfg.Progress, len(plan.records), cfg.TTY, 10*time.Second)
-	}
-	incomplete, loopErr := waitDone(runCtx, ctx, &cfg, rec, prog, clk, agentErr, w.loop, cp)
-	clk.Stop()
+	prog := r.cfg.progress(len(r.plan.records))
+	incomplete, loopErr := waitDone(runCtx, parent, r.cfg, r.rec, prog, r.clk, driverErr, r.w.loop, r.follow.controlPlane())
+	r.clk.Stop()
 	cancelRun()
 	bg.Wait()
 	if prog != nil {
-		prog.Done(results.Status{Counts: rec.Counts(), TraceSec: clk.Now()})
+		prog.Done(results.Status{Counts: r.rec.Counts(), TraceSec: r.clk.Now()})
 	}
-	ss := sub.stats()
-	res.Submitted, res.SubmitWallSec = ss.Submitted, ss.WallSec
+	return incomplete, loopErr
+}
 
-	if cfg.Agent != nil {
-		snap := cfg.Agent.Snapshot()
-		recordLostEnergy(snap.LostEnergyJ, plan, rec, clk.Now())
-		recordFaultCost(snap.Faults, plan, rec, clk.Now())
+// progress is the run's progress display (nil: none).
+func (c *Config) progress(workloads int) *results.Progress {
+	if c.Progress == nil {
+		return nil
 	}
-	var faultErr error
-	recs := rec.Records()
+	return results.NewProgress(c.Progress, workloads, c.TTY, 10*time.Second)
+}
+
+// finish books what the pod driver and the injector know, writes the results files and the
+// run's account, and deletes what the run created (unless Keep). It returns the summary, the
+// run's facts and the error of writing the results or cleaning up.
+func (r *run) finish(incomplete string, loopErr error, ss submitStats) (results.Summary, results.Meta, error) {
+	cfg, plan, clk := r.cfg, r.plan, r.clk
+	r.driver.book(plan, r.rec, clk.Now())
+	recs := r.rec.Records()
 	meta := clockMeta(clk)
-	if inj != nil {
-		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		inj.restore(rctx)
-		cancel()
-		fm, err := inj.close()
-		meta.Faults, faultErr = &fm, err
-	}
+	faultErr := r.faults.finish(&meta)
 	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, replay.SpecName(cfg.Spec), results.EngineCluster
 	meta.GPUCapacity, meta.Incomplete = plan.cluster.GPUCapacity, incomplete
-	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = w.lateness()
-	meta.Resyncs = w.resync.count()
+	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = r.w.lateness()
+	meta.Resyncs = r.w.resync.count()
 	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject
 	if meta.FirstRejection == "" && len(plan.unrunnable) > 0 {
 		meta.FirstRejection = plan.unrunnable[0]
 	}
-	meta.States = rec.Counts().States
-	if cp != nil {
-		cp.meta(&meta)
+	meta.States = r.rec.Counts().States
+	r.follow.meta(&meta)
+	reportClock(cfg.Out, clk, &meta)
+	r.follow.report(cfg.Out)
+	summary, werr := replay.Finish(replay.End{OutDir: cfg.OutDir, Records: recs, Meta: meta, Events: r.evlog, Loop: loopErr, Out: cfg.Out})
+	werr = errors.Join(werr, r.series.Close(), faultErr)
+
+	if !cfg.Keep {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if err := cleanup(cctx, r.c, r.sub.created()); err != nil {
+			werr = errors.Join(werr, fmt.Errorf("cleanup: %w", err))
+		}
+		cancel()
 	}
+	return summary, meta, werr
+}
+
+// reportClock prints how the trace clock went: its holds, the control plane's outages and the
+// steps seen late.
+func reportClock(out io.Writer, clk *simclock.Clock, meta *results.Meta) {
 	cs := clk.Stats()
 	if cs.Placed > 0 {
-		fmt.Fprintf(cfg.Out, "trace clock: %d jumps over %.0f trace s; held %.1fs of %.1fs wall by %d holds while the control plane owed a step (%s); %d reached their limit %v\n",
+		fmt.Fprintf(out, "trace clock: %d jumps over %.0f trace s; held %.1fs of %.1fs wall by %d holds while the control plane owed a step (%s); %d reached their limit %v\n",
 			cs.Jumps, cs.Jumped, cs.Held.Seconds(), meta.WallSec, cs.Placed, byKind(cs.ByKind), cs.ExpiredTotal(), cs.Expired)
 		if len(cs.FirstExpired) > 0 {
-			fmt.Fprintf(cfg.Out, "holds that reached their limit (the first %d): %s\n", len(cs.FirstExpired), strings.Join(cs.FirstExpired, "; "))
+			fmt.Fprintf(out, "holds that reached their limit (the first %d): %s\n", len(cs.FirstExpired), strings.Join(cs.FirstExpired, "; "))
 		}
 	}
 	if meta.Outages > 0 || len(meta.Restarts) > 0 {
@@ -411,32 +416,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for _, k := range slices.Sorted(maps.Keys(meta.Restarts)) {
 			rs = append(rs, fmt.Sprintf("%s %d", k, meta.Restarts[k]))
 		}
-		fmt.Fprintf(cfg.Out, "control plane: %d outages held the trace clock for %.1fs of wall time; restarts: %s\n",
+		fmt.Fprintf(out, "control plane: %d outages held the trace clock for %.1fs of wall time; restarts: %s\n",
 			meta.Outages, meta.OutageWallSec, strings.Join(append(rs, "none")[:max(len(rs), 1)], ", "))
 	}
 	if meta.LateSteps > 0 {
-		fmt.Fprintf(cfg.Out, "residual: %d steps observed after their trace time (worst %.3f trace s: %s)\n", meta.LateSteps, meta.LateMaxSec, meta.LateWorst)
+		fmt.Fprintf(out, "residual: %d steps observed after their trace time (worst %.3f trace s: %s)\n", meta.LateSteps, meta.LateMaxSec, meta.LateWorst)
 	}
-	for _, s := range settlers {
-		if st := s.stats(); st.Errors > 0 {
-			fmt.Fprintf(cfg.Out, "%s settling: %d of %d reads failed (last: %s)\n", s.name, st.Errors, st.Polls, st.LastErr)
-		}
-	}
-	var werr error
-	res.Summary, werr = replay.Finish(replay.End{OutDir: cfg.OutDir, Records: recs, Meta: meta, Events: evlog, Loop: loopErr, Out: cfg.Out})
-	werr = errors.Join(werr, series.Close(), faultErr)
-
-	if !cfg.Keep {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		if err := cleanup(cctx, c, sub.created()); err != nil {
-			werr = errors.Join(werr, fmt.Errorf("cleanup: %w", err))
-		}
-		cancel()
-	}
-	if werr != nil {
-		return res, werr
-	}
-	return res, replay.Outcome(meta, loopErr)
 }
 
 // settleInterval is how often a settler reads a component's metrics while it holds the clock.
