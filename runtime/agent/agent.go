@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -83,11 +82,7 @@ type Agent struct {
 	trace *simclock.Clock
 	alarm *simclock.Alarm
 
-	dirtyMu    sync.Mutex
-	dirtyPods  map[string]struct{}
-	dirtyNodes map[string]struct{}
-	deleted    map[string]types.UID // pods deleted since the last sync, by key
-	wake       chan struct{}
+	inbox *inbox // marked by the informer handlers
 
 	// Owned by the Run goroutine.
 	nodeState   map[string]*nodeState
@@ -105,16 +100,8 @@ type Agent struct {
 	capChanges  int
 	ticks       int
 
-	statsMu   sync.Mutex
-	stats     Stats
-	nodeNames []string  // by engine.NodeID
-	nodePower []float64 // by engine.NodeID, as of the last sync
-
-	// lost is the energy, per namespace/workload id, of pods that left the engine without a
-	// completion write; the runner reads it from its own goroutine once the run is over.
-	lostMu sync.Mutex
-	lost   map[string]float64
-	faults map[string]*WorkloadFaults // per namespace/workload id (faults.go), under lostMu
+	pub   published // for Stats and Snapshot
+	costs *costBook
 
 	// restartsOwed counts, per namespace/workload/role, the interrupted pods whose replacements
 	// have not started yet: each pays the restart overhead (owned by the Run goroutine).
@@ -135,11 +122,10 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 	a := &Agent{
 		cfg: cfg, client: client, cat: catalog, log: slog.Default().With("component", "kueuelab-agent"), m: newMetrics(),
 		eng:   engine.New(catalog),
-		trace: cfg.Trace, dirtyPods: map[string]struct{}{}, dirtyNodes: map[string]struct{}{}, deleted: map[string]types.UID{},
-		wake:      make(chan struct{}, 1),
+		trace: cfg.Trace, inbox: newInbox(),
 		nodeState: map[string]*nodeState{}, podState: map[string]*podState{}, gangs: map[string]map[string]struct{}{},
 		checkpoints: map[string]float64{}, bad: map[types.UID]struct{}{}, reported: map[string]struct{}{}, badNodes: map[string]struct{}{},
-		lost: map[string]float64{}, faults: map[string]*WorkloadFaults{}, restartsOwed: map[string]int{},
+		costs: newCostBook(), restartsOwed: map[string]int{},
 	}
 	for _, sel := range cfg.ServicePods {
 		ls, err := labels.Parse(sel)
@@ -178,25 +164,20 @@ func New(cfg Config, client kubernetes.Interface, catalog *hw.Catalog) (*Agent, 
 			if err != nil {
 				return
 			}
-			a.dirtyMu.Lock()
 			if nodes {
-				a.dirtyNodes[key] = struct{}{}
-			} else {
-				a.dirtyPods[key] = struct{}{}
-				if deleted {
-					if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
-						o = t.Obj
-					}
-					if p, ok := o.(*corev1.Pod); ok {
-						a.deleted[key] = p.UID
-					}
+				a.inbox.markNode(key)
+				return
+			}
+			var uid types.UID
+			if deleted {
+				if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+					o = t.Obj
+				}
+				if p, ok := o.(*corev1.Pod); ok {
+					uid = p.UID
 				}
 			}
-			a.dirtyMu.Unlock()
-			select {
-			case a.wake <- struct{}{}:
-			default:
-			}
+			a.inbox.markPod(key, uid)
 		}
 		return cache.ResourceEventHandlerFuncs{AddFunc: func(o any) { add(o, false) }, UpdateFunc: func(_, o any) { add(o, false) },
 			DeleteFunc: func(o any) { add(o, true) }}
@@ -217,9 +198,9 @@ func (a *Agent) Registry() *prometheus.Registry { return a.m.reg }
 
 // Stats returns the agent's state after its last tick or sync; safe from any goroutine.
 func (a *Agent) Stats() Stats {
-	a.statsMu.Lock()
-	defer a.statsMu.Unlock()
-	s := a.stats
+	a.pub.mu.Lock()
+	defer a.pub.mu.Unlock()
+	s := a.pub.stats
 	s.Backlog = a.w.backlog()
 	return s
 }
@@ -229,9 +210,7 @@ func (a *Agent) Stats() Stats {
 // or ended by someone else. No energy annotation reports them, so a runner that sums the
 // annotations adds these. Safe from any goroutine; the map is a copy.
 func (a *Agent) LostEnergy() map[string]float64 {
-	a.lostMu.Lock()
-	defer a.lostMu.Unlock()
-	return maps.Clone(a.lost)
+	return a.costs.lostCopy()
 }
 
 // InProcess is an agent for a runner in the same process: it shares the runner's trace clock,
@@ -255,12 +234,12 @@ type Snapshot struct {
 
 // Snapshot returns the agent's node power and lost energy; safe from any goroutine.
 func (a *Agent) Snapshot() Snapshot {
-	a.statsMu.Lock()
-	power := make(map[string]float64, len(a.nodeNames))
-	for i, n := range a.nodeNames {
-		power[n] = a.nodePower[i]
+	a.pub.mu.Lock()
+	power := make(map[string]float64, len(a.pub.nodeNames))
+	for i, n := range a.pub.nodeNames {
+		power[n] = a.pub.nodePower[i]
 	}
-	a.statsMu.Unlock()
+	a.pub.mu.Unlock()
 	return Snapshot{NodePowerW: power, LostEnergyJ: a.LostEnergy(), Faults: a.Faults()}
 }
 
@@ -309,7 +288,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-a.wake:
+		case <-a.inbox.wake:
 			a.sync()
 		case <-a.alarm.C():
 			a.sync()
@@ -329,10 +308,7 @@ func (a *Agent) sync() {
 	for _, f := range a.eng.AdvanceTo(now) {
 		a.finish(f)
 	}
-	a.dirtyMu.Lock()
-	nodes, pods, deleted := a.dirtyNodes, a.dirtyPods, a.deleted
-	a.dirtyNodes, a.dirtyPods, a.deleted = map[string]struct{}{}, map[string]struct{}{}, map[string]types.UID{}
-	a.dirtyMu.Unlock()
+	nodes, pods, deleted := a.inbox.take()
 	for name := range nodes {
 		a.syncNode(name, pods)
 	}
@@ -648,9 +624,7 @@ func (a *Agent) lose(st *podState) {
 		return
 	}
 	a.m.lostEnergy.Add(j)
-	a.lostMu.Lock()
-	a.lost[st.ns+"/"+st.workload] += j
-	a.lostMu.Unlock()
+	a.costs.addLost(st.ns+"/"+st.workload, j)
 }
 
 // release removes a terminal pod from the engine; gang members stay until every member of the
@@ -832,16 +806,16 @@ func (a *Agent) publish() {
 	a.m.running.Set(float64(s.Running))
 	a.m.gangBlocked.Set(float64(s.GangBlocked))
 	a.m.traceSec.Set(a.eng.Now())
-	a.statsMu.Lock()
-	defer a.statsMu.Unlock()
-	a.stats = Stats{TraceSec: a.eng.Now(), Ticks: a.ticks, Nodes: len(a.nodeState), Tracked: len(a.podState), Started: a.started,
+	a.pub.mu.Lock()
+	defer a.pub.mu.Unlock()
+	a.pub.stats = Stats{TraceSec: a.eng.Now(), Ticks: a.ticks, Nodes: len(a.nodeState), Tracked: len(a.podState), Started: a.started,
 		Running: s.Running, Progressing: s.Progressing, GangBlocked: s.GangBlocked, Completions: a.completions, CapChanges: a.capChanges}
 	for name, st := range a.nodeState {
-		for int(st.id) >= len(a.nodeNames) {
-			a.nodeNames, a.nodePower = append(a.nodeNames, ""), append(a.nodePower, 0)
+		for int(st.id) >= len(a.pub.nodeNames) {
+			a.pub.nodeNames, a.pub.nodePower = append(a.pub.nodeNames, ""), append(a.pub.nodePower, 0)
 		}
-		a.nodeNames[st.id] = name
-		a.nodePower[st.id] = a.eng.NodePower(st.id)
+		a.pub.nodeNames[st.id] = name
+		a.pub.nodePower[st.id] = a.eng.NodePower(st.id)
 	}
 }
 

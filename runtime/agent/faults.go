@@ -57,17 +57,6 @@ func nodeReady(n *corev1.Node) bool {
 	return true
 }
 
-// faultsOf returns the workload's fault record; a.lostMu is held by the caller.
-func (a *Agent) faultsOf(st *podState) *WorkloadFaults {
-	key := st.ns + "/" + st.workload
-	f := a.faults[key]
-	if f == nil {
-		f = &WorkloadFaults{lastAt: -1}
-		a.faults[key] = f
-	}
-	return f
-}
-
 // interrupt records that st's running work is lost at the engine's time and rolls its gang back
 // to the last checkpoint. inPlace: the pod stays and restarts (its container restarted), so it
 // pauses for the restart overhead itself; otherwise its replacement will (restartsOwed). A pod
@@ -96,24 +85,23 @@ func (a *Agent) interrupt(st *podState, inPlace bool) {
 	}
 	st.owed = false
 	now := a.eng.Now()
-	a.lostMu.Lock()
-	defer a.lostMu.Unlock()
-	f := a.faultsOf(st)
-	f.LostGPUSec += float64(st.gpus) * a.eng.Rewind(st.id)
-	if inPlace {
-		a.eng.Pause(st.id, st.restartSec)
-	} else {
-		a.restartsOwed[st.ckptKey]++
-	}
-	for _, m := range peers {
-		f.LostGPUSec += float64(m.gpus) * a.eng.Rewind(m.id)
-		a.eng.Pause(m.id, m.restartSec)
-		m.owed = false
-	}
-	if f.lastAt != now {
-		f.Restarts++
-		f.lastAt = now
-	}
+	a.costs.updateFaults(st.ns+"/"+st.workload, func(f *WorkloadFaults) {
+		f.LostGPUSec += float64(st.gpus) * a.eng.Rewind(st.id)
+		if inPlace {
+			a.eng.Pause(st.id, st.restartSec)
+		} else {
+			a.restartsOwed[st.ckptKey]++
+		}
+		for _, m := range peers {
+			f.LostGPUSec += float64(m.gpus) * a.eng.Rewind(m.id)
+			a.eng.Pause(m.id, m.restartSec)
+			m.owed = false
+		}
+		if f.lastAt != now {
+			f.Restarts++
+			f.lastAt = now
+		}
+	})
 }
 
 // worked reports whether the pod has made progress or paused (for a checkpoint, or through its
@@ -141,13 +129,12 @@ func (a *Agent) retire(st *podState) {
 	if s.Checkpoints == 0 && s.CheckpointPauseSec == 0 && s.RestartPauseSec == 0 {
 		return
 	}
-	a.lostMu.Lock()
-	defer a.lostMu.Unlock()
-	f := a.faultsOf(st)
 	g := float64(st.gpus)
-	f.CheckpointGPUSec += g * s.CheckpointPauseSec
-	f.RestartGPUSec += g * s.RestartPauseSec
-	f.Checkpoints += s.Checkpoints
+	a.costs.updateFaults(st.ns+"/"+st.workload, func(f *WorkloadFaults) {
+		f.CheckpointGPUSec += g * s.CheckpointPauseSec
+		f.RestartGPUSec += g * s.RestartPauseSec
+		f.Checkpoints += s.Checkpoints
+	})
 }
 
 // remove drops a pod from the engine and the agent's state, booking its costs first.
@@ -160,11 +147,5 @@ func (a *Agent) remove(key string, st *podState) {
 // Faults returns, per "namespace/workload id", what faults and checkpoints cost the workload so
 // far. Safe from any goroutine; the map is a copy.
 func (a *Agent) Faults() map[string]WorkloadFaults {
-	a.lostMu.Lock()
-	defer a.lostMu.Unlock()
-	out := make(map[string]WorkloadFaults, len(a.faults))
-	for k, f := range a.faults {
-		out[k] = *f
-	}
-	return out
+	return a.costs.faultsCopy()
 }
