@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,10 +80,23 @@ func ApplyCRDs(ctx context.Context, c client.Client, crds []*unstructured.Unstru
 	return g.Wait()
 }
 
+// noMatchWait bounds how long an apply waits for its kind to appear in the API server's
+// discovery: a CRD reported Established can be missing from discovery for a moment on a loaded
+// machine, and the client then finds no such kind.
+const noMatchWait = 30 * time.Second
+
 // ApplyUnstructured server-side applies objects in order, taking ownership of conflicting fields.
 func ApplyUnstructured(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
 	for _, o := range objs {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		var err error
+		werr := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, noMatchWait, true, func(ctx context.Context) (bool, error) {
+			err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldOwner), client.ForceOwnership)
+			return !meta.IsNoMatchError(err), nil
+		})
+		if err == nil {
+			err = werr
+		}
+		if err != nil {
 			return fmt.Errorf("apply %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
