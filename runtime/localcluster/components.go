@@ -197,7 +197,7 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 		},
 		Kueue: {
 			process: process{name: Kueue, bin: bins[Kueue], env: []string{"KUBECONFIG=" + kc, tools.KueueCycleBackoffEnv + "=" + kueueCycleBackoff.String()}, argv: []string{bins[Kueue],
-				"--config=" + s.path("config", "kueue.yaml"), "--zap-log-level=info"}},
+				"--config=" + s.path("config", kueueConfigFile), "--zap-log-level=info"}},
 			ports:  []int{pt.KueueWebhook, pt.KueueHealth, pt.KueueMetrics},
 			health: httpOK(plain, loopURL("http", pt.KueueHealth, "/readyz")),
 		},

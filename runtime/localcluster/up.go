@@ -38,9 +38,10 @@ type Options struct {
 	Daemon Daemon
 	// KueueConfig holds top-level fields of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)
 	// set on top of the local defaults, e.g. "fairSharing" or "waitForPodsReady", so experiment
-	// variants can differ in Kueue settings. They take effect when Kueue starts: Up does not
-	// restart a Kueue that is already running. Fields the local cluster needs (webhook, health,
-	// metrics, namespace, internalCertManagement, leaderElection) cannot be overridden.
+	// variants can differ in Kueue settings (nil: the local defaults alone). A Kueue running with
+	// another configuration is restarted (it reads it only at start). Fields the local cluster
+	// needs (webhook, health, metrics, namespace, internalCertManagement, leaderElection) cannot
+	// be overridden.
 	KueueConfig map[string]any
 	// Bare starts the control plane and operators as a user's own cluster (kind + KWOK + Kueue)
 	// is before "cluster install": KWOK's Stage CRD but no stages, no cluster objects or
@@ -188,9 +189,16 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if err != nil {
 			return err
 		}
-		if err := s.writeConfig("kueue.yaml", kcfg); err != nil {
+		data, err := yaml.Marshal(kcfg)
+		if err != nil {
 			return err
 		}
+		if err := os.WriteFile(s.path("config", kueueConfigFile), data, 0o644); err != nil {
+			return err
+		}
+		// Kueue reads its configuration only when it starts: the supervisor restarts a Kueue that
+		// runs with another one, as it does kube-scheduler.
+		u.configs[Kueue] = configDigest(data)
 		objs := []client.Object{namespace(cluster.KueueNamespace), seededSecret(cluster.KueueNamespace, "kueue-webhook-server-cert", p.KueueCA, p.Kueue)}
 		if o.Bare {
 			cm, err := kueueConfigMap(kcfg)
@@ -295,7 +303,7 @@ type upper struct {
 	timeout time.Duration
 	started []string
 	// configs are the digests of the configuration files components read only when they start
-	// (kube-scheduler): the supervisor restarts one that runs with another configuration.
+	// (kube-scheduler, Kueue): the supervisor restarts one that runs with another configuration.
 	configs map[string]string
 }
 
@@ -430,6 +438,9 @@ func (s *State) writeConfig(name string, v any) error {
 	}
 	return os.WriteFile(s.path("config", name), b, 0o644)
 }
+
+// kueueConfigFile is the local Kueue's configuration, in the state dir's config/.
+const kueueConfigFile = "kueue.yaml"
 
 // kueueLocalKeys are the Kueue Configuration fields the local cluster depends on.
 var kueueLocalKeys = map[string]bool{"apiVersion": true, "kind": true, "namespace": true, "health": true,
