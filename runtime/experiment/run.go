@@ -115,7 +115,12 @@ type Options struct {
 	// instead of the in-process agent: the trace clock then runs on wall time at the experiment's
 	// speedup, which must be a number.
 	AgentInCluster bool
-	Local          LocalCluster
+	// ReconfigureKueue, with REST, lets variants that set kueueConfig run on that cluster: it is
+	// called before every run with the run's Kueue configuration fields (empty for a variant
+	// without kueueConfig) and returns once Kueue runs with them. On kueuelab's local cluster
+	// localcluster.Up with KueueConfig does that: it restarts a Kueue whose configuration changed.
+	ReconfigureKueue func(ctx context.Context, fields map[string]any) error
+	Local            LocalCluster
 	// Out receives the progress lines; Log the detail (cluster up/down, run summaries).
 	Out io.Writer
 	Log io.Writer
@@ -191,7 +196,7 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 	}
 	for i := range e.Variants {
 		v := &e.Variants[i]
-		if o.REST != nil && !v.KueueConfig.Empty() {
+		if o.REST != nil && o.ReconfigureKueue == nil && !v.KueueConfig.Empty() {
 			errs = append(errs, fmt.Errorf("%s:%d: variant %s: kueueConfig needs a fresh local cluster: the cluster behind --kubeconfig keeps its own Kueue configuration", e.file, v.line, v.Name))
 			continue
 		}
@@ -456,8 +461,17 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 			return nil, nil, fmt.Errorf("cluster up: %w", err)
 		}
 		rc, state = cl.Config, cl.State
-	} else if err := reset(ctx, rc, o.resetObjs, o.State != nil, log); err != nil {
-		return nil, nil, err
+	} else {
+		// Before the reset, which then clears whatever reconfiguring applied (a local cluster's
+		// Up applies its default nodes).
+		if o.ReconfigureKueue != nil {
+			if err := o.ReconfigureKueue(ctx, j.variant.KueueConfig.Fields(scale)); err != nil {
+				return nil, nil, fmt.Errorf("variant %s: reconfigure Kueue: %w", j.variant.Name, err)
+			}
+		}
+		if err := reset(ctx, rc, o.resetObjs, o.State != nil, log); err != nil {
+			return nil, nil, err
+		}
 	}
 	eng = &runner.Engine{Cluster: runner.InProcess{REST: rc, Local: state, Speedup: e.Speedup, Timers: j.variant.KueueConfig.Timers(scale)},
 		AgentInCluster: o.REST != nil && o.AgentInCluster}

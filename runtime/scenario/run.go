@@ -31,10 +31,12 @@ type Options struct {
 	OutDir string
 	// REST and State, when set, are a cluster the scenario's variants run on, reset between runs
 	// (experiment.Options.REST); a scenario whose variants change Kueue's configuration runs on
-	// fresh local clusters (Local) instead.
-	REST  *rest.Config
-	State *localcluster.State
-	Local experiment.LocalCluster
+	// fresh local clusters (Local) instead, unless ReconfigureKueue can reconfigure that cluster's
+	// Kueue (experiment.Options.ReconfigureKueue).
+	REST             *rest.Config
+	State            *localcluster.State
+	ReconfigureKueue func(ctx context.Context, fields map[string]any) error
+	Local            experiment.LocalCluster
 	// Out receives progress and the PASS/FAIL lines; Log the detail.
 	Out, Log io.Writer
 }
@@ -43,7 +45,8 @@ type Options struct {
 type Outcome struct {
 	Results []Result `json:"results"`
 	Pass    bool     `json:"pass"`
-	// Fresh says the variants ran on fresh local clusters (they set Kueue's configuration).
+	// Fresh says the variants ran on fresh local clusters (no cluster given, or they set Kueue's
+	// configuration and the given cluster's cannot be changed).
 	Fresh bool `json:"freshClusters"`
 }
 
@@ -65,10 +68,10 @@ func Run(ctx context.Context, s *Scenario, o Options) (*Outcome, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	out := &Outcome{Fresh: o.REST == nil || s.NeedsFreshClusters()}
+	out := &Outcome{Fresh: o.REST == nil || (s.NeedsFreshClusters() && o.ReconfigureKueue == nil)}
 	eo := experiment.Options{OutDir: o.OutDir, Repeats: 1, Out: o.Out, Log: o.Log, Local: o.Local}
 	if !out.Fresh {
-		eo.REST, eo.State = o.REST, o.State
+		eo.REST, eo.State, eo.ReconfigureKueue = o.REST, o.State, o.ReconfigureKueue
 	}
 	if _, err := experiment.Run(ctx, s.Experiment, eo); err != nil {
 		return nil, err
