@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,9 +11,8 @@ import (
 	"time"
 
 	"github.com/kueuelab/kueuelab/runtime/cluster"
-	"github.com/kueuelab/kueuelab/runtime/experiment"
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/scenario"
-	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 // ScenariosEnv selects the scenarios TestScenarios runs: unset, those marked ci (small enough for
@@ -20,8 +20,9 @@ import (
 const ScenariosEnv = "KUEUELAB_E2E_SCENARIOS"
 
 // TestScenarios runs the scenario library (examples/scenarios) and requires every expected outcome
-// to hold. A scenario whose variants change Kueue's configuration runs on fresh local clusters
-// (loopback ports of their own); the others on the shared cluster, reset between variants.
+// to hold. Every scenario runs on the shared cluster, reset between variants; a variant that
+// changes Kueue's configuration restarts the shared Kueue with it (reconfigureKueue), which is
+// seconds where a fresh local cluster per variant is a minute or more.
 func TestScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays every ci scenario")
@@ -49,27 +50,16 @@ func TestScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			o := scenario.Options{OutDir: filepath.Join(t.TempDir(), "out"), Out: &out}
+			o := scenario.Options{OutDir: filepath.Join(t.TempDir(), "out"), Out: &out, State: shared.state}
+			if o.REST, err = cluster.RESTConfig(shared.kubeconfig); err != nil {
+				t.Fatal(err)
+			}
 			if s.NeedsFreshClusters() {
-				set := tools.Pinned()
-				bin, err := tools.BinDir("", set)
-				if err != nil {
-					t.Fatal(err)
-				}
-				base, err := freePortBlock(28400, 17)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o.Local = experiment.LocalCluster{Root: t.TempDir(), Name: "scenario-" + e.Name, BinDir: bin, PortBase: base}
-			} else {
-				if o.REST, err = cluster.RESTConfig(shared.kubeconfig); err != nil {
-					t.Fatal(err)
-				}
-				o.State = shared.state
+				o.ReconfigureKueue = reconfigureKueue(t)
 			}
 			t0 := time.Now()
 			res, err := scenario.Run(t.Context(), s, o)
-			t.Logf("%s in %s (fresh clusters: %v)\n%s", e.Name, time.Since(t0).Round(time.Second), s.NeedsFreshClusters(), out.String())
+			t.Logf("%s in %s (Kueue reconfigured: %v)\n%s", e.Name, time.Since(t0).Round(time.Second), s.NeedsFreshClusters(), out.String())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,5 +69,24 @@ func TestScenarios(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// reconfigureKueue restarts the shared cluster's Kueue with a variant's configuration fields
+// (localcluster.Up restarts a Kueue whose configuration changed, and does nothing otherwise), and
+// gives the tests after t Kueue's default configuration back.
+func reconfigureKueue(t *testing.T) func(ctx context.Context, fields map[string]any) error {
+	t.Cleanup(func() {
+		o := shared.up
+		o.Out = &testWriter{t: t}
+		if _, err := localcluster.Up(context.Background(), o); err != nil {
+			t.Errorf("restore Kueue's default configuration: %v", err)
+		}
+	})
+	return func(ctx context.Context, fields map[string]any) error {
+		o := shared.up
+		o.KueueConfig, o.Out = fields, &testWriter{t: t}
+		_, err := localcluster.Up(ctx, o)
+		return err
 	}
 }
