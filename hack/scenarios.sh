@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the scenario library (examples/scenarios) with `kueuelab scenario run`, every variant on a
 # fresh local cluster, and prints each scenario's PASS/FAIL lines and wall time. make test's e2e
-# runs only the scenarios marked `ci: true`; this runs the others too (the long ones: gang,
-# fair-sharing, checkpoint-sweep, scalability take minutes to an hour each).
+# runs only the scenarios marked `ci: true`; this runs the others too (backfill, gang,
+# checkpoint-sweep, scalability: a minute to an hour each, measured in README.md's Tests).
 # Usage: hack/scenarios.sh [OUT] [NAMES]   (NAMES: space-separated, default every scenario)
 # Exits non-zero when a scenario fails a check or does not run. Run it on an otherwise idle machine.
 set -uo pipefail
