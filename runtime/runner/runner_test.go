@@ -769,3 +769,36 @@ func TestWatcherEndsAPreemptionLoop(t *testing.T) {
 		t.Fatal("no loop reported on the third preemption from the same state")
 	}
 }
+
+// TestReplacementPodForgetsTheFailedOnesEnd: a Job's pod fails at 50 and its replacement runs;
+// the Workload informer shows Finished before the pod informer shows the replacement's end. The
+// failed pod's end is no bound for that Finished: no late step.
+func TestReplacementPodForgetsTheFailedOnesEnd(t *testing.T) {
+	w, _, p := watchFixture(t)
+	top := batchJobs(t, p, 1)[0].objects[0]
+	wl := kueueWorkload(top, "Job", 1, cond("QuotaReserved", "QuotaReserved", 1))
+	w.onWorkload(wl, false)
+	pod := func(uid string, phase corev1.PodPhase, ended string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-" + uid, Namespace: top.GetNamespace(), UID: types.UID(uid),
+			Labels: map[string]string{contract.WorkloadLabel: top.GetName()}}, Status: corev1.PodStatus{Phase: phase}}
+		if ended != "" {
+			p.Annotations = map[string]string{contract.FinishedTraceSec: ended}
+		}
+		return p
+	}
+	w.onPod(pod("first", corev1.PodRunning, ""), false)
+	w.onPod(pod("first", corev1.PodFailed, "50"), false)
+	u := w.units[batchJobs(t, p, 1)[0].id]
+	if u.lastEnd != 50 {
+		t.Fatalf("the first pod ended at 50: lastEnd %g", u.lastEnd)
+	}
+	w.onPod(pod("second", corev1.PodRunning, ""), false)
+	if u.lastEnd != 0 {
+		t.Errorf("a replacement runs: lastEnd %g still bounds the Workload's Finished", u.lastEnd)
+	}
+	wl.Status.Conditions = append(wl.Status.Conditions, cond("Finished", "Succeeded", 9))
+	w.onWorkload(wl, false)
+	if n, worst, what := w.lateness(); n != 0 {
+		t.Errorf("%d late steps (worst %.0f s: %s), want none", n, worst, what)
+	}
+}

@@ -537,6 +537,9 @@ func (w *watcher) onPod(o any, deleted bool) {
 			// goes on, so its last pods' end no longer owes its finish. Left held, the finish
 			// hold would stall the clock to its limit and, expired, not wait for the real end.
 			w.clk.Release(holdFinish(u))
+			// Nor is an earlier pod's end a bound for the Workload's Finished, which the Workload
+			// informer may show before the pod informer shows this pod's end.
+			u.lastEnd = 0
 			if u.reserved {
 				u.created[p.UID] = true
 				if len(u.created) >= u.expected {
