@@ -154,11 +154,14 @@ func runInProcess(t *testing.T, tr *trace.Trace, tracePath string, spec *rcluste
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: spec, Seed: 1})
+	dir := t.TempDir()
+	keepRun(t, dir)
+	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: spec, Seed: 1,
+		ClockTrace: filepath.Join(dir, "clock.trace")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "results")
+	out := filepath.Join(dir, "results")
 	log := &testWriter{t: t}
 	ctx, cancel := context.WithTimeout(t.Context(), timeout+2*time.Minute)
 	defer cancel()
@@ -168,6 +171,27 @@ func runInProcess(t *testing.T, tr *trace.Trace, tracePath string, spec *rcluste
 	}
 	res, err := runner.Run(ctx, cfg)
 	return res, out, err
+}
+
+// keepRun copies a run's directory (results, the trace clock's hold log) into the shared
+// cluster's state dir when the test fails, or always with KUEUELAB_E2E_KEEP=1: the e2e keeps that
+// dir then, next to every component's log, and a flaky run's clock trace is the evidence of which
+// step the holds missed.
+func keepRun(t *testing.T, dir string) {
+	t.Helper()
+	// Registered after t.TempDir's own cleanup, so it runs before the directory is removed.
+	t.Cleanup(func() {
+		if !t.Failed() && os.Getenv("KUEUELAB_E2E_KEEP") != "1" {
+			return
+		}
+		name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+		kept := filepath.Join(shared.state.Dir, "failed-runs", fmt.Sprintf("%s-%d", name, time.Now().UnixNano()))
+		if err := os.CopyFS(kept, os.DirFS(dir)); err != nil {
+			t.Logf("keep the run's results: %v", err)
+			return
+		}
+		t.Logf("the run's results and clock trace kept in %s", kept)
+	})
 }
 
 // testWriter logs what the runner prints one whole line at a time: the summary table arrives in
