@@ -372,14 +372,28 @@ func TestWatcherHoldsTheClock(t *testing.T) {
 			w.onWorkload(wl, false)
 		}, map[simclock.Key]bool{holdPods(u): true, kueueKey: false}},
 		{"one pod created: its start owed", func() { w.onPod(pod(0, corev1.PodPending), false) },
-			map[simclock.Key]bool{holdPods(u): true, simclock.PodStart("pod-0"): true}},
+			map[simclock.Key]bool{holdPods(u): true, simclock.PodStart("pod-0"): true, holdSeen("pod-0"): true}},
 		{"both pods created", func() { w.onPod(pod(1, corev1.PodPending), false) },
-			map[simclock.Key]bool{holdPods(u): false, simclock.PodStart("pod-1"): true}},
-		{"the agent started pod 0", func() { w.onPod(pod(0, corev1.PodRunning), false); w.clk.Ack(simclock.PodStart("pod-0")) },
-			map[simclock.Key]bool{simclock.PodStart("pod-0"): false}},
+			map[simclock.Key]bool{holdPods(u): false, simclock.PodStart("pod-1"): true, holdSeen("pod-1"): true}},
+		{"the agent started pod 0 before this watcher saw it Running: its start is not recorded yet",
+			func() { w.clk.Ack(simclock.PodStart("pod-0")) },
+			map[simclock.Key]bool{simclock.PodStart("pod-0"): false, holdSeen("pod-0"): true}},
+		{"pod 0 seen Running", func() { w.onPod(pod(0, corev1.PodRunning), false) },
+			map[simclock.Key]bool{simclock.PodStart("pod-0"): false, holdSeen("pod-0"): false}},
 		{"pod 1 has no node: simulated wait", func() { w.onPod(pod(1, corev1.PodPending, unschedulable), false) },
+			map[simclock.Key]bool{simclock.PodStart("pod-1"): false, holdSeen("pod-1"): false}},
+		{"pod 1 bound to a node: its start owed again", func() {
+			p := pod(1, corev1.PodPending, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
+			p.Spec.NodeName = "node-a"
+			w.onPod(p, false)
+		}, map[simclock.Key]bool{simclock.PodStart("pod-1"): true, holdSeen("pod-1"): true}},
+		{"pod 1 seen Running before the agent started it", func() {
+			p := pod(1, corev1.PodRunning)
+			p.Spec.NodeName = "node-a"
+			w.onPod(p, false)
+		}, map[simclock.Key]bool{simclock.PodStart("pod-1"): true, holdSeen("pod-1"): false}},
+		{"the agent started pod 1", func() { w.clk.Ack(simclock.PodStart("pod-1")) },
 			map[simclock.Key]bool{simclock.PodStart("pod-1"): false}},
-		{"pod 1 runs", func() { w.onPod(pod(1, corev1.PodRunning), false) }, map[simclock.Key]bool{simclock.PodStart("pod-1"): false}},
 		{"the agent completed both: their ends owed", func() { w.clk.Hold(simclock.PodDone("pod-0")); w.clk.Hold(simclock.PodDone("pod-1")) },
 			map[simclock.Key]bool{simclock.PodDone("pod-0"): true, simclock.PodDone("pod-1"): true}},
 		{"pod 0 ended, pod 1 still running", func() { w.onPod(pod(0, corev1.PodSucceeded), false) },

@@ -33,6 +33,8 @@ import (
 //	Workload → Kueue's decision                  kueue         Kueue's queues agree with the API (settler)
 //	quota reserved → every pod created           pods          as many pods seen as the Workload's pod sets count
 //	pod created → Running, started by the agent  start         the agent acknowledges it, or the pod is Unschedulable
+//	pod created → Running in this watcher's view seen          this watcher sees it Running, Unschedulable, ended or
+//	                                                           deleted (the agent's informer may show Running first)
 //	resources freed → kube-scheduler's decision  schedule      the scheduler's queues agree with the API (settler)
 //	pod completed by the agent → pod terminal    done          this watcher sees the pod end (agent places it)
 //	last pod ended → Workload Finished           finish        Finished, a new pod, or the quota released
@@ -256,6 +258,14 @@ func holdRecover(u *unit) simclock.Key {
 	return simclock.Key{Kind: simclock.KindRecover, ID: u.key}
 }
 func holdOrphans(u *unit) simclock.Key { return simclock.Key{Kind: simclock.KindOrphans, ID: u.key} }
+
+// holdSeen is the watcher's own hold on a pod's start. The agent ends the start hold when its
+// informer shows the pod Running, and this watcher records pod_running at the trace time at which
+// its informer does: the two watches are independent, and without this hold the clock could move
+// in between, to the next alarm, and the start would be recorded that much late.
+func holdSeen(uid types.UID) simclock.Key {
+	return simclock.Key{Kind: simclock.KindSeen, ID: string(uid)}
+}
 
 func (w *watcher) onWorkload(o any, deleted bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -551,12 +561,16 @@ func (w *watcher) onPod(o any, deleted bool) {
 				// The pod is owed its start: scheduling, KWOK's Running, the agent's start.
 				w.clk.Hold(simclock.PodStart(p.UID))
 			}
+			if p.Status.Phase != corev1.PodRunning {
+				w.clk.Hold(holdSeen(p.UID))
+			}
 		}
 	}
 	u := st.unit
 	running := !deleted && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning
 	switch {
 	case running && !st.running:
+		w.clk.Release(holdSeen(p.UID))
 		st.running, st.everRan, st.since = true, true, now
 		u.running++
 		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key, Node: p.Spec.NodeName})
@@ -591,9 +605,17 @@ func (w *watcher) onPod(o any, deleted bool) {
 			// Waiting for a node is simulated time, not control-plane lag, once kube-scheduler
 			// has caught up (its cache may still hold a pod that just ended).
 			w.clk.Release(simclock.PodStart(p.UID))
+			w.clk.Release(holdSeen(p.UID))
 			w.pokeScheduler()
 		} else {
 			w.unsched--
+			if !running && !deleted && p.DeletionTimestamp == nil && !podTerminal(p) && p.Spec.NodeName != "" {
+				// A parked pod bound to a node is owed its start again, as a new pod is: KWOK's
+				// Running, the agent's start, this watcher's sight of it. (The agent may have
+				// acknowledged the start already; the clock then keeps no start hold.)
+				w.clk.Hold(simclock.PodStart(p.UID))
+				w.clk.Hold(holdSeen(p.UID))
+			}
 		}
 	}
 	switch {
@@ -610,6 +632,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 			u.lastEnd = t // ended before the watcher saw it run
 		}
 		w.clk.Release(simclock.PodStart(p.UID))
+		w.clk.Release(holdSeen(p.UID))
 		if p.Status.Phase == corev1.PodSucceeded && u.reserved {
 			u.succeeded++
 		}
@@ -637,6 +660,7 @@ func (w *watcher) podGone(key string, st *podState) {
 		w.clk.Hold(simclock.PodGone(st.uid))
 	}
 	w.clk.Release(simclock.PodStart(st.uid))
+	w.clk.Release(holdSeen(st.uid))
 	if !st.terminal {
 		st.terminal = true
 		w.podEnded(st.unit, st, true)

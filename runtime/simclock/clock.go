@@ -41,6 +41,7 @@ const (
 	KindPods     Kind = "pods"     // runner: quota reserved, not all of the Workload's pods created
 	KindSchedule Kind = "schedule" // runner: kube-scheduler has not settled on the unbound pods
 	KindStart    Kind = "start"    // runner → agent: a pod not yet Running and started by the agent
+	KindSeen     Kind = "seen"     // runner: a pod owed its start that the runner's own informer has not shown Running
 	KindGone     Kind = "gone"     // runner → agent: a deleted pod the agent still simulates
 	KindDone     Kind = "done"     // agent → runner: a completed pod not yet seen terminal
 	KindFinish   Kind = "finish"   // runner: a Workload whose pods are done is not Finished yet
