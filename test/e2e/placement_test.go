@@ -177,6 +177,18 @@ func TestPlacementQuotaHeldIdle(t *testing.T) {
 		t.Errorf("MostAllocated: the whole-node workload waited %.1f s admitted, %d over the threshold, %.3f GPU-h held idle; want it running at admission",
 			mw.LongestSec, mi.OverThreshold, mi.GPUHours)
 	}
+	// Every one-GPU workload fits at once in both runs: its pod runs at its admission. A wait here
+	// is a start the runner recorded after the clock had moved on (to the next submission).
+	for _, c := range []struct {
+		d    *results.Dir
+		team string
+	}{{least, "place-least"}, {most, "place-most"}} {
+		for _, w := range c.d.Waits {
+			if w.Workload != c.team+"-whole-node" && w.LongestSec > 1 {
+				t.Errorf("%s: %s waited %.1f s admitted, want its pod running at admission", c.team, w.Workload, w.LongestSec)
+			}
+		}
+	}
 	// kueuelab's kube-scheduler gives a tie to the node whose name sorts first (upstream's draws
 	// at random), so where each pod runs is fixed: LeastAllocated alternates from -000, and
 	// MostAllocated packs the long pods on -000 (a tie for the first) and the short ones on -001.
