@@ -543,6 +543,14 @@ func (w *watcher) onPod(o any, deleted bool) {
 		u.pods[key] = st
 		if !deleted && p.DeletionTimestamp == nil && !podTerminal(p) {
 			u.live++
+			// The pod is owed its start: scheduling, KWOK's Running, the agent's start, this
+			// watcher's sight of it Running. These holds take over from the ones released below
+			// (pods, finish, recover), so they go first: the clock moves as soon as no hold is
+			// active, and a clock trace showed it jump between the two.
+			w.clk.Hold(simclock.PodStart(p.UID))
+			if p.Status.Phase != corev1.PodRunning {
+				w.clk.Hold(holdSeen(p.UID))
+			}
 			// Its owner made a new pod (a replacement, a JobSet's next attempt): the workload
 			// goes on, so its last pods' end no longer owes its finish. Left held, the finish
 			// hold would stall the clock to its limit and, expired, not wait for the real end.
@@ -557,13 +565,6 @@ func (w *watcher) onPod(o any, deleted bool) {
 				}
 			}
 			w.recovered(u)
-			if p.Status.Phase != corev1.PodRunning || !st.running {
-				// The pod is owed its start: scheduling, KWOK's Running, the agent's start.
-				w.clk.Hold(simclock.PodStart(p.UID))
-			}
-			if p.Status.Phase != corev1.PodRunning {
-				w.clk.Hold(holdSeen(p.UID))
-			}
 		}
 	}
 	u := st.unit
@@ -603,10 +604,10 @@ func (w *watcher) onPod(o any, deleted bool) {
 			w.unsched++
 			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodUnschedulable, Object: key, Message: scheduledMessage(p)})
 			// Waiting for a node is simulated time, not control-plane lag, once kube-scheduler
-			// has caught up (its cache may still hold a pod that just ended).
+			// has caught up (its cache may still hold a pod that just ended): its hold first.
+			w.pokeScheduler()
 			w.clk.Release(simclock.PodStart(p.UID))
 			w.clk.Release(holdSeen(p.UID))
-			w.pokeScheduler()
 		} else {
 			w.unsched--
 			if !running && !deleted && p.DeletionTimestamp == nil && !podTerminal(p) && p.Spec.NodeName != "" {
@@ -631,12 +632,14 @@ func (w *watcher) onPod(o any, deleted bool) {
 		if t, ok := annotatedTime(p, contract.FinishedTraceSec); ok && !st.everRan {
 			u.lastEnd = t // ended before the watcher saw it run
 		}
-		w.clk.Release(simclock.PodStart(p.UID))
-		w.clk.Release(holdSeen(p.UID))
 		if p.Status.Phase == corev1.PodSucceeded && u.reserved {
 			u.succeeded++
 		}
+		// What the end leaves owed (finish, recover, the scheduler's retry) is held before the
+		// pod's own holds end.
 		w.podEnded(u, st, p.Status.Phase == corev1.PodFailed)
+		w.clk.Release(simclock.PodStart(p.UID))
+		w.clk.Release(holdSeen(p.UID))
 		w.clk.Release(simclock.PodDone(p.UID))
 		w.orphanGone(u, key)
 	}
@@ -659,12 +662,12 @@ func (w *watcher) podGone(key string, st *podState) {
 	if st.everRan && !st.terminal {
 		w.clk.Hold(simclock.PodGone(st.uid))
 	}
-	w.clk.Release(simclock.PodStart(st.uid))
-	w.clk.Release(holdSeen(st.uid))
 	if !st.terminal {
 		st.terminal = true
 		w.podEnded(st.unit, st, true)
 	}
+	w.clk.Release(simclock.PodStart(st.uid))
+	w.clk.Release(holdSeen(st.uid))
 	w.clk.Release(simclock.PodDone(st.uid))
 	_ = key
 }
