@@ -137,14 +137,14 @@ func (f *holdFollower) watching(ctx context.Context, w *watcher) error {
 		if err := w.seedQueues(ctx); err != nil {
 			return err
 		}
-		kcheck = kueueCheck(f.cfg.KueueMetrics, w.queues)
+		kcheck = kueueCheck(f.cfg.KueueMetrics, w.queueCounts)
 	}
 	if f.sched != nil {
 		pv, err := startPodView(ctx, f.sched)
 		if err != nil {
 			return err
 		}
-		scheck = schedulerCheck(f.cfg.SchedulerMetrics, pv)
+		scheck = schedulerCheck(f.cfg.SchedulerMetrics, pv, w.parked)
 	}
 	w.kueue = newSettler("kueue", f.cfg.Clock, simclock.KindKueue, settleInterval, kcheck)
 	w.sched = newSettler("kube-scheduler", f.cfg.Clock, simclock.KindSchedule, settleInterval, scheck)

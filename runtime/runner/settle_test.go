@@ -201,12 +201,12 @@ func TestKueueCheck(t *testing.T) {
 		{"admission not written yet", gauge(0, 0, 2), false, "reserving"},
 		{"new Workload not queued yet", gauge(0, 0, 1), false, "pending"},
 	} {
-		ok, why, err := kueueCheck(staticMetrics(tc.metrics), v)(context.Background())
+		ok, why, err := kueueCheck(staticMetrics(tc.metrics), v.counts)(context.Background())
 		if err != nil || ok != tc.ok || !strings.Contains(why, tc.contains) {
 			t.Errorf("%s: ok %v why %q err %v; want ok %v, why containing %q", tc.name, ok, why, err, tc.ok, tc.contains)
 		}
 	}
-	if _, _, err := kueueCheck(func(context.Context) (io.ReadCloser, error) { return nil, errors.New("down") }, v)(context.Background()); err == nil {
+	if _, _, err := kueueCheck(func(context.Context) (io.ReadCloser, error) { return nil, errors.New("down") }, v.counts)(context.Background()); err == nil {
 		t.Error("a failed read must be an error")
 	}
 }
@@ -223,18 +223,22 @@ func TestSchedulerCheck(t *testing.T) {
 	stale := staticMetrics("scheduler_pending_pods{queue=\"unschedulable\"} 2\nscheduler_scheduler_cache_size{type=\"pods\"} 4\n")
 	staleNoneParked := staticMetrics("scheduler_pending_pods{queue=\"gated\"} 2\nscheduler_scheduler_cache_size{type=\"pods\"} 4\n")
 	for _, tc := range []struct {
-		name string
-		src  MetricsSource
-		ok   bool
+		name   string
+		src    MetricsSource
+		parked []types.UID // the pods the watcher last saw parked
+		ok     bool
 	}{
-		{"every unbound pod parked", sched(0, 0, 1, 1), true},
-		{"one to try", sched(1, 0, 1, 0), false},
-		{"one in backoff", sched(0, 1, 1, 0), false},
-		{"one being scheduled or bound", sched(0, 0, 1, 0), false},
-		{"parked against a cache that still holds an ended pod", stale, false},
-		{"a stale cache decides nothing when no pod is parked unschedulable", staleNoneParked, true},
+		{"every unbound pod parked", sched(0, 0, 1, 1), nil, true},
+		{"one to try", sched(1, 0, 1, 0), nil, false},
+		{"one in backoff", sched(0, 1, 1, 0), nil, false},
+		{"one being scheduled or bound", sched(0, 0, 1, 0), nil, false},
+		{"parked against a cache that still holds an ended pod", stale, nil, false},
+		{"a stale cache decides nothing when no pod is parked unschedulable", staleNoneParked, nil, true},
+		{"the watcher saw the parked pods parked", sched(0, 0, 1, 1), []types.UID{"a", "b"}, true},
+		{"the watcher has not seen a parked pod bound yet", sched(0, 0, 1, 1), []types.UID{"a", "c"}, false},
+		{"a pod the watcher saw parked is gone", sched(0, 0, 1, 1), []types.UID{"a", "x"}, true},
 	} {
-		if ok, why, err := schedulerCheck(tc.src, v)(context.Background()); err != nil || ok != tc.ok {
+		if ok, why, err := schedulerCheck(tc.src, v, func() []types.UID { return tc.parked })(context.Background()); err != nil || ok != tc.ok {
 			t.Errorf("%s: ok %v (%s) err %v, want %v", tc.name, ok, why, err, tc.ok)
 		}
 	}

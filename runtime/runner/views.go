@@ -125,17 +125,20 @@ const (
 	metricReserving = "kueue_reserving_active_workloads"
 )
 
-// kueueCheck compares Kueue's queues with the view: Kueue has caught up when no ClusterQueue has
-// a Workload waiting to be tried (status active) and every ClusterQueue holds the Workloads the
-// API shows pending and reserving.
-func kueueCheck(src MetricsSource, v *queueView) func(ctx context.Context) (bool, string, error) {
+// kueueCheck compares Kueue's queues with the view's counts: Kueue has caught up when no
+// ClusterQueue has a Workload waiting to be tried (status active) and every ClusterQueue holds the
+// Workloads the API shows pending and reserving. counts must return the view as the watcher has
+// handled it whole (watcher.queueCounts): the watcher updates the view first and places the holds
+// of what it saw (a reservation's pods) after, and a read in between would agree with Kueue and
+// end the settling before the hold that takes over exists.
+func kueueCheck(src MetricsSource, counts func() (pending, reserving map[string]int)) func(ctx context.Context) (bool, string, error) {
 	families := map[string]bool{metricPending: true, metricReserving: true}
 	return func(ctx context.Context) (bool, string, error) {
 		m, err := readMetrics(ctx, src, families, "cluster_queue", "status")
 		if err != nil {
 			return false, "", fmt.Errorf("read Kueue metrics: %w", err)
 		}
-		pending, reserving := v.counts()
+		pending, reserving := counts()
 		var diffs []string
 		for key, n := range m[metricPending] {
 			cq, status, _ := strings.Cut(key, "/")
@@ -220,6 +223,12 @@ func (v *podView) count() int {
 	return len(v.unbound)
 }
 
+func (v *podView) isBound(uid types.UID) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.bound[uid]
+}
+
 func (v *podView) boundCount() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -235,8 +244,10 @@ const (
 
 // schedulerCheck compares kube-scheduler's queues with the view: the scheduler has caught up when
 // nothing waits to be tried (active, backoff) and every unbound pod is parked as unschedulable or
-// gated (a pod being scheduled or bound is in no queue and still unbound).
-func schedulerCheck(src MetricsSource, v *podView) func(ctx context.Context) (bool, string, error) {
+// gated (a pod being scheduled or bound is in no queue and still unbound). parked, when set,
+// lists the pods the watcher last saw parked: one the view shows bound has not been seen bound by
+// the watcher yet, which then owes its start a hold (the view and the watcher are two informers).
+func schedulerCheck(src MetricsSource, v *podView, parked func() []types.UID) func(ctx context.Context) (bool, string, error) {
 	families := map[string]bool{metricSchedPending: true, metricSchedCache: true}
 	return func(ctx context.Context) (bool, string, error) {
 		m, err := readMetrics(ctx, src, families, "queue", "type")
@@ -261,6 +272,13 @@ func schedulerCheck(src MetricsSource, v *podView) func(ctx context.Context) (bo
 		if cache, ok := m[metricSchedCache]; ok && q["unschedulable"] > 0 {
 			if n, bound := cache["/pods"], v.boundCount(); int(n) != bound {
 				return false, fmt.Sprintf("kube-scheduler's cache holds %g pods, the API %d bound", n, bound), nil
+			}
+		}
+		if parked != nil {
+			for _, uid := range parked() {
+				if v.isBound(uid) {
+					return false, fmt.Sprintf("pod %s bound, the runner has not seen it yet", uid), nil
+				}
 			}
 		}
 		return true, "", nil

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,7 +71,7 @@ type watcher struct {
 	units   map[string]*unit // by unit key: the workload id, or id#n for trial n
 	byWL    map[types.UID]*unit
 	pods    map[string]*podState // by namespace/name
-	unsched int                  // pods the scheduler rejected, over all units
+	unsched map[types.UID]bool   // pods the scheduler rejected (parked), over all units
 	late    lateStats
 	changed time.Time     // wall time of the last informer event
 	faults  faultObserver // nil without fault injection
@@ -151,7 +153,7 @@ func (l *lateStats) add(d float64, what string) {
 
 func newWatcher(p *plan, rec *results.Recorder, clk *simclock.Clock, tr *trials) *watcher {
 	return &watcher{plan: p, rec: rec, clk: clk, trials: tr, units: map[string]*unit{}, byWL: map[types.UID]*unit{},
-		pods: map[string]*podState{}, loop: make(chan error, 1)}
+		pods: map[string]*podState{}, unsched: map[types.UID]bool{}, loop: make(chan error, 1)}
 }
 
 // start runs informers on Workloads and pods (in the run's namespaces) and nodes, and returns
@@ -601,7 +603,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 	if unsched != st.unsched {
 		st.unsched = unsched
 		if unsched {
-			w.unsched++
+			w.unsched[p.UID] = true
 			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodUnschedulable, Object: key, Message: scheduledMessage(p)})
 			// Waiting for a node is simulated time, not control-plane lag, once kube-scheduler
 			// has caught up (its cache may still hold a pod that just ended): its hold first.
@@ -609,7 +611,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 			w.clk.Release(simclock.PodStart(p.UID))
 			w.clk.Release(holdSeen(p.UID))
 		} else {
-			w.unsched--
+			delete(w.unsched, p.UID)
 			if !running && !deleted && p.DeletionTimestamp == nil && !podTerminal(p) && p.Spec.NodeName != "" {
 				// A parked pod bound to a node is owed its start again, as a new pod is: KWOK's
 				// Running, the agent's start, this watcher's sight of it. (The agent may have
@@ -657,7 +659,7 @@ func (w *watcher) podGone(key string, st *podState) {
 	st.deleting = true
 	if st.unsched {
 		st.unsched = false
-		w.unsched--
+		delete(w.unsched, st.uid)
 	}
 	if st.everRan && !st.terminal {
 		w.clk.Hold(simclock.PodGone(st.uid))
@@ -692,7 +694,7 @@ func (w *watcher) podEnded(u *unit, st *podState, failed bool) {
 
 // pokeScheduler asks for kube-scheduler to settle when pods it rejected might fit now.
 func (w *watcher) pokeScheduler() {
-	if w.sched != nil && w.unsched > 0 {
+	if w.sched != nil && len(w.unsched) > 0 {
 		w.sched.poke()
 	}
 }
@@ -822,6 +824,21 @@ func (w *watcher) seedQueues(ctx context.Context) error {
 		w.queues.update(&wls.Items[i], false)
 	}
 	return nil
+}
+
+// queueCounts is the queue view's counts between two informer events: an event updates the view
+// and places its holds under w.mu (see kueueCheck).
+func (w *watcher) queueCounts() (pending, reserving map[string]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queues.counts()
+}
+
+// parked lists the pods last seen parked by kube-scheduler (see schedulerCheck).
+func (w *watcher) parked() []types.UID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Collect(maps.Keys(w.unsched))
 }
 
 // lateness reports the steps observed after their trace time, the worst delay and what it was.
