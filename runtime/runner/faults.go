@@ -65,6 +65,7 @@ type injector struct {
 	file       *os.File
 	evictAfter float64
 	exitCode   int32
+	alarm      *simclock.Alarm // the next fault or follow-up step (arm)
 
 	mu      sync.Mutex
 	steps   stepHeap
@@ -176,9 +177,20 @@ func (in *injector) checkStage(ctx context.Context, spec *fault.Spec) error {
 	return nil
 }
 
+// arm sets the alarm at the first fault, before the clock starts (see submitter.arm).
+func (in *injector) arm() {
+	in.alarm = in.clk.NewAlarm("faults", simclock.OrderFault)
+	if next := in.sch.Peek(); !math.IsInf(next, 1) {
+		in.alarm.Set(next)
+	}
+}
+
 // run plays the schedule until ctx ends.
 func (in *injector) run(ctx context.Context) {
-	alarm := in.clk.NewAlarm("faults", simclock.OrderFault)
+	if in.alarm == nil {
+		in.arm()
+	}
+	alarm := in.alarm
 	defer alarm.Stop()
 	for {
 		next := in.sch.Peek()

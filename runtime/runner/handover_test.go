@@ -2,9 +2,11 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,4 +128,30 @@ func (f *handoverFixture) pod(phase corev1.PodPhase, conds ...corev1.PodConditio
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-0", f.name), Namespace: f.ns, UID: f0,
 		Labels: map[string]string{contract.WorkloadLabel: f.name}},
 		Status: corev1.PodStatus{Phase: phase, Conditions: conds}}
+}
+
+// TestFirstAlarmsArmedBeforeStart: the runner arms the submitter's and the sampler's first alarms
+// before the clock starts, so the clock's first move is to the earliest of them whichever
+// goroutine runs first.
+func TestFirstAlarmsArmedBeforeStart(t *testing.T) {
+	p, _ := testPlan(t, 40, "examples/clusters/small.yaml")
+	first := p.items[0].offset
+	clk := simclock.New(simclock.Options{})
+	sub := newSubmitter(nil, p, nil, clk, 1000, 100, 1)
+	smp := &sampler{plan: p, clk: clk, step: first + 1}
+	smp.arm() // the later alarm first
+	sub.arm()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk.Start(ctx)
+	select {
+	case <-sub.alarm.C():
+	case <-smp.alarm.C():
+		t.Fatalf("the sample row at %g fired before the first submission at %g", first+1, first)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the first submission's alarm did not fire; clock: %s", clk.Blockers())
+	}
+	if now := clk.Now(); now != first {
+		t.Errorf("the first submission's alarm fired at trace %g, want %g", now, first)
+	}
 }

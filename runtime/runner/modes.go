@@ -214,6 +214,8 @@ type faultMode interface {
 	prepare(ctx context.Context, r *run) error
 	// watching gives the injector the watches' cache to read.
 	watching(c cache.Cache)
+	// arm arms the injector's first alarm, before the clock starts.
+	arm()
 	// start runs the injector in bg.
 	start(ctx context.Context, bg *sync.WaitGroup)
 	// finish restores what the faults changed and records them in the summary.
@@ -231,6 +233,7 @@ type noFaults struct{}
 
 func (noFaults) prepare(context.Context, *run) error    { return nil }
 func (noFaults) watching(cache.Cache)                   {}
+func (noFaults) arm()                                   {}
 func (noFaults) start(context.Context, *sync.WaitGroup) {}
 func (noFaults) finish(*results.Meta) error             { return nil }
 
@@ -254,6 +257,8 @@ func (f *injecting) prepare(ctx context.Context, r *run) error {
 }
 
 func (f *injecting) watching(c cache.Cache) { f.inj.reader = c }
+
+func (f *injecting) arm() { f.inj.arm() }
 
 func (f *injecting) start(ctx context.Context, bg *sync.WaitGroup) {
 	bg.Add(1)

@@ -335,6 +335,12 @@ func (r *run) startWatching(ctx context.Context) error {
 func (r *run) replay(runCtx, parent context.Context, cancelRun context.CancelFunc, driverErr <-chan error) (string, error) {
 	var bg sync.WaitGroup
 	r.follow.start(runCtx, &bg, r.evlog)
+	smp := &sampler{plan: r.plan, cache: r.cache, clk: r.clk, out: r.series, step: r.cfg.SampleStep, nodePower: r.driver.nodePower()}
+	// The first alarms are armed before the clock starts (submitter.arm): the clock jumps to the
+	// earliest alarm armed, and one armed late would find it past its time.
+	r.sub.arm()
+	smp.arm()
+	r.faults.arm()
 	r.clk.Start(runCtx)
 	if r.cfg.Timeout > 0 {
 		var cancelT context.CancelFunc
@@ -344,7 +350,6 @@ func (r *run) replay(runCtx, parent context.Context, cancelRun context.CancelFun
 	bg.Add(2)
 	go func() { defer bg.Done(); r.sub.run(runCtx) }()
 	r.faults.start(runCtx, &bg)
-	smp := &sampler{plan: r.plan, cache: r.cache, clk: r.clk, out: r.series, step: r.cfg.SampleStep, nodePower: r.driver.nodePower()}
 	go func() { defer bg.Done(); smp.run(runCtx) }()
 
 	prog := r.cfg.progress(len(r.plan.records))

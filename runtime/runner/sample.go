@@ -26,10 +26,20 @@ type sampler struct {
 	out       *results.SeriesWriter
 	step      float64
 	errors    int
+	alarm     *simclock.Alarm // the next row (arm)
+}
+
+// arm sets the alarm at the first row, before the clock starts (see submitter.arm).
+func (s *sampler) arm() {
+	s.alarm = s.clk.NewAlarm("sample", simclock.OrderSample)
+	s.alarm.Set(s.step)
 }
 
 func (s *sampler) run(ctx context.Context) {
-	alarm := s.clk.NewAlarm("sample", simclock.OrderSample)
+	if s.alarm == nil {
+		s.arm()
+	}
+	alarm := s.alarm
 	defer alarm.Stop()
 	for k := 1; ; k++ {
 		t := float64(k) * s.step

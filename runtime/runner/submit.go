@@ -36,6 +36,7 @@ type submitter struct {
 	workers int
 	// retryMax bounds one create's backoff between retries.
 	retryMax time.Duration
+	alarm    *simclock.Alarm // the next submission (arm)
 
 	mu          sync.Mutex
 	objs        []client.Object // every object created, for cleanup
@@ -62,7 +63,21 @@ func newSubmitter(c client.Client, p *plan, rec *results.Recorder, clk *simclock
 		workers: max(1, min(16, int(qps/5))), retryMax: 5 * time.Second}
 }
 
+// arm sets the alarm at the first submission. The runner arms every participant's first alarm
+// before it starts the clock, which jumps to the earliest alarm armed: armed from run's goroutine,
+// the first submission could be armed after the sampler's first rows, and the clock would already
+// stand at them, with every submission due before made at once there.
+func (s *submitter) arm() {
+	s.alarm = s.clk.NewAlarm("submit", simclock.OrderSubmission)
+	if len(s.plan.items) > 0 {
+		s.alarm.Set(s.plan.items[0].offset)
+	}
+}
+
 func (s *submitter) run(ctx context.Context) {
+	if s.alarm == nil {
+		s.arm()
+	}
 	work := make(chan func(), 1024)
 	var wg sync.WaitGroup
 	for range s.workers {
@@ -86,7 +101,7 @@ func (s *submitter) run(ctx context.Context) {
 			return false
 		}
 	}
-	alarm := s.clk.NewAlarm("submit", simclock.OrderSubmission)
+	alarm := s.alarm
 	defer alarm.Stop()
 	items := s.plan.items
 	next := 0
