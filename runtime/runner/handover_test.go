@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
@@ -153,5 +156,54 @@ func TestFirstAlarmsArmedBeforeStart(t *testing.T) {
 	}
 	if now := clk.Now(); now != first {
 		t.Errorf("the first submission's alarm fired at trace %g, want %g", now, first)
+	}
+}
+
+// TestWatcherPodParkedBeforeReservation: the pod informer may show a pod parked before the
+// Workload informer shows the reservation it belongs to (a pod exists only once Kueue admitted its
+// workload). The verdict is then recorded again within the reservation, where the quota held idle
+// reads a wait's reason.
+func TestWatcherPodParkedBeforeReservation(t *testing.T) {
+	w, _, p := watchFixture(t)
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	log, err := results.CreateEventLog(path, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := results.NewRecorder(p.records, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.rec = rec
+	f := newHandoverFixture(t, p)
+	w.onWorkload(f.wl, false)
+	msg := "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+	unschedulable := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}
+	w.onPod(f.pod(corev1.PodPending, unschedulable), false)
+	f.reserve(w)
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := results.ReadEvents(bytes.NewReader(data), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, waits := results.ReservedIdle(evs, rec.Records(), 100, 60)
+	found := false
+	for _, wt := range waits {
+		if wt.Workload != f.id {
+			continue
+		}
+		found = true
+		if !wt.Unschedulable || wt.Reason != results.SchedulingReason(msg) {
+			t.Errorf("wait %+v: want kube-scheduler's verdict %q; events %+v", wt, results.SchedulingReason(msg), evs)
+		}
+	}
+	if !found {
+		t.Errorf("no wait for %s; events %+v", f.id, evs)
 	}
 }

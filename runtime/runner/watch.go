@@ -129,6 +129,7 @@ type podState struct {
 	terminal   bool
 	deleting   bool
 	unsched    bool
+	verdict    string // kube-scheduler's message while unsched
 	since      float64
 	energyDone bool
 	attempt    int // JobSet restart attempt (-1: none)
@@ -362,6 +363,13 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		// The pod informer may have shown every pod Running before this informer showed the
 		// reservation: they are all up now.
 		w.allPodsUp(u, now)
+		// Or it may have shown a pod parked: kube-scheduler's verdict is on this reservation's
+		// pod, and the wait's reason (results.ReservedIdle) reads the verdicts within the wait.
+		for _, key := range slices.Sorted(maps.Keys(u.pods)) {
+			if ps := u.pods[key]; ps.unsched && !ps.terminal && !ps.deleting {
+				w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodUnschedulable, Object: key, Message: ps.verdict})
+			}
+		}
 	case !reserved && u.reserved:
 		u.reserved = false
 		w.clk.Release(holdPods(u))
@@ -604,7 +612,8 @@ func (w *watcher) onPod(o any, deleted bool) {
 		st.unsched = unsched
 		if unsched {
 			w.unsched[p.UID] = true
-			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodUnschedulable, Object: key, Message: scheduledMessage(p)})
+			st.verdict = scheduledMessage(p)
+			w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodUnschedulable, Object: key, Message: st.verdict})
 			// Waiting for a node is simulated time, not control-plane lag, once kube-scheduler
 			// has caught up (its cache may still hold a pod that just ended): its hold first.
 			w.pokeScheduler()
