@@ -555,8 +555,8 @@ func (w *watcher) onPod(o any, deleted bool) {
 			u.live++
 			// The pod is owed its start: scheduling, KWOK's Running, the agent's start, this
 			// watcher's sight of it Running. These holds take over from the ones released below
-			// (pods, finish, recover), so they go first: the clock moves as soon as no hold is
-			// active, and a clock trace showed it jump between the two.
+			// (pods, finish, recover), so they go first: the clock moves as soon as no hold has
+			// been active for its settle window, which a busy machine can spend between two calls.
 			w.clk.Hold(simclock.PodStart(p.UID))
 			if p.Status.Phase != corev1.PodRunning {
 				w.clk.Hold(holdSeen(p.UID))
