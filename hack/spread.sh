@@ -7,6 +7,7 @@
 #
 #   hack/spread.sh                        # the README trace, 5 cluster runs
 #   RUNS=3 JOBS=100 SPAN=4h hack/spread.sh
+#   TRACE=t.jsonl CLUSTER=spec.yaml hack/spread.sh   # a trace of one's own
 set -euo pipefail
 
 runs=${RUNS:-5}
@@ -18,9 +19,14 @@ out=${OUT:-results/spread}
 bin=${KUEUELAB:-./bin/kueuelab}
 
 mkdir -p "$out"
-"$bin" run --gen-jobs "$jobs" --gen-span "$span" --seed "$seed" --cluster "$spec" --out "$out/cluster-1"
-for i in $(seq 2 "$runs"); do
-  "$bin" run --trace "$out/cluster-1/trace.jsonl" --seed "$seed" --cluster "$spec" --out "$out/cluster-$i"
+first=1
+trace=${TRACE:-}
+if [ -z "$trace" ]; then
+  "$bin" run --gen-jobs "$jobs" --gen-span "$span" --seed "$seed" --cluster "$spec" --out "$out/cluster-1"
+  trace=$out/cluster-1/trace.jsonl first=2
+fi
+for i in $(seq "$first" "$runs"); do
+  "$bin" run --trace "$trace" --seed "$seed" --cluster "$spec" --out "$out/cluster-$i"
 done
-"$bin" run --engine sim --trace "$out/cluster-1/trace.jsonl" --seed "$seed" --cluster "$spec" --out "$out/sim"
+"$bin" run --engine sim --trace "$trace" --seed "$seed" --cluster "$spec" --out "$out/sim"
 python3 "$(dirname "$0")/spread.py" "$out"/cluster-* -- "$out/sim" | tee "$out/spread.txt"
