@@ -163,12 +163,14 @@ func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
 		}
 		requests := resourcehelper.PodRequests(proto, resourcehelper.PodResourcesOptions{})
 		reqs := p.topologyRequests(requests, proto, psa.TopologyAssignment, count)
-		base := w.object[len(w.key.Namespace)+1:] + "-" + string(ps.name) + "-"
+		// "<job>-<suffix>" with no dash in the suffix, as the Job controller names a Job's pods:
+		// results map a Katib trial's pod to its trial Job by cutting the last dash.
+		base := w.object[len(w.key.Namespace)+1:] + "-" + string(ps.name)
 		for k := range count {
 			req := reqs[k]
 			name := base + strconv.Itoa(k)
 			if w.attempt > 1 {
-				name += "-a" + strconv.Itoa(w.attempt)
+				name += "a" + strconv.Itoa(w.attempt)
 			}
 			pd := &pod{w: w, ps: i, key: w.key.Namespace + "/" + name, name: name, req: req, node: -1, gpus: ps.gpus,
 				ckpt: w.key.Namespace + "/" + ps.contract.WorkloadID + "/" + ps.contract.Role, restartSec: ps.contract.RestartOverheadSec}

@@ -301,6 +301,11 @@ func TestKatibTrials(t *testing.T) {
 	if trials != 12 || created != 12 || r.State != results.StateSucceeded || *r.Finished != 1200 {
 		t.Fatalf("trials %d, workloads %d, state %s, finished %v", trials, created, r.State, r.Finished)
 	}
+	// Each trial's pod runs the instant its quota is reserved: no quota is held idle (results
+	// map a trial's pod to its trial Job by the Job controller's pod naming).
+	if ri := d.Summary.ReservedIdle; ri == nil || ri.GPUHours != 0 || len(d.Waits) != 1 || d.Waits[0].LongestSec != 0 {
+		t.Errorf("reserved idle %+v, waits %+v: want none", ri, d.Waits)
+	}
 }
 
 // TestUnplaceableIsRejected: a namespace no team takes cannot be placed: the workload is recorded
@@ -460,7 +465,7 @@ func TestMPILauncherKeepsItsTemplate(t *testing.T) {
 	for _, e := range d.Events {
 		if e.Workload == "mpi" && e.Type == results.EvPodRunning {
 			role := "worker"
-			if strings.Contains(e.Object, "-launcher-") {
+			if strings.Contains(e.Object, "-launcher") {
 				role = "launcher"
 			}
 			order, nodes = append(order, role), append(nodes, e.Node)
