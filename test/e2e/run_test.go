@@ -218,10 +218,10 @@ func TestRunReplaysTraceToCompletion(t *testing.T) {
 	_, full := replayTrace(t, tr, path, "run-full", 8)
 	checkCounts(t, tr, full)
 	// The full-quota run queues (TTA p50 ~50 min) and preempts (14); the half-quota one more.
-	t.Run("SimEngineAgrees", func(t *testing.T) { checkSimAgrees(t, tr, path, "run-full", 8, full, true) })
+	t.Run("SimEngineAgrees", func(t *testing.T) { checkSimAgrees(t, tr, path, "run-full", 8, full, true, fullQuotaSpread) })
 	_, half := replayTrace(t, tr, path, "run-half", 4)
 	checkCounts(t, tr, half)
-	t.Run("SimEngineAgreesHalfQuota", func(t *testing.T) { checkSimAgrees(t, tr, path, "run-half", 4, half, false) })
+	t.Run("SimEngineAgreesHalfQuota", func(t *testing.T) { checkSimAgrees(t, tr, path, "run-half", 4, half, false, nil) })
 
 	ttaFull, ttaHalf := full.Summary.Groups[0].TimeToAdmissionSec, half.Summary.Groups[0].TimeToAdmissionSec
 	t.Logf("time-to-admission p50/p95: %.0f/%.0f s with 8 GPUs, %.0f/%.0f s with 4",

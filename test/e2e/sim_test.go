@@ -16,17 +16,30 @@ import (
 // spec clusterRun was replayed on by the cluster engine (runSpec(team, gpuQuota)) and compares
 // the runs with the sim engine's criteria (runtime/compare.DefaultTolerances). Checked: every
 // workload finishes in both, preemptions agree, and the admission orders correlate (Spearman ≥
-// 0.9). Reported, not checked: TTA p50 and p95 and median JCT, which on a 50-workload trace turn on
-// one or two workloads and move more than their tolerance between cluster runs of the same trace
-// and binary (TTA p95 36170 s and 31600 s at full quota; TTA p50 at half quota 12754 s and 21493
-// s; median JCT +2.5 % and +6 % with one preemption victim or out-of-FIFO admission chosen
-// otherwise; TTA p50 at full quota 9322 s in one cluster run and 3035 s in the next, the sim 3035 s:
-// README → the sim engine → Victims released together). hack/bench-sim.sh's agree step compares on larger traces. It reuses the cluster runs of
+// 0.9). With spread (the full-quota run), TTA p50 and p95 and median JCT are checked too, within
+// the cluster engine's own run-to-run spread on this trace (fullQuotaSpread); without it (half
+// quota, not measured) they are reported. It reuses the cluster runs of
 // TestRunReplaysTraceToCompletion, so it costs the e2e suite the sim runs only (about a second).
 //
 // checkMetrics says whether GPU allocation is checked too: at half quota it is only logged, since
 // there the cluster engine's own allocation was 0.4378, 0.4482 and 0.4260 in three runs.
-func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int, clusterRun *results.Dir, checkMetrics bool) {
+// fullQuotaSpread is the cluster engine's run-to-run spread (max − min) on runTrace at full
+// quota, measured in 5 runs (docs/notes/wave3/issue-24.md):
+//
+//	kueuelab gen --jobs 50 --seed 1 --emit-workload-records --out run50.jsonl
+//	TRACE=run50.jsonl CLUSTER=hack/testdata/spread-run-full.yaml hack/spread.sh
+//
+// TTA p50 and p95 did not move at all (3,035.408 s and 36,765.619 s in every run), median JCT
+// did (10,498 s to 12,973 s: one victim or another). The TTA tolerance has a 1 s floor: the sim
+// charges Kueue 10 ms of trace time per scheduling cycle (sim.DefaultTiming), which the held
+// clock does not, and was 0.04 s (p50) and 0.49 s (p95) later than the cluster.
+var fullQuotaSpread = &compare.Tolerances{
+	TTAP50: compare.Tolerance{Abs: 1},
+	TTAP95: compare.Tolerance{Abs: 1},
+	JCTP50: compare.Tolerance{Abs: 2475.127},
+}
+
+func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQuota int, clusterRun *results.Dir, checkMetrics bool, spread *compare.Tolerances) {
 	t.Helper()
 	spec, err := rcluster.Parse("spec.yaml", []byte(runSpec(team, gpuQuota)))
 	if err != nil {
@@ -46,7 +59,11 @@ func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQu
 	t.Logf("sim engine: %d events, %d scheduling cycles, %.0f trace s in %.2fs wall; the cluster engine took %.1fs wall (%.0fx)",
 		res.Events, res.Cycles, simRun.Summary.TraceSec, res.WallSec, clusterRun.Summary.WallSec, clusterRun.Summary.WallSec/res.WallSec)
 
-	rep, err := compare.Compare(clusterRun, simRun, compare.DefaultTolerances)
+	tol := compare.DefaultTolerances
+	if spread != nil {
+		tol.TTAP50, tol.TTAP95, tol.JCTP50 = spread.TTAP50, spread.TTAP95, spread.JCTP50
+	}
+	rep, err := compare.Compare(clusterRun, simRun, tol)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +78,8 @@ func checkSimAgrees(t *testing.T, tr *trace.Trace, tracePath, team string, gpuQu
 	if rep.RankCorr < 0.9 {
 		t.Errorf("admission orders: Spearman correlation %.4f, want ≥ 0.9", rep.RankCorr)
 	}
-	checked := map[string]bool{"GPU allocation": checkMetrics, "preemptions": true}
+	checked := map[string]bool{"GPU allocation": checkMetrics, "preemptions": true,
+		"TTA p50 (s)": spread != nil, "TTA p95 (s)": spread != nil, "median JCT (s)": spread != nil}
 	for _, m := range rep.Metrics {
 		switch {
 		case checked[m.Name] && !m.Agree:
