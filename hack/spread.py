@@ -39,7 +39,16 @@ def main(argv):
     if "--" not in argv:
         sys.exit(__doc__)
     i = argv.index("--")
-    cluster, sim = [metrics(d) for d in argv[:i]], metrics(argv[i + 1])
+    cluster = []
+    for d in argv[:i]:
+        why = json.load(open(d + "/summary.json")).get("incomplete")
+        if why:
+            print(f"{d}: left out, incomplete: {why}")
+            continue
+        cluster.append(metrics(d))
+    if not cluster:
+        sys.exit("no complete cluster run")
+    sim = metrics(argv[i + 1])
     print(f"{len(cluster)} cluster runs, 1 sim run")
     print(f"{'metric':<22}{'min':>12}{'max':>12}{'spread':>12}{'median':>12}{'sim':>12}  verdict")
     out = 0

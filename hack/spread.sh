@@ -22,11 +22,13 @@ mkdir -p "$out"
 first=1
 trace=${TRACE:-}
 if [ -z "$trace" ]; then
-  "$bin" run --gen-jobs "$jobs" --gen-span "$span" --seed "$seed" --cluster "$spec" --out "$out/cluster-1"
+  "$bin" run --gen-jobs "$jobs" --gen-span "$span" --seed "$seed" --cluster "$spec" --out "$out/cluster-1" || echo "cluster-1: exit $?"
   trace=$out/cluster-1/trace.jsonl first=2
 fi
 for i in $(seq "$first" "$runs"); do
-  "$bin" run --trace "$trace" --seed "$seed" --cluster "$spec" --out "$out/cluster-$i"
+  # An incomplete run (a preemption loop, a timeout) still writes its results; spread.py names it
+  # and leaves it out of the spread.
+  "$bin" run --trace "$trace" --seed "$seed" --cluster "$spec" --out "$out/cluster-$i" || echo "cluster-$i: exit $?"
 done
 "$bin" run --engine sim --trace "$trace" --seed "$seed" --cluster "$spec" --out "$out/sim"
 python3 "$(dirname "$0")/spread.py" "$out"/cluster-* -- "$out/sim" | tee "$out/spread.txt"
