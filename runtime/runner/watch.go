@@ -312,13 +312,10 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		for _, ref := range wl.OwnerReferences {
 			w.clk.Release(submitHold(ownerKey(ref.Kind, wl.Namespace, ref.Name)))
 		}
-		if len(wl.OwnerReferences) > 0 {
+		if ref := metav1.GetControllerOfNoCopy(wl); ref != nil {
+			u.owner = *ref
+		} else if len(wl.OwnerReferences) > 0 {
 			u.owner = wl.OwnerReferences[0]
-		}
-		for _, ref := range wl.OwnerReferences {
-			if ref.Controller != nil && *ref.Controller {
-				u.owner = ref
-			}
 		}
 	}
 	if deleted {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -92,35 +93,25 @@ func workloadSteps(d *results.Dir) map[string][]step {
 		if rank[e.Type] == 0 {
 			continue
 		}
-		out[e.Workload] = append(out[e.Workload], step{Type: e.Type, Reason: e.Reason, T: math.Round(e.T*1000) / 1000})
+		out[e.Workload] = append(out[e.Workload], step{Type: e.Type, Reason: e.Reason, T: toMs(e.T)})
 	}
 	for _, s := range out {
 		slices.SortStableFunc(s, func(a, b step) int {
-			if a.T != b.T {
-				return cmpF(a.T, b.T)
-			}
-			return rank[a.Type] - rank[b.Type]
+			return cmp.Or(cmp.Compare(a.T, b.T), rank[a.Type]-rank[b.Type])
 		})
 	}
 	return out
 }
 
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+// toMs rounds a trace time to the millisecond: the engines' times are compared to that.
+func toMs(t float64) float64 { return math.Round(t*1000) / 1000 }
 
 // runsOf are the trace times at which a workload's pods started running, sorted.
 func runsOf(d *results.Dir, id string) []float64 {
 	var out []float64
 	for _, e := range d.Events {
 		if e.Workload == id && e.Type == results.EvPodRunning {
-			out = append(out, math.Round(e.T*1000)/1000)
+			out = append(out, toMs(e.T))
 		}
 	}
 	slices.Sort(out)

@@ -318,13 +318,7 @@ func (s *Scheduler) candidateSet(selector map[string]string, tolerations []corev
 // filter lists the nodes whose labels match selector, whose taints tolerations tolerate and,
 // when only is not nil, that it names.
 func (s *Scheduler) filter(selector map[string]string, tolerations []corev1.Toleration, only []string) []int32 {
-	var allowed map[string]bool
-	if only != nil {
-		allowed = make(map[string]bool, len(only))
-		for _, n := range only {
-			allowed[n] = true
-		}
-	}
+	allowed := nameSet(only)
 	out := []int32{}
 	for i := range s.nodes {
 		n := &s.nodes[i]
@@ -336,6 +330,18 @@ func (s *Scheduler) filter(selector map[string]string, tolerations []corev1.Tole
 		}
 	}
 	return out
+}
+
+// nameSet is the set of names; nil for nil (no restriction).
+func nameSet(names []string) map[string]bool {
+	if names == nil {
+		return nil
+	}
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
 }
 
 // vectorHash hashes a node's allocatable and requested vectors (FNV-1a over their words).
@@ -469,13 +475,7 @@ func tolerates(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
 // NodeResourcesFit). The preemption postscript kube-scheduler appends is left out: Kueue's
 // pods have no priority to preempt with.
 func (s *Scheduler) Why(r *Request) string {
-	var only map[string]bool
-	if r.only != nil {
-		only = make(map[string]bool, len(r.only))
-		for _, n := range r.only {
-			only[n] = true
-		}
-	}
+	only := nameSet(r.only)
 	counts := map[string]int{}
 	for i := range s.nodes {
 		n := &s.nodes[i]
