@@ -122,7 +122,7 @@ func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 var intents = []string{"performance", "standard", "eco"}
 
 func typeMeta(kind string) metav1.TypeMeta {
-	return metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: kind}
+	return metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: kind}
 }
 
 func (s *Spec) resourceFlavor(f *flavor) *kueue.ResourceFlavor {

@@ -61,7 +61,7 @@ func kueueWebhookNeeded(webhook map[string]any) bool {
 		for _, g := range groups {
 			for _, res := range resources {
 				res, _, _ = strings.Cut(res, "/") // a subresource belongs to its resource
-				if g != kueuev1beta2.GroupVersion.Group && !enabled[g+"/"+res] {
+				if g != kueuev1beta2.SchemeGroupVersion.Group && !enabled[g+"/"+res] {
 					return false
 				}
 			}
