@@ -163,7 +163,7 @@ func TestInvalidObjectsFail(t *testing.T) {
 			mutate: func(t *testing.T, m map[string]any) {
 				set(t, m, strings.Repeat("q", 64), "metadata", "labels", "kueue.x-k8s.io/queue-name")
 			},
-			field: "metadata.labels", detail: "63 characters",
+			field: "metadata.labels", detail: "no more than 63",
 		},
 		{
 			name: "missing required coveredResources", obj: clusterQueueV1beta1(),
