@@ -8,12 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
 
@@ -136,13 +133,13 @@ func waitClusterQueuesActive(ctx context.Context, c client.Client, names []strin
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, n := range names {
-			var cq kueue.ClusterQueue
-			if err := c.Get(ctx, client.ObjectKey{Name: n}, &cq); err != nil {
-				last = fmt.Sprintf("ClusterQueue %s: %v", n, err)
+			active, why, err := kueuewl.ClusterQueueActive(ctx, c, n)
+			switch {
+			case err != nil:
+				last = err.Error()
 				return false, nil
-			}
-			if !meta.IsStatusConditionTrue(cq.Status.Conditions, kueue.ClusterQueueActive) {
-				last = fmt.Sprintf("ClusterQueue %s not Active: %s", n, condMessage(cq.Status.Conditions, kueue.ClusterQueueActive))
+			case !active:
+				last = fmt.Sprintf("ClusterQueue %s not Active: %s", n, why)
 				return false, nil
 			}
 		}
@@ -152,13 +149,6 @@ func waitClusterQueuesActive(ctx context.Context, c client.Client, names []strin
 		return fmt.Errorf("cluster queues not active (%s): %w", last, err)
 	}
 	return nil
-}
-
-func condMessage(conds []metav1.Condition, typ string) string {
-	if c := meta.FindStatusCondition(conds, typ); c != nil {
-		return c.Reason + ": " + c.Message
-	}
-	return "no " + typ + " condition"
 }
 
 func labelSelector(s string) (labels.Selector, error) {
