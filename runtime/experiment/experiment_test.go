@@ -15,7 +15,7 @@ import (
 	"github.com/kueuelab/kueuelab/render/contract"
 
 	"k8s.io/client-go/rest"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/render/cluster"
