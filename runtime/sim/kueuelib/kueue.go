@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +36,7 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/scheduler"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	afs "sigs.k8s.io/kueue/pkg/util/admissionfairsharing"
 	"sigs.k8s.io/kueue/pkg/util/routine"
@@ -80,6 +81,11 @@ type Kueue struct {
 	lqr         *core.LocalQueueReconciler
 	notified    []types.NamespacedName
 	notifiedSet map[types.NamespacedName]bool
+	// The inadmissible-workload requeuer (seam 4): the names Kueue notified, and those whose
+	// batch is waiting on the clock.
+	requeues      *notified
+	cqBatches     map[kueue.ClusterQueueReference]bool
+	cohortBatches map[kueue.CohortReference]bool
 }
 
 // newMu guards the swap of routine.DefaultWrapper while a Scheduler is built.
@@ -111,8 +117,12 @@ func New(o Options) (*Kueue, error) {
 	k := &Kueue{}
 	clk := timerClock{WithDelayedExecution: o.Clock, k: k}
 	queueOpts[0] = qcache.WithClock(clk)
+	// One preemption-expectations store shared by the queues, the scheduler and the workload
+	// controller, as Kueue's main wires them.
+	expect := preemptexpectations.New()
+	queueOpts = append(queueOpts, qcache.WithPreemptionExpectations(expect))
 	cc := schdcache.New(st, cacheOpts...)
-	qm := qcache.NewManager(st, cc, queueOpts...)
+	qm, rq := qcache.NewManagerForUnitTestsWithRequeuer(st, cc, queueOpts...)
 
 	newMu.Lock()
 	saved := routine.DefaultWrapper
@@ -121,11 +131,12 @@ func New(o Options) (*Kueue, error) {
 		scheduler.WithPodsReadyRequeuingTimestamp(config.EvictionTimestamp),
 		scheduler.WithFairSharing(o.FairSharing),
 		scheduler.WithAdmissionFairSharing(o.AdmissionFairSharing),
+		scheduler.WithPreemptionExpectations(expect),
 		scheduler.WithClock(nil, clk))
 	routine.DefaultWrapper = saved
 	newMu.Unlock()
 
-	var wopts []core.Option
+	wopts := []core.Option{core.WithPreemptionExpectations(expect)}
 	if afs.Enabled(o.AdmissionFairSharing) {
 		// The LocalQueue reconciler hears of every Workload event, as in Kueue's
 		// core.SetupControllers, and the handlers account admitted usage.
@@ -135,9 +146,14 @@ func New(o Options) (*Kueue, error) {
 	if err := setReconcilerClock(r, clk); err != nil {
 		return nil, err
 	}
+	requeues, err := bindNotified(rq)
+	if err != nil {
+		return nil, err
+	}
 	log := logr.Discard()
 	*k = Kueue{Store: st, cache: cc, queues: qm, sched: s, reconciler: r, clk: clk, opts: o,
-		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{}}
+		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{},
+		requeues: requeues, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{}}
 	k.newLocalQueueReconciler()
 	return k, nil
 }
@@ -153,6 +169,7 @@ func (c timerClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return c.WithDelayedExecution.AfterFunc(d, func() {
 		c.k.headsKnown = false
 		f()
+		c.k.batchRequeues()
 	})
 }
 
@@ -214,6 +231,9 @@ func (k *Kueue) add(o client.Object) error {
 		return err
 	}
 	switch x := o.(type) {
+	case *corev1.Node:
+		// Kueue's TAS node controller feeds its node cache from Node events.
+		k.cache.TASCache().SyncNode(x)
 	case *kueue.ResourceFlavor:
 		k.cache.AddOrUpdateResourceFlavor(k.log, x)
 	case *kueue.Topology:
@@ -281,7 +301,39 @@ func (k *Kueue) Cycle() (keepGoing bool, err error) {
 	}
 	k.cycles++
 	k.headsKnown = false
-	return schedule(k.sched, k.ctx) == wait.KeepGoing, nil
+	keepGoing = schedule(k.sched, k.ctx) == wait.KeepGoing
+	k.batchRequeues()
+	return keepGoing, nil
+}
+
+// batchRequeues starts a batch for each ClusterQueue and root Cohort Kueue notified since the
+// last call that has none waiting: one batch period later, on the clock, its inadmissible
+// workloads move back to the heaps, as the real requeuer's delaying queue does (a name already
+// waiting is not added again).
+func (k *Kueue) batchRequeues() {
+	period := requeueBatchPeriod()
+	for name := range k.requeues.cqs {
+		if !k.cqBatches[name] {
+			k.cqBatches[name] = true
+			// timerClock marks the heads changed and collects what the move notified.
+			k.clk.AfterFunc(period, func() {
+				delete(k.cqBatches, name)
+				requeueWorkloadsCQ(k.ctx, k.queues, name)
+			})
+		}
+	}
+	for name := range k.requeues.cohorts {
+		if !k.cohortBatches[name] {
+			k.cohortBatches[name] = true
+			// timerClock marks the heads changed and collects what the move notified.
+			k.clk.AfterFunc(period, func() {
+				delete(k.cohortBatches, name)
+				requeueWorkloadsCohort(k.ctx, k.queues, name)
+			})
+		}
+	}
+	clear(k.requeues.cqs)
+	clear(k.requeues.cohorts)
 }
 
 // Cycles is the number of cycles run.
@@ -299,6 +351,7 @@ func (k *Kueue) Deliver(c Change) {
 	default:
 		k.reconciler.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: c.Old, ObjectNew: c.New})
 	}
+	k.batchRequeues()
 }
 
 func activeCondition() metav1.Condition {
@@ -308,9 +361,7 @@ func activeCondition() metav1.Condition {
 // discardRecorder drops Kueue's Kubernetes events; the sim records its own.
 type discardRecorder struct{}
 
-var _ record.EventRecorder = discardRecorder{}
+var _ events.EventRecorder = discardRecorder{}
 
-func (discardRecorder) Event(runtime.Object, string, string, string)          {}
-func (discardRecorder) Eventf(runtime.Object, string, string, string, ...any) {}
-func (discardRecorder) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
+func (discardRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {
 }
