@@ -2,9 +2,10 @@
 // so that Kueue's API types and versions are known here rather than in every package. It reads
 // what kueuelab records from a Kueue Workload: both engines (the cluster engine's watcher and the
 // sim's lifecycle) record admissions through it, so the same Workload is the same result in
-// either. It summarises a cluster's Workloads for a history import (in v1beta2, or v1beta1 from a
-// Kueue that predates v1beta2), says whether a ClusterQueue is Active and which flavors
-// ClusterQueues use, and names the Kueue kinds and API versions a client talks to.
+// either. It does the GPU accounting of Workloads and pods, summarises a cluster's Workloads for a
+// history import (in v1beta2, or v1beta1 from a Kueue that predates v1beta2), says whether a
+// ClusterQueue is Active and which flavors ClusterQueues use, and names the Kueue kinds and API
+// versions a client talks to.
 package kueuewl
 
 import (

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -157,24 +156,4 @@ func labelSelector(s string) (labels.Selector, error) {
 		return nil, fmt.Errorf("label selector %q: %w", s, err)
 	}
 	return sel, nil
-}
-
-// gpusOf sums the GPU resources (nvidia.com/gpu, amd.com/gpu) of a resource list.
-func gpusOf(rl corev1.ResourceList) int64 {
-	var n int64
-	for name, q := range rl {
-		if kueuewl.IsGPU(string(name)) {
-			n += q.Value()
-		}
-	}
-	return n
-}
-
-// podGPUs is the GPUs a pod's containers request.
-func podGPUs(spec *corev1.PodSpec) int64 {
-	var n int64
-	for i := range spec.Containers {
-		n += gpusOf(spec.Containers[i].Resources.Requests)
-	}
-	return n
 }

@@ -545,7 +545,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		if u == nil {
 			return
 		}
-		st = &podState{unit: u, uid: p.UID, gpus: podGPUs(&p.Spec), attempt: restartAttempt(p)}
+		st = &podState{unit: u, uid: p.UID, gpus: kueuewl.PodGPUs(&p.Spec), attempt: restartAttempt(p)}
 		w.pods[key] = st
 		u.pods[key] = st
 		if !deleted && p.DeletionTimestamp == nil && !podTerminal(p) {
