@@ -184,8 +184,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"exp.yaml:8: faults: the sim engine does not model faults: use the cluster engine"}},
 		{"sim refuses a variant's faults", header("engine: sim\nvariants:\n- name: a\n  faults: {events: [{at: 1h, node: h100-000}]}\n"),
 			[]string{"exp.yaml:9: variants[0].faults: the sim engine does not model faults: use the cluster engine"}},
-		{"sim refuses waitForPodsReady", header("engine: sim\nvariants:\n- name: a\n  kueueConfig: {waitForPodsReady: {enable: true, timeout: 5m}}\n"),
-			[]string{"variants[0].kueueConfig: kueue config: the sim engine does not model waitForPodsReady: use the cluster engine"}},
+		{"sim refuses waitForPodsReady's blockAdmission", header("engine: sim\nvariants:\n- name: a\n  kueueConfig: {waitForPodsReady: {enable: true, timeout: 5m, blockAdmission: true}}\n"),
+			[]string{"variants[0].kueueConfig: kueue config: waitForPodsReady.blockAdmission: the sim engine does not model it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("exp.yaml", []byte(tc.doc))

@@ -291,9 +291,12 @@ func (p *podRole) bind(pd *pod, node int) {
 	w := pd.w
 	w.running++
 	s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvPodRunning, Object: pd.key, Node: p.ks.NodeName(node)})
-	if w.trial < 0 && !w.allRunning && w.running >= w.expected {
+	if !w.allRunning && w.running >= w.expected {
 		w.allRunning = true
-		s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvAllPodsRunning})
+		if w.trial < 0 {
+			s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvAllPodsRunning})
+		}
+		s.syncPodsReady(w, true)
 	}
 }
 

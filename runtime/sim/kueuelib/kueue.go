@@ -54,6 +54,11 @@ type Options struct {
 	FairSharing *config.FairSharing
 	// AdmissionFairSharing, when set, turns admission fair sharing on.
 	AdmissionFairSharing *config.AdmissionFairSharing
+	// WaitForPodsReady, when set (with Kueue's defaults filled in), turns waitForPodsReady on:
+	// the workload controller evicts a Workload whose pods are not ready within the timeout and
+	// requeues it after a backoff. blockAdmission is not modelled (Kueue's scheduler then
+	// blocks its cycle on a condition variable until the admitted pods are ready).
+	WaitForPodsReady *config.WaitForPodsReady
 	// Seed draws the objects' UIDs.
 	Seed uint64
 }
@@ -83,7 +88,9 @@ type Kueue struct {
 	notifiedSet map[types.NamespacedName]bool
 	// The inadmissible-workload requeuer (seam 4): the names Kueue notified, and those whose
 	// batch is waiting on the clock.
-	requeues      *notified
+	requeues *notified
+	// work is the workload controller's work queue (podsready.go).
+	work          *workQueue
 	cqBatches     map[kueue.ClusterQueueReference]bool
 	cohortBatches map[kueue.CohortReference]bool
 }
@@ -105,8 +112,15 @@ func New(o Options) (*Kueue, error) {
 	}
 	st := NewStore(o.Scheme)
 	st.SetUIDSeed(o.Seed)
+	if w := o.WaitForPodsReady; w != nil && w.BlockAdmission != nil && *w.BlockAdmission {
+		return nil, errors.New("kueuelib: waitForPodsReady.blockAdmission is not modelled")
+	}
+	requeuing := config.EvictionTimestamp
+	if w := o.WaitForPodsReady; w != nil && w.RequeuingStrategy != nil && w.RequeuingStrategy.Timestamp != nil {
+		requeuing = *w.RequeuingStrategy.Timestamp
+	}
 	cacheOpts := []schdcache.Option{schdcache.WithPodsReadyTracking(false)}
-	queueOpts := []qcache.Option{qcache.WithClock(o.Clock), qcache.WithPodsReadyRequeuingTimestamp(config.EvictionTimestamp)}
+	queueOpts := []qcache.Option{qcache.WithClock(o.Clock), qcache.WithPodsReadyRequeuingTimestamp(requeuing)}
 	if o.FairSharing != nil {
 		cacheOpts = append(cacheOpts, schdcache.WithFairSharing(fairsharing.Enabled(o.FairSharing)))
 	}
@@ -128,7 +142,7 @@ func New(o Options) (*Kueue, error) {
 	saved := routine.DefaultWrapper
 	routine.DefaultWrapper = syncWrapper{}
 	s := scheduler.New(qm, cc, st, discardRecorder{},
-		scheduler.WithPodsReadyRequeuingTimestamp(config.EvictionTimestamp),
+		scheduler.WithPodsReadyRequeuingTimestamp(requeuing),
 		scheduler.WithFairSharing(o.FairSharing),
 		scheduler.WithAdmissionFairSharing(o.AdmissionFairSharing),
 		scheduler.WithPreemptionExpectations(expect),
@@ -146,6 +160,11 @@ func New(o Options) (*Kueue, error) {
 	if err := setReconcilerClock(r, clk); err != nil {
 		return nil, err
 	}
+	if o.WaitForPodsReady != nil {
+		if err := setReconcilerWaitForPodsReady(r, o.WaitForPodsReady); err != nil {
+			return nil, err
+		}
+	}
 	requeues, err := bindNotified(rq)
 	if err != nil {
 		return nil, err
@@ -153,7 +172,7 @@ func New(o Options) (*Kueue, error) {
 	log := logr.Discard()
 	*k = Kueue{Store: st, cache: cc, queues: qm, sched: s, reconciler: r, clk: clk, opts: o,
 		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{},
-		requeues: requeues, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{}}
+		work: newWorkQueue(), requeues: requeues, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{}}
 	k.newLocalQueueReconciler()
 	return k, nil
 }
@@ -343,13 +362,17 @@ func (k *Kueue) Cycles() int64 { return k.cycles }
 // would (create, update or delete), which update the queues and the cache.
 func (k *Kueue) Deliver(c Change) {
 	k.headsKnown = false
+	var queue bool
 	switch {
 	case c.Old == nil:
-		k.reconciler.Create(event.TypedCreateEvent[*kueue.Workload]{Object: c.New})
+		queue = k.reconciler.Create(event.TypedCreateEvent[*kueue.Workload]{Object: c.New})
 	case c.New == nil:
-		k.reconciler.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: c.Old})
+		queue = k.reconciler.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: c.Old})
 	default:
-		k.reconciler.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: c.Old, ObjectNew: c.New})
+		queue = k.reconciler.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: c.Old, ObjectNew: c.New})
+	}
+	if queue {
+		k.work.add(c.Key())
 	}
 	k.batchRequeues()
 }

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
+	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	"sigs.k8s.io/kueue/pkg/controller/core"
@@ -177,4 +178,26 @@ func bindNotified(rq any) (*notified, error) {
 	}
 	n.cqs, n.cohorts = c, h
 	return n, nil
+}
+
+// Seam 5: waitForPodsReady in the workload controller. Kueue's core.SetupControllers gives the
+// reconciler its waitForPodsReady settings through core.WithWaitForPodsReady, whose argument's
+// type is unexported, built from the Configuration by the unexported core.waitForPodsReady. The
+// sim calls that function (linknamed; its result is a pointer, taken here untyped) and sets the
+// reconciler's unexported field waitForPodsReady to it, checked against the field's type.
+//
+//go:linkname waitForPodsReadySettings sigs.k8s.io/kueue/pkg/controller/core.waitForPodsReady
+func waitForPodsReadySettings(cfg *config.WaitForPodsReady) unsafe.Pointer
+
+func setReconcilerWaitForPodsReady(r *core.WorkloadReconciler, cfg *config.WaitForPodsReady) error {
+	f := reflect.ValueOf(r).Elem().FieldByName("waitForPodsReady")
+	if !f.IsValid() || f.Kind() != reflect.Pointer || f.Type().Elem().Name() != "waitForPodsReadyConfig" {
+		return fmt.Errorf("kueue %s seam: core.WorkloadReconciler has no field waitForPodsReady of type *waitForPodsReadyConfig", KueueVersion)
+	}
+	p := waitForPodsReadySettings(cfg)
+	if p == nil {
+		return fmt.Errorf("kueue %s seam: waitForPodsReady is off (the DisableWaitForPodsReady gate?)", KueueVersion)
+	}
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.NewAt(f.Type().Elem(), p))
+	return nil
 }
