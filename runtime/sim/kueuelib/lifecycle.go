@@ -46,8 +46,8 @@ func (k *Kueue) ReleaseEvicted(cur *kueue.Workload) error {
 	return patching.PatchAdmissionStatus(k.ctx, k.Store, wl, k.clk, func(wl *kueue.Workload) (bool, error) {
 		setRequeued := evCond.Reason == kueue.WorkloadEvictedByPreemption || evCond.Reason == kueue.WorkloadEvictedDueToNodeFailures
 		updated := workload.SetRequeuedCondition(wl, evCond.Reason, evCond.Message, setRequeued)
-		reason := workload.UnadmittedWorkloadReasonWithFallback(kueue.WorkloadQuotaReservedReasonPendingEvaluation,
-			kueue.WorkloadPending) //nolint:staticcheck // SA1019: Kueue's own fallback when the gate is off
+		//lint:ignore SA1019 Kueue's own fallback reason while its UnadmittedWorkloadsObservability gate is off
+		reason := workload.UnadmittedWorkloadReasonWithFallback(kueue.WorkloadQuotaReservedReasonPendingEvaluation, kueue.WorkloadPending)
 		if workload.UnsetQuotaReservationWithCondition(wl, reason, evCond.Message, k.clk.Now()) {
 			updated = true
 		}
