@@ -137,7 +137,8 @@ func (f *holdFollower) watching(ctx context.Context, w *watcher) error {
 		if err := w.seedQueues(ctx); err != nil {
 			return err
 		}
-		kcheck = kueueCheck(f.cfg.KueueMetrics, w.queueCounts)
+		w.batches = newRequeueBatches(f.cfg.Clock, RequeueBatchSec)
+		kcheck = kueueCheck(f.cfg.KueueMetrics, w.queueCounts, w.batches)
 	}
 	if f.sched != nil {
 		pv, err := startPodView(ctx, f.sched)
@@ -147,6 +148,9 @@ func (f *holdFollower) watching(ctx context.Context, w *watcher) error {
 		scheck = schedulerCheck(f.cfg.SchedulerMetrics, pv, w.parked)
 	}
 	w.kueue = newSettler("kueue", f.cfg.Clock, simclock.KindKueue, settleInterval, kcheck)
+	if w.batches != nil {
+		w.batches.poke = w.kueue.poke
+	}
 	w.sched = newSettler("kube-scheduler", f.cfg.Clock, simclock.KindSchedule, settleInterval, scheck)
 	f.settlers = []*settler{w.kueue, w.sched}
 	return nil

@@ -40,7 +40,7 @@ func readTestdata(t testing.TB, name string) []byte {
 
 func TestGaugesReadsRealExpositions(t *testing.T) {
 	m, err := gauges(bytes.NewReader(readTestdata(t, "kueue-v0.15.0.metrics")),
-		map[string]bool{metricPending: true, metricReserving: true}, "cluster_queue", "status")
+		map[string][]string{metricPending: {"cluster_queue", "status"}, metricReserving: {"cluster_queue", "status"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestGaugesReadsRealExpositions(t *testing.T) {
 			t.Errorf("%s{%s} = %v (present %v), want 0", metricReserving, cq, v, ok)
 		}
 	}
-	s, err := gauges(bytes.NewReader(readTestdata(t, "kube-scheduler-v1.34.2.metrics")), map[string]bool{metricSchedPending: true}, "queue")
+	s, err := gauges(bytes.NewReader(readTestdata(t, "kube-scheduler-v1.34.2.metrics")), map[string][]string{metricSchedPending: {"queue"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestGaugesReadsRealExpositions(t *testing.T) {
 }
 
 func TestGaugesErrors(t *testing.T) {
-	fams := map[string]bool{"m": true}
+	fams := map[string][]string{"m": {"a"}}
 	for _, tc := range []struct{ in, want string }{
 		{`m{a="x"`, "unterminated"},
 		{`m{a=x} 1`, `want name="value"`},
@@ -74,11 +74,11 @@ func TestGaugesErrors(t *testing.T) {
 		{`m{a="x}`, "unterminated"},
 		{"m", "no value"},
 	} {
-		if _, err := gauges(strings.NewReader(tc.in+"\n"), fams, "a"); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := gauges(strings.NewReader(tc.in+"\n"), fams); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.want)
 		}
 	}
-	m, err := gauges(strings.NewReader("# HELP m x\nm{a=\"q\\\"x\",b=\"1\"} 2\nm{a=\"y\"} 3 1700000000\nother 9\n"), fams, "a")
+	m, err := gauges(strings.NewReader("# HELP m x\nm{a=\"q\\\"x\",b=\"1\"} 2\nm{a=\"y\"} 3 1700000000\nother 9\n"), fams)
 	if err != nil || m["m"][`q"x`] != 2 || m["m"]["y"] != 3 || len(m) != 1 {
 		t.Errorf("gauges = %v, %v", m, err)
 	}
@@ -93,10 +93,10 @@ func BenchmarkGauges(b *testing.B) {
 	b.Run("gauges", func(b *testing.B) {
 		b.SetBytes(int64(len(kq) + len(sc)))
 		for b.Loop() {
-			if _, err := gauges(bytes.NewReader(kq), map[string]bool{metricPending: true, metricReserving: true}, "cluster_queue", "status"); err != nil {
+			if _, err := gauges(bytes.NewReader(kq), map[string][]string{metricPending: {"cluster_queue", "status"}, metricReserving: {"cluster_queue", "status"}}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := gauges(bytes.NewReader(sc), map[string]bool{metricSchedPending: true}, "queue"); err != nil {
+			if _, err := gauges(bytes.NewReader(sc), map[string][]string{metricSchedPending: {"queue"}}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -201,12 +201,12 @@ func TestKueueCheck(t *testing.T) {
 		{"admission not written yet", gauge(0, 0, 2), false, "reserving"},
 		{"new Workload not queued yet", gauge(0, 0, 1), false, "pending"},
 	} {
-		ok, why, err := kueueCheck(staticMetrics(tc.metrics), v.counts)(context.Background())
+		ok, why, err := kueueCheck(staticMetrics(tc.metrics), v.counts, nil)(context.Background())
 		if err != nil || ok != tc.ok || !strings.Contains(why, tc.contains) {
 			t.Errorf("%s: ok %v why %q err %v; want ok %v, why containing %q", tc.name, ok, why, err, tc.ok, tc.contains)
 		}
 	}
-	if _, _, err := kueueCheck(func(context.Context) (io.ReadCloser, error) { return nil, errors.New("down") }, v.counts)(context.Background()); err == nil {
+	if _, _, err := kueueCheck(func(context.Context) (io.ReadCloser, error) { return nil, errors.New("down") }, v.counts, nil)(context.Background()); err == nil {
 		t.Error("a failed read must be an error")
 	}
 }

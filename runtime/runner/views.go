@@ -123,6 +123,8 @@ func (v *queueView) counts() (pending, reserving map[string]int) {
 const (
 	metricPending   = "kueue_pending_workloads"
 	metricReserving = "kueue_reserving_active_workloads"
+	// metricRequeuePending is kueuelab's Kueue's (requeueBatches).
+	metricRequeuePending = "kueue_kueuelab_requeue_pending"
 )
 
 // kueueCheck compares Kueue's queues with the view's counts: Kueue has caught up when no
@@ -131,10 +133,14 @@ const (
 // handled it whole (watcher.queueCounts): the watcher updates the view first and places the holds
 // of what it saw (a reservation's pods) after, and a read in between would agree with Kueue and
 // end the settling before the hold that takes over exists.
-func kueueCheck(src MetricsSource, counts func() (pending, reserving map[string]int)) func(ctx context.Context) (bool, string, error) {
-	families := map[string]bool{metricPending: true, metricReserving: true}
+//
+// batches, when set, takes each read of Kueue's requeue-batch gauge: a batch due in trace time that
+// Kueue has not run yet is a difference too.
+func kueueCheck(src MetricsSource, counts func() (pending, reserving map[string]int), batches *requeueBatches) func(ctx context.Context) (bool, string, error) {
+	families := map[string][]string{metricPending: {"cluster_queue", "status"}, metricReserving: {"cluster_queue", "status"},
+		metricRequeuePending: {"kind", "name"}}
 	return func(ctx context.Context) (bool, string, error) {
-		m, err := readMetrics(ctx, src, families, "cluster_queue", "status")
+		m, err := readMetrics(ctx, src, families)
 		if err != nil {
 			return false, "", fmt.Errorf("read Kueue metrics: %w", err)
 		}
@@ -158,6 +164,11 @@ func kueueCheck(src MetricsSource, counts func() (pending, reserving map[string]
 			}
 			if kr := m[metricReserving][cq+"/"]; int(kr) != reserving[cq] {
 				diffs = append(diffs, fmt.Sprintf("%s: Kueue has %g reserving, the API shows %d", cq, kr, reserving[cq]))
+			}
+		}
+		if batches != nil {
+			if why := batches.observe(m[metricRequeuePending]); why != "" {
+				diffs = append(diffs, why)
 			}
 		}
 		sort.Strings(diffs)
@@ -248,9 +259,9 @@ const (
 // lists the pods the watcher last saw parked: one the view shows bound has not been seen bound by
 // the watcher yet, which then owes its start a hold (the view and the watcher are two informers).
 func schedulerCheck(src MetricsSource, v *podView, parked func() []types.UID) func(ctx context.Context) (bool, string, error) {
-	families := map[string]bool{metricSchedPending: true, metricSchedCache: true}
+	families := map[string][]string{metricSchedPending: {"queue", "type"}, metricSchedCache: {"queue", "type"}}
 	return func(ctx context.Context) (bool, string, error) {
-		m, err := readMetrics(ctx, src, families, "queue", "type")
+		m, err := readMetrics(ctx, src, families)
 		if err != nil {
 			return false, "", fmt.Errorf("read kube-scheduler metrics: %w", err)
 		}
@@ -295,14 +306,14 @@ const schedulerGaugePeriod = 1100 * time.Millisecond
 // already knew. A scheduler that does not publish its cache size is not waited for. The gauge is
 // refreshed once a second (schedulerGaugePeriod); no reading before notBefore is trusted.
 func waitSchedulerNodes(ctx context.Context, src MetricsSource, cs kubernetes.Interface, notBefore time.Time, timeout time.Duration) error {
-	families := map[string]bool{metricSchedCache: true}
+	families := map[string][]string{metricSchedCache: {"type"}}
 	var why string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if time.Now().Before(notBefore) {
 			why = "kube-scheduler's cache gauge has not refreshed since the nodes changed"
 			return false, nil
 		}
-		m, err := readMetrics(ctx, src, families, "type")
+		m, err := readMetrics(ctx, src, families)
 		if err != nil {
 			why = err.Error()
 			return false, nil

@@ -64,8 +64,10 @@ type watcher struct {
 	kueue  *settler // nil: no Kueue settling (a clock without holds)
 	sched  *settler
 	timers *timers
-	queues *queueView // nil without Kueue's metrics
-	reader client.Reader
+	// batches puts Kueue's requeue batches at their trace times (nil without Kueue's metrics).
+	batches *requeueBatches
+	queues  *queueView // nil without Kueue's metrics
+	reader  client.Reader
 
 	mu      sync.Mutex
 	units   map[string]*unit // by unit key: the workload id, or id#n for trial n
