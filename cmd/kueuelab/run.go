@@ -240,7 +240,7 @@ func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *
 		if err != nil {
 			return nil, nil, err
 		}
-		eng.Cluster.Timers = kc.Timers(scale)
+		eng.Cluster.Timers, eng.Cluster.Kueue = kc.Timers(scale), kc.Meta(scale)
 		if len(cl.Started) > 0 && !f.keepCluster {
 			done = func() {
 				fmt.Fprintf(out, "stopping the local cluster %s this run started (--keep-cluster leaves it running)\n", f.name)
@@ -273,7 +273,7 @@ func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *
 	if err != nil {
 		return nil, nil, err
 	}
-	eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers = r.kueue, r.scheduler, r.timers
+	eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers, eng.Cluster.Kueue = r.kueue, r.scheduler, r.timers, r.meta
 	return eng, r.close, nil
 }
 

@@ -9,8 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/ptr"
+
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
+	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 // KueueConfig are the Kueue Configuration settings a variant changes. They apply when Kueue
@@ -338,6 +342,18 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 		out["admissionFairSharing"] = m
 	}
 	return out
+}
+
+// Meta is the summary's account of the local cluster's Kueue running k at scale.
+func (k *KueueConfig) Meta(scale float64) *results.KueueMeta {
+	qps, burst := localcluster.KueueClientRate()
+	m := &results.KueueMeta{Version: tools.KueueVersion, Source: "the local cluster's Kueue configuration",
+		ClientQPS: float64(qps), ClientBurst: int(burst), TimerScale: scale}
+	if t := k.Timers(scale); t.PodsReadyTimeout > 0 {
+		m.WaitForPodsReady = &results.PodsReadyMeta{TimeoutSec: t.PodsReadyTimeout, RecoveryTimeoutSec: t.RecoveryTimeout,
+			BackoffBaseSec: t.BackoffBase, BackoffMaxSec: t.BackoffMax, BlockAdmission: ptr.Deref(k.WaitForPodsReady.BlockAdmission, false)}
+	}
+	return m
 }
 
 // Timers are the settings the runner tracks on the trace clock, at scale.

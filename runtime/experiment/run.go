@@ -111,6 +111,8 @@ type Options struct {
 	// and kube-scheduler metrics and Kueue's wall-time timers (runner.InProcess).
 	KueueMetrics, SchedulerMetrics runner.MetricsSource
 	Timers                         runner.KueueTimers
+	// Kueue, with REST and no State, is that cluster's Kueue for the summaries.
+	Kueue *results.KueueMeta
 	// AgentInCluster, with REST, uses the cluster's agent Deployment (charts/kueuelab-agent)
 	// instead of the in-process agent: the trace clock then runs on wall time at the experiment's
 	// speedup, which must be a number.
@@ -480,8 +482,11 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 	}
 	eng = &runner.Engine{Cluster: runner.InProcess{REST: rc, Local: state, Speedup: e.Speedup, Timers: kc.Timers(scale)},
 		AgentInCluster: o.REST != nil && o.AgentInCluster}
+	if o.REST == nil || o.ReconfigureKueue != nil {
+		eng.Cluster.Kueue = kc.Meta(scale)
+	}
 	if o.REST != nil && o.State == nil {
-		eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers = o.KueueMetrics, o.SchedulerMetrics, o.Timers
+		eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers, eng.Cluster.Kueue = o.KueueMetrics, o.SchedulerMetrics, o.Timers, o.Kueue
 	}
 	return eng, done, nil
 }

@@ -486,17 +486,22 @@ func (s *State) baseKueueConfig() map[string]any {
 			"enable": true, "webhookServiceName": "kueue-webhook-service", "webhookSecretName": "kueue-webhook-server-cert",
 		},
 		// The visibility API server needs an in-cluster APIService; nothing here uses it.
-		"featureGates": map[string]any{"VisibilityOnDemand": false},
-		// Kueue's own client rate (v0.19: 300/s, burst 500, in its code and its manifests alike),
-		// not the rate the other components get: the rate at which Kueue writes admissions and
-		// evictions is part of the Kueue a replay measures.
-		"clientConnection": map[string]any{"qps": kueueconfig.DefaultClientConnectionQPS, "burst": kueueconfig.DefaultClientConnectionBurst},
+		"featureGates":     map[string]any{"VisibilityOnDemand": false},
+		"clientConnection": map[string]any{"qps": kueueQPS, "burst": kueueBurst},
 		"integrations":     map[string]any{"frameworks": kueueFrameworks()},
 		// Without this every Kueue controller gets controller-runtime's single worker: a replayed
 		// trace then waits tens of seconds for Workload creation and Finished.
 		"controller": map[string]any{"groupKindConcurrency": groupKindConcurrency()},
 	}
 }
+
+// KueueClientRate is the API client rate the local cluster gives Kueue (its clientConnection): Kueue
+// v0.19's own (300/s, burst 500, in its code and its manifests alike), not the rate the other
+// components get, because the rate at which Kueue writes admissions and evictions is part of the
+// Kueue a replay measures.
+func KueueClientRate() (qps float32, burst int32) { return kueueQPS, kueueBurst }
+
+const kueueQPS, kueueBurst = kueueconfig.DefaultClientConnectionQPS, kueueconfig.DefaultClientConnectionBurst
 
 // groupKindConcurrency is Kueue v0.19's shipped controller_manager_config.yaml's, plus 5 workers
 // for the kind of every enabled job integration (it lists 5 for Job.batch).
