@@ -17,7 +17,7 @@ import (
 )
 
 // jobSetModule is the JobSet release kueuelab runs (what Kueue v0.15.0 requires).
-const jobSetModule, jobSetVersion = "sigs.k8s.io/jobset", "v0.10.1"
+const jobSetModule, jobSetVersion = "sigs.k8s.io/jobset", "v0.12.0"
 
 var jobSetIntegration = Integration{
 	Kind:        JobSet{},

@@ -69,7 +69,7 @@ var trainingOperator = &Operator{
 }
 
 // controllerRuntimeCertDir is where a controller-runtime webhook server reads its certificate
-// when nobody sets CertDir (training-operator v1.9.3 and Trainer v2.1.0 do not let one).
+// when nobody sets CertDir (training-operator v1.9.3 and Trainer v2.2.1 do not let one).
 const controllerRuntimeCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 // kubeflowPodSets is one pod set per replica type, in Kueue's order.

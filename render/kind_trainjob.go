@@ -16,7 +16,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-const trainerModule, trainerVersion = "github.com/kubeflow/trainer/v2", "v2.1.0"
+const trainerModule, trainerVersion = "github.com/kubeflow/trainer/v2", "v2.2.1"
 
 var trainJobIntegration = Integration{
 	Kind:        TrainJob{},
@@ -102,6 +102,8 @@ var trainerOperator = &Operator{
 		"manifests/base/runtimes/deepspeed_distributed.yaml",
 		"manifests/base/runtimes/mlx_distributed.yaml",
 		"manifests/base/runtimes/torch_distributed.yaml",
+		"manifests/base/runtimes/jax_distributed.yaml",
+		"manifests/base/runtimes/xgboost_distributed.yaml",
 		"manifests/base/runtimes/torchtune/llama3_2/llama3_2_1B.yaml",
 		"manifests/base/runtimes/torchtune/llama3_2/llama3_2_3B.yaml",
 		"manifests/base/runtimes/torchtune/qwen2_5/qwen2_5_1.5B.yaml",

@@ -144,7 +144,7 @@ instead (runtime/sim: no cluster, seconds per run); 'sim: {cycle, podStart}' set
 						return err
 					}
 					defer r.close()
-					o.KueueMetrics, o.SchedulerMetrics, o.Timers = r.kueue, r.scheduler, r.timers
+					o.KueueMetrics, o.SchedulerMetrics, o.Timers, o.Kueue = r.kueue, r.scheduler, r.timers, r.meta
 				}
 			} else {
 				dir, err := tools.BinDir(binDir, tools.Pinned())

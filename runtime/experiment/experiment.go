@@ -278,7 +278,7 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 			case e.Engine == results.EngineSim:
 				_, err = sim.KueueConfigFromFields(v.KueueConfig.Fields(1))
 			default:
-				_, err = v.KueueConfig.Scale(e.Speedup)
+				_, err = v.KueueConfig.WithKueueDefaults().Scale(e.Speedup)
 			}
 			if err != nil {
 				el.add(yamldoc.Line(root, yamldoc.Path{"variants", i, "kueueConfig"}), p+".kueueConfig", "%v", err)

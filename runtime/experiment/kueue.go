@@ -9,8 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/ptr"
+
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
+	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 // KueueConfig are the Kueue Configuration settings a variant changes. They apply when Kueue
@@ -26,6 +30,42 @@ type KueueConfig struct {
 	FairSharing          *KueueFairSharing     `yaml:"fairSharing,omitempty"`
 	WaitForPodsReady     *WaitForPodsReady     `yaml:"waitForPodsReady,omitempty"`
 	AdmissionFairSharing *AdmissionFairSharing `yaml:"admissionFairSharing,omitempty"`
+
+	// kueueDefaults marks a configuration completed by WithKueueDefaults: a waitForPodsReady
+	// with enable: false then turns Kueue's default off (its DisableWaitForPodsReady gate), and
+	// the filled-in defaults may run at a lower timer scale than a numeric speedup (Scale).
+	kueueDefaults bool
+	// defaultWFPR: WaitForPodsReady holds Kueue's defaults, not settings the variant made.
+	defaultWFPR bool
+}
+
+// Kueue v0.19's waitForPodsReady defaults (apis/config/v1beta2 SetDefaults_Configuration): on
+// unless turned off, 30 min timeout, recoveryTimeout = timeout, requeuing backoff from 60 s
+// doubling to 3,600 s, counted from the eviction, and no blocking of other admissions.
+const (
+	defaultPodsReadyTimeout = "30m"
+	defaultRequeueTimestamp = "Eviction"
+)
+
+// WithKueueDefaults returns the configuration the cluster engine's Kueue (v0.19) runs for k,
+// with Kueue's defaults made explicit in trace time: Kueue v0.19 turns waitForPodsReady on when
+// its Configuration has no such section, with durations that are wall time to it, so a local
+// cluster that left them to Kueue would time gangs out after 30 wall minutes (weeks of trace
+// time at speedup 1000). Here a variant without waitForPodsReady gets Kueue's defaults as trace
+// durations, scaled like any other setting; one with enable: false turns it off.
+func (k *KueueConfig) WithKueueDefaults() *KueueConfig {
+	out := &KueueConfig{kueueDefaults: true}
+	if k != nil {
+		out.FairSharing, out.WaitForPodsReady, out.AdmissionFairSharing = k.FairSharing, k.WaitForPodsReady, k.AdmissionFairSharing
+	}
+	if out.WaitForPodsReady == nil {
+		no := false
+		out.WaitForPodsReady = &WaitForPodsReady{Enable: true, Timeout: defaultPodsReadyTimeout, BlockAdmission: &no,
+			RecoveryTimeout: defaultPodsReadyTimeout, RequeuingStrategy: &RequeuingStrategy{Timestamp: defaultRequeueTimestamp,
+				BackoffBase: defaultBackoffBase.String(), BackoffMax: defaultBackoffMax.String()}}
+		out.defaultWFPR = true
+	}
+	return out
 }
 
 // KueueFairSharing turns Kueue's fair sharing on. PreemptionStrategies default to
@@ -85,6 +125,7 @@ type timerField struct {
 	path  string        // its path in Kueue's Configuration
 	trace time.Duration // its value in trace time
 	whole bool          // Kueue takes whole seconds (an int32 *Seconds field)
+	def   bool          // one of Kueue's defaults filled in by WithKueueDefaults
 }
 
 func parsePositive(field, v string) (time.Duration, error) {
@@ -131,6 +172,7 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 		}
 		return d
 	}
+	nField := len(out)
 	if w := k.WaitForPodsReady; w != nil && w.Enable {
 		if w.Timeout == "" {
 			_, err := parsePositive("waitForPodsReady.timeout", w.Timeout)
@@ -153,6 +195,9 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 				errs = append(errs, fmt.Errorf("waitForPodsReady.requeuingStrategy.timestamp: want Eviction or Creation, got %q", rs.Timestamp))
 			}
 		}
+		for i := nField; i < len(out); i++ {
+			out[i].def = k.defaultWFPR
+		}
 	}
 	if a := k.AdmissionFairSharing; a != nil {
 		if a.UsageHalfLifeTime == "" {
@@ -164,9 +209,10 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 	return out, errors.Join(errs...)
 }
 
-// Empty reports whether k changes nothing in Kueue's configuration.
+// Empty reports whether k changes nothing in Kueue's configuration. A waitForPodsReady with
+// enable: false turns Kueue v0.19's default off (WithKueueDefaults): a change.
 func (k *KueueConfig) Empty() bool {
-	return k == nil || ((k.FairSharing == nil || !k.FairSharing.Enable) && (k.WaitForPodsReady == nil || !k.WaitForPodsReady.Enable) &&
+	return k == nil || ((k.FairSharing == nil || !k.FairSharing.Enable) && k.WaitForPodsReady == nil &&
 		k.AdmissionFairSharing == nil)
 }
 
@@ -184,15 +230,17 @@ func (f timerField) maxExact(limit float64) float64 {
 func isWhole(v float64) bool { return math.Abs(v-math.Round(v)) < 1e-9 }
 
 // Scale is the factor by which the run divides the Kueue settings: the speedup when it is a number
-// (refused when a setting cannot be exact at it), else the largest scale up to DefaultTimerScale
-// at which every setting is exact.
+// (refused when a setting the variant made cannot be exact at it), else the largest scale up to
+// DefaultTimerScale at which every setting is exact. Kueue's own defaults (WithKueueDefaults) are
+// never refused: a numeric speedup at which one of them cannot be exact runs the timers at the
+// largest exact scale below it. A lower scale only makes Kueue act later in trace time than the
+// runner's timer, which holds the trace clock at the timer's trace time until Kueue has acted.
 func (k *KueueConfig) Scale(speedup results.Speedup) (float64, error) {
 	fields, err := k.timerFields()
 	if err != nil || len(fields) == 0 {
 		return math.Max(1, float64(speedup)), err
 	}
-	if speedup == 0 {
-		scale := float64(DefaultTimerScale)
+	largestExact := func(scale float64) float64 {
 		for changed := true; changed; {
 			changed = false
 			for _, f := range fields {
@@ -201,12 +249,20 @@ func (k *KueueConfig) Scale(speedup results.Speedup) (float64, error) {
 				}
 			}
 		}
-		return scale, nil
+		return scale
+	}
+	if speedup == 0 {
+		return largestExact(float64(DefaultTimerScale)), nil
 	}
 	var errs []string
+	lower := false
 	for _, f := range fields {
 		wall := f.trace.Seconds() / float64(speedup)
 		if wall < 1 || (f.whole && !isWhole(wall)) {
+			if f.def {
+				lower = true
+				continue
+			}
 			unit := "at least 1 s"
 			if f.whole {
 				unit = "a whole number of seconds"
@@ -218,6 +274,9 @@ func (k *KueueConfig) Scale(speedup results.Speedup) (float64, error) {
 	if len(errs) > 0 {
 		sort.Strings(errs)
 		return 0, errors.New(strings.Join(errs, "; "))
+	}
+	if lower {
+		return largestExact(float64(speedup)), nil
 	}
 	return float64(speedup), nil
 }
@@ -243,6 +302,9 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 			s = validStrategies[2]
 		}
 		out["fairSharing"] = map[string]any{"preemptionStrategies": slices.Clone(s)}
+	}
+	if w := k.WaitForPodsReady; w != nil && !w.Enable && k.kueueDefaults {
+		out["featureGates"] = map[string]any{"DisableWaitForPodsReady": true}
 	}
 	if w := k.WaitForPodsReady; w != nil && w.Enable {
 		m := map[string]any{"timeout": wallOf(w.Timeout, 0).String()}
@@ -280,6 +342,18 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 		out["admissionFairSharing"] = m
 	}
 	return out
+}
+
+// Meta is the summary's account of the local cluster's Kueue running k at scale.
+func (k *KueueConfig) Meta(scale float64) *results.KueueMeta {
+	qps, burst := localcluster.KueueClientRate()
+	m := &results.KueueMeta{Version: tools.KueueVersion, Source: "the local cluster's Kueue configuration",
+		ClientQPS: float64(qps), ClientBurst: int(burst), TimerScale: scale}
+	if t := k.Timers(scale); t.PodsReadyTimeout > 0 {
+		m.WaitForPodsReady = &results.PodsReadyMeta{TimeoutSec: t.PodsReadyTimeout, RecoveryTimeoutSec: t.RecoveryTimeout,
+			BackoffBaseSec: t.BackoffBase, BackoffMaxSec: t.BackoffMax, BlockAdmission: ptr.Deref(k.WaitForPodsReady.BlockAdmission, false)}
+	}
+	return m
 }
 
 // Timers are the settings the runner tracks on the trace clock, at scale.

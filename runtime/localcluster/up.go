@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -16,6 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kschedv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/render"
@@ -38,10 +40,12 @@ type Options struct {
 	Daemon Daemon
 	// KueueConfig holds top-level fields of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)
 	// set on top of the local defaults, e.g. "fairSharing" or "waitForPodsReady", so experiment
-	// variants can differ in Kueue settings (nil: the local defaults alone). A Kueue running with
-	// another configuration is restarted (it reads it only at start). Fields the local cluster
-	// needs (webhook, health, metrics, namespace, internalCertManagement, leaderElection) cannot
-	// be overridden.
+	// variants can differ in Kueue settings (nil: the local defaults alone, and Kueue's own for
+	// the rest: v0.19 then runs waitForPodsReady with its wall-time defaults, which a replay
+	// gives in trace time instead, see experiment.KueueConfig.WithKueueDefaults). featureGates are
+	// added to the local cluster's. A Kueue running with another configuration is restarted (it
+	// reads it only at start). Fields the local cluster needs (webhook, health, metrics,
+	// namespace, internalCertManagement, leaderElection) cannot be overridden.
 	KueueConfig map[string]any
 	// Bare starts the control plane and operators as a user's own cluster (kind + KWOK + Kueue)
 	// is before "cluster install": KWOK's Stage CRD but no stages, no cluster objects or
@@ -452,6 +456,16 @@ func (s *State) kueueConfig(extra map[string]any) (map[string]any, error) {
 		if kueueLocalKeys[k] {
 			return nil, fmt.Errorf("kueue config: field %q is set by the local cluster and cannot be overridden", k)
 		}
+		if k == "featureGates" {
+			// Added to the local cluster's gates, which stay (the visibility server stays off).
+			gates, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("kueue config: featureGates is %T, want a map of gate names to booleans", v)
+			}
+			merged := maps.Clone(cfg[k].(map[string]any))
+			maps.Copy(merged, gates)
+			v = merged
+		}
 		cfg[k] = v
 	}
 	return cfg, nil
@@ -473,7 +487,7 @@ func (s *State) baseKueueConfig() map[string]any {
 		},
 		// The visibility API server needs an in-cluster APIService; nothing here uses it.
 		"featureGates":     map[string]any{"VisibilityOnDemand": false},
-		"clientConnection": map[string]any{"qps": clientQPS, "burst": clientQPS},
+		"clientConnection": map[string]any{"qps": kueueQPS, "burst": kueueBurst},
 		"integrations":     map[string]any{"frameworks": kueueFrameworks()},
 		// Without this every Kueue controller gets controller-runtime's single worker: a replayed
 		// trace then waits tens of seconds for Workload creation and Finished.
@@ -481,13 +495,21 @@ func (s *State) baseKueueConfig() map[string]any {
 	}
 }
 
-// groupKindConcurrency is Kueue's shipped controller_manager_config.yaml's, plus 5 workers for
-// the kind of every enabled job integration.
+// KueueClientRate is the API client rate the local cluster gives Kueue (its clientConnection): Kueue
+// v0.19's own (300/s, burst 500, in its code and its manifests alike), not the rate the other
+// components get, because the rate at which Kueue writes admissions and evictions is part of the
+// Kueue a replay measures.
+func KueueClientRate() (qps float32, burst int32) { return kueueQPS, kueueBurst }
+
+const kueueQPS, kueueBurst = kueueconfig.DefaultClientConnectionQPS, kueueconfig.DefaultClientConnectionBurst
+
+// groupKindConcurrency is Kueue v0.19's shipped controller_manager_config.yaml's, plus 5 workers
+// for the kind of every enabled job integration (it lists 5 for Job.batch).
 func groupKindConcurrency() map[string]any {
 	out := map[string]any{
-		"Pod": 5, "Workload.kueue.x-k8s.io": 5,
-		"LocalQueue.kueue.x-k8s.io": 1, "Cohort.kueue.x-k8s.io": 1,
-		"ClusterQueue.kueue.x-k8s.io": 1, "ResourceFlavor.kueue.x-k8s.io": 1,
+		"Pod": 5, "Workload.kueue.x-k8s.io": 10,
+		"LocalQueue.kueue.x-k8s.io": 5, "Cohort.kueue.x-k8s.io": 1,
+		"ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1,
 	}
 	for _, k := range render.DefaultRegistry().KueueIntegrations() {
 		out[k.Kind.GroupKind().String()] = 5

@@ -121,6 +121,34 @@ type Meta struct {
 	States map[string]int `json:"states,omitempty"`
 	// Faults counts the injected faults (nil: none were asked for).
 	Faults *FaultMeta `json:"faults,omitempty"`
+	// Kueue is the Kueue the run replayed on and the settings of its Configuration a replay depends
+	// on (nil: not known to the engine).
+	Kueue *KueueMeta `json:"kueue,omitempty"`
+}
+
+// KueueMeta is a Kueue version and the settings of its Configuration that shape a replay.
+type KueueMeta struct {
+	Version string `json:"version"`
+	// Source says where the settings were read: the configuration kueuelab gave its local
+	// cluster's Kueue, or the ConfigMap of the cluster behind --kubeconfig.
+	Source string `json:"source,omitempty"`
+	// ClientQPS and ClientBurst are Kueue's API client rate (clientConnection).
+	ClientQPS   float64 `json:"clientQPS,omitempty"`
+	ClientBurst int     `json:"clientBurst,omitempty"`
+	// WaitForPodsReady is nil when it is off.
+	WaitForPodsReady *PodsReadyMeta `json:"waitForPodsReady,omitempty"`
+	// TimerScale divides WaitForPodsReady's trace durations into the wall durations Kueue runs
+	// (1 on a cluster kueuelab does not configure, whose Kueue counts trace time as wall time).
+	TimerScale float64 `json:"timerScale,omitempty"`
+}
+
+// PodsReadyMeta is waitForPodsReady in trace seconds.
+type PodsReadyMeta struct {
+	TimeoutSec         float64 `json:"timeoutSec"`
+	RecoveryTimeoutSec float64 `json:"recoveryTimeoutSec"`
+	BackoffBaseSec     float64 `json:"backoffBaseSec"`
+	BackoffMaxSec      float64 `json:"backoffMaxSec"`
+	BlockAdmission     bool    `json:"blockAdmission"`
 }
 
 // Quantiles are the p50, p95 and p99 of N values; nil when N is 0.

@@ -44,6 +44,8 @@ type InProcess struct {
 	Seed    uint64
 	// Timers are the local Kueue's wall-time settings (runtime/experiment scales them).
 	Timers KueueTimers
+	// Kueue is the Kueue the run replays on, for the summary (nil: not recorded).
+	Kueue *results.KueueMeta
 	// ClockTrace, when set, is a file that receives the trace clock's hold log
 	// (simclock.Options.Trace; hack/clocktrace.py summarises it).
 	ClockTrace string
@@ -92,7 +94,7 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{REST: o.REST, Spec: o.Spec, Clock: clk, Agent: a, KueueTimers: o.Timers, Seed: o.Seed, closers: cfgClose,
+	cfg := Config{REST: o.REST, Spec: o.Spec, Clock: clk, Agent: a, KueueTimers: o.Timers, Kueue: o.Kueue, Seed: o.Seed, closers: cfgClose,
 		KueueMetrics: o.KueueMetrics, SchedulerMetrics: o.SchedulerMetrics}
 	if o.Local != nil && o.KueueMetrics == nil && o.SchedulerMetrics == nil {
 		kr, sr, err := o.Local.MetricsReaders(ctx, o.REST)

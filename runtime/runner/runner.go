@@ -84,6 +84,8 @@ type Config struct {
 	// runner compares with the API to know when they have caught up (nil: a shorter wait that
 	// covers most steps, see settleWithout).
 	KueueMetrics, SchedulerMetrics MetricsSource
+	// Kueue, when known, is the Kueue the run replays on, for the summary.
+	Kueue *results.KueueMeta
 	// KueueTimers are the local Kueue's wall-time settings, so their timers fire at their trace
 	// times on the event-driven clock.
 	KueueTimers KueueTimers
@@ -392,6 +394,7 @@ func (r *run) finish(incomplete string, loopErr error, ss submitStats) (results.
 		meta.FirstRejection = plan.unrunnable[0]
 	}
 	meta.States = r.rec.Counts().States
+	meta.Kueue = cfg.Kueue
 	r.follow.meta(&meta)
 	reportClock(cfg.Out, clk, &meta)
 	r.follow.report(cfg.Out)
