@@ -276,7 +276,7 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 			switch {
 			case err != nil:
 			case e.Engine == results.EngineSim:
-				_, err = sim.KueueConfigFromFields(v.KueueConfig.Fields(1))
+				_, err = sim.KueueConfigFromFields(v.KueueConfig.WithKueueDefaults().Fields(1))
 			default:
 				_, err = v.KueueConfig.WithKueueDefaults().Scale(e.Speedup)
 			}

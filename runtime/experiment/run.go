@@ -494,7 +494,7 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 // simEngine is the sim engine of one job: the variant's Kueue configuration (its durations in
 // trace time) and the experiment's timing.
 func simEngine(j *job) (*sim.Engine, error) {
-	kc, err := sim.KueueConfigFromFields(j.variant.KueueConfig.Fields(1))
+	kc, err := sim.KueueConfigFromFields(j.variant.KueueConfig.WithKueueDefaults().Fields(1))
 	if err != nil {
 		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
 	}

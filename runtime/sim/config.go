@@ -20,7 +20,13 @@ type KueueConfig struct {
 	// 30 min timeout, recoveryTimeout = timeout, requeuing backoff 60 s doubling to 3,600 s);
 	// blockAdmission is not modelled.
 	WaitForPodsReady *config.WaitForPodsReady `json:"waitForPodsReady,omitempty"`
+	// FeatureGates: of Kueue's gates the sim models DisableWaitForPodsReady alone (waitForPodsReady
+	// cannot be turned off by configuration in v0.19).
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 }
+
+// disableWaitForPodsReady is Kueue's gate that turns waitForPodsReady off.
+const disableWaitForPodsReady = "DisableWaitForPodsReady"
 
 // KueueConfigFromFields reads top-level Configuration fields, as experiment variants give them
 // to the cluster engine (runtime/experiment KueueConfig.Fields, with durations in trace time),
@@ -44,6 +50,11 @@ func KueueConfigFromFields(fields map[string]any) (KueueConfig, error) {
 
 func (k KueueConfig) check() error {
 	var errs []error
+	for g := range k.FeatureGates {
+		if g != disableWaitForPodsReady {
+			errs = append(errs, fmt.Errorf("kueue config: featureGates: the sim engine models %s alone, not %s", disableWaitForPodsReady, g))
+		}
+	}
 	if w := k.WaitForPodsReady; w != nil && w.BlockAdmission != nil && *w.BlockAdmission {
 		errs = append(errs, errors.New("kueue config: waitForPodsReady.blockAdmission: the sim engine does not model it (Kueue's scheduler then waits, blocked, for the admitted pods); use the cluster engine"))
 	}
@@ -62,6 +73,9 @@ func (k KueueConfig) options() (kueuelib.Options, error) {
 		cfg.WaitForPodsReady = k.WaitForPodsReady.DeepCopy()
 	}
 	config.SetDefaults_Configuration(&cfg)
+	if k.FeatureGates[disableWaitForPodsReady] {
+		cfg.WaitForPodsReady = nil
+	}
 	return kueuelib.Options{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing,
 		WaitForPodsReady: cfg.WaitForPodsReady}, nil
 }
