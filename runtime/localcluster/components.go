@@ -71,6 +71,14 @@ const jobPodFailureBackOff = 10 * time.Millisecond
 // times a second.
 const kueueCycleBackoff = time.Millisecond
 
+// kueueRequeueBatchPeriod is the wall period of Kueue's inadmissible-requeue batches (see
+// tools.KueueRequeueBatchPeriodEnv; upstream's is 1 s). The runner stops the trace clock at each
+// batch's trace time (one second after its first notification) and holds it until Kueue has run
+// it, so the period only has to outlast the wall time the clock takes to get there: shorter, and a
+// batch runs early (counted in summary.requeueBatchesEarly); longer, and each batch holds the clock
+// for the rest of it.
+const kueueRequeueBatchPeriod = 100 * time.Millisecond
+
 // spec is how to run and probe one component.
 type spec struct {
 	process
@@ -196,7 +204,8 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 			health: httpOK(plain, loopURL("http", pt.KWOK, "/healthz")),
 		},
 		Kueue: {
-			process: process{name: Kueue, bin: bins[Kueue], env: []string{"KUBECONFIG=" + kc, tools.KueueCycleBackoffEnv + "=" + kueueCycleBackoff.String()}, argv: []string{bins[Kueue],
+			process: process{name: Kueue, bin: bins[Kueue], env: []string{"KUBECONFIG=" + kc, tools.KueueCycleBackoffEnv + "=" + kueueCycleBackoff.String(),
+				tools.KueueRequeueBatchPeriodEnv + "=" + kueueRequeueBatchPeriod.String()}, argv: []string{bins[Kueue],
 				"--config=" + s.path("config", kueueConfigFile), "--zap-log-level=info"}},
 			ports:  []int{pt.KueueWebhook, pt.KueueHealth, pt.KueueMetrics},
 			health: httpOK(plain, loopURL("http", pt.KueueHealth, "/readyz")),
