@@ -85,7 +85,10 @@ func (t *timers) workload(u *unit, wl *kueue.Workload, now float64) {
 		} else if t.cfg.PodsReadyTimeout > 0 && (ready == nil || ready.Reason == kueue.WorkloadWaitForStart || ready.Reason == "PodsReady") {
 			want, due = "podsready", u.admitted+t.cfg.PodsReadyTimeout
 		}
-	case requeued != nil && requeued.Status == "False" && wl.Status.RequeueState != nil && wl.Status.RequeueState.RequeueAt != nil:
+	case requeued != nil && requeued.Status == "False" && wl.Status.RequeueState != nil &&
+		(wl.Status.RequeueState.RequeueAt != nil || t.by[u.key] != nil && t.by[u.key].kind == "backoff"):
+		// Kueue clears requeueAt when the backoff ends and sets Requeued True in a second write:
+		// the backoff is over for the runner only then.
 		n := ptr.Deref(wl.Status.RequeueState.Count, 1)
 		backoff := t.cfg.BackoffBase * math.Pow(2, float64(n-1))
 		if t.cfg.BackoffMax > 0 {
