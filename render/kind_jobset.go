@@ -16,7 +16,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-// jobSetModule is the JobSet release kueuelab runs (what Kueue v0.15.0 requires).
+// jobSetModule is the JobSet release kueuelab runs (what Kueue v0.19.2 requires).
 const jobSetModule, jobSetVersion = "sigs.k8s.io/jobset", "v0.12.0"
 
 var jobSetIntegration = Integration{

@@ -12,7 +12,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-// trainingModule is the training-operator release kueuelab runs (what Kueue v0.15.0 requires).
+// trainingModule is the training-operator release kueuelab runs (what Kueue v0.19.2 requires).
 const trainingModule, trainingVersion = "github.com/kubeflow/training-operator", "v1.9.3"
 
 var pyTorchJobIntegration = Integration{
