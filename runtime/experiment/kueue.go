@@ -128,6 +128,39 @@ type timerField struct {
 	def   bool          // one of Kueue's defaults filled in by WithKueueDefaults
 }
 
+// defaultBackoffMaxScale bounds the scale of Kueue's default requeue backoff, which otherwise
+// follows the run's timer scale (60 at speedup max: a 1 s backoff). Kueue counts the backoff from
+// the eviction on wall time, to a requeueAt the API keeps to the second (so it may requeue up to a
+// second early), while the trace clock stands at the eviction for its own steps and, a trace
+// second later, for Kueue's inadmissible-requeue batch (a second of wall time,
+// localcluster's kueueRequeueBatchPeriod): a 1 s backoff ran out there, and an evicted gang came
+// back at 1,861 s instead of 1,920 s. At 12 the backoff is 5 to 300 s of wall time, which the
+// runner holds the clock for only when a workload is evicted, while the timeout keeps the run's
+// scale (30 s of wall time at 60).
+const defaultBackoffMaxScale = 12
+
+// backoffScale is the scale of the default requeue backoff at the run's scale: at most
+// defaultBackoffMaxScale and exact for both backoff fields (0 when the backoff is the variant's own,
+// which follows the run's scale).
+func (k *KueueConfig) backoffScale(scale float64) float64 {
+	if k == nil || !k.defaultWFPR {
+		return 0
+	}
+	fields, _ := k.timerFields()
+	s := math.Min(scale, defaultBackoffMaxScale)
+	for changed := true; changed; {
+		changed = false
+		for _, f := range fields {
+			if f.whole {
+				if m := f.maxExact(s); m < s {
+					s, changed = m, true
+				}
+			}
+		}
+	}
+	return s
+}
+
 func parsePositive(field, v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
@@ -319,9 +352,20 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 			rs = &RequeuingStrategy{}
 		}
 		{
+			bscale := scale
+			if s := k.backoffScale(scale); s > 0 {
+				bscale = s
+			}
+			backoffWall := func(v string, def time.Duration) int32 {
+				d := def
+				if v != "" {
+					d, _ = time.ParseDuration(v) // checked by check
+				}
+				return int32(math.Round(d.Seconds() / bscale))
+			}
 			r := map[string]any{
-				"backoffBaseSeconds": int32(math.Round(wallOf(rs.BackoffBase, defaultBackoffBase).Seconds())),
-				"backoffMaxSeconds":  int32(math.Round(wallOf(rs.BackoffMax, defaultBackoffMax).Seconds())),
+				"backoffBaseSeconds": backoffWall(rs.BackoffBase, defaultBackoffBase),
+				"backoffMaxSeconds":  backoffWall(rs.BackoffMax, defaultBackoffMax),
 			}
 			if rs.Timestamp != "" {
 				r["timestamp"] = rs.Timestamp
@@ -348,7 +392,7 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 func (k *KueueConfig) Meta(scale float64) *results.KueueMeta {
 	qps, burst := localcluster.KueueClientRate()
 	m := &results.KueueMeta{Version: tools.KueueVersion, Source: "the local cluster's Kueue configuration",
-		ClientQPS: float64(qps), ClientBurst: int(burst), TimerScale: scale}
+		ClientQPS: float64(qps), ClientBurst: int(burst), TimerScale: scale, BackoffTimerScale: k.backoffScale(scale)}
 	if t := k.Timers(scale); t.PodsReadyTimeout > 0 {
 		m.WaitForPodsReady = &results.PodsReadyMeta{TimeoutSec: t.PodsReadyTimeout, RecoveryTimeoutSec: t.RecoveryTimeout,
 			BackoffBaseSec: t.BackoffBase, BackoffMaxSec: t.BackoffMax, BlockAdmission: ptr.Deref(k.WaitForPodsReady.BlockAdmission, false)}
@@ -377,5 +421,6 @@ func (k *KueueConfig) Timers(scale float64) runner.KueueTimers {
 		rs = &RequeuingStrategy{}
 	}
 	t.BackoffBase, t.BackoffMax = sec(rs.BackoffBase, defaultBackoffBase), sec(rs.BackoffMax, defaultBackoffMax)
+	t.BackoffScale = k.backoffScale(scale)
 	return t
 }

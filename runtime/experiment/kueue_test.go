@@ -24,20 +24,34 @@ func TestKueueDefaultsInTraceTime(t *testing.T) {
 	}
 	w := d.Fields(60)["waitForPodsReady"].(map[string]any)
 	rs := w["requeuingStrategy"].(map[string]any)
+	// The backoff at scale 12 (defaultBackoffMaxScale): 5 s of wall time outlasts the holds at the
+	// eviction and Kueue's requeue batch a second later.
 	if w["timeout"] != "30s" || w["recoveryTimeout"] != "30s" || w["blockAdmission"] != false ||
-		rs["backoffBaseSeconds"] != int32(1) || rs["backoffMaxSeconds"] != int32(60) || rs["timestamp"] != "Eviction" {
+		rs["backoffBaseSeconds"] != int32(5) || rs["backoffMaxSeconds"] != int32(300) || rs["timestamp"] != "Eviction" {
 		t.Errorf("defaults at scale 60: %v", w)
 	}
-	if tm := d.Timers(60); tm.PodsReadyTimeout != 1800 || tm.RecoveryTimeout != 1800 || tm.BackoffBase != 60 || tm.BackoffMax != 3600 || tm.Scale != 60 {
+	if tm := d.Timers(60); tm.PodsReadyTimeout != 1800 || tm.RecoveryTimeout != 1800 || tm.BackoffBase != 60 || tm.BackoffMax != 3600 ||
+		tm.Scale != 60 || tm.BackoffScale != 12 {
 		t.Errorf("timers %+v", tm)
+	}
+	if m := d.Meta(60); m.TimerScale != 60 || m.BackoffTimerScale != 12 || m.WaitForPodsReady == nil || m.WaitForPodsReady.BackoffBaseSec != 60 {
+		t.Errorf("meta %+v", m)
+	}
+	// Below the cap the backoff follows the run's scale.
+	if rs := d.Fields(10)["waitForPodsReady"].(map[string]any)["requeuingStrategy"].(map[string]any); rs["backoffBaseSeconds"] != int32(6) || rs["backoffMaxSeconds"] != int32(360) {
+		t.Errorf("defaults at scale 10: %v", rs)
 	}
 	// The variant's own settings stay as they were, refused where they cannot be exact.
 	own := &KueueConfig{WaitForPodsReady: &WaitForPodsReady{Enable: true, Timeout: "10m"}}
 	if _, err := own.WithKueueDefaults().Scale(1000); err == nil {
 		t.Error("a variant's backoff of 60 s at speedup 1000 must still be refused")
 	}
-	if f := own.WithKueueDefaults().Fields(60)["waitForPodsReady"].(map[string]any); f["timeout"] != "10s" {
-		t.Errorf("the variant's timeout replaced: %v", f)
+	if f := own.WithKueueDefaults().Fields(60)["waitForPodsReady"].(map[string]any); f["timeout"] != "10s" ||
+		f["requeuingStrategy"].(map[string]any)["backoffBaseSeconds"] != int32(1) {
+		t.Errorf("the variant's settings changed: %v", f)
+	}
+	if tm := own.WithKueueDefaults().Timers(60); tm.BackoffScale != 0 {
+		t.Errorf("the variant's backoff got its own scale: %+v", tm)
 	}
 	// Fair sharing alone: Kueue's waitForPodsReady defaults come with it.
 	fs := (&KueueConfig{FairSharing: &KueueFairSharing{Enable: true}}).WithKueueDefaults().Fields(60)

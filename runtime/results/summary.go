@@ -138,8 +138,10 @@ type KueueMeta struct {
 	// WaitForPodsReady is nil when it is off.
 	WaitForPodsReady *PodsReadyMeta `json:"waitForPodsReady,omitempty"`
 	// TimerScale divides WaitForPodsReady's trace durations into the wall durations Kueue runs
-	// (1 on a cluster kueuelab does not configure, whose Kueue counts trace time as wall time).
-	TimerScale float64 `json:"timerScale,omitempty"`
+	// (1 on a cluster kueuelab does not configure, whose Kueue counts trace time as wall time);
+	// BackoffTimerScale, when set, divides its requeue backoff instead.
+	TimerScale        float64 `json:"timerScale,omitempty"`
+	BackoffTimerScale float64 `json:"backoffTimerScale,omitempty"`
 }
 
 // PodsReadyMeta is waitForPodsReady in trace seconds.

@@ -21,6 +21,9 @@ type KueueTimers struct {
 	// BackoffBase and BackoffMax are waitForPodsReady.requeuingStrategy's backoff, in trace seconds.
 	BackoffBase, BackoffMax float64
 	Scale                   float64
+	// BackoffScale, when set, divides the backoff instead of Scale (runtime/experiment gives
+	// Kueue's default backoff more wall time than its timeout).
+	BackoffScale float64
 }
 
 // timers makes Kueue's wall-time timers happen at their trace times. The clock jumps, so it
@@ -55,8 +58,12 @@ func newTimers(cfg KueueTimers, clk *simclock.Clock) *timers {
 
 // limit is how long a fired timer may hold the clock: Kueue's wall timer plus its one-second
 // timestamp resolution and some slack for a busy machine.
-func (t *timers) limit(traceSec float64) time.Duration {
-	return time.Duration(traceSec/t.cfg.Scale*float64(time.Second)) + 10*time.Second
+func (t *timers) limit(kind string, traceSec float64) time.Duration {
+	scale := t.cfg.Scale
+	if kind == "backoff" && t.cfg.BackoffScale > 0 {
+		scale = t.cfg.BackoffScale
+	}
+	return time.Duration(traceSec/scale*float64(time.Second)) + 10*time.Second
 }
 
 // released: the unit no longer holds quota (or finished): its PodsReady timer is moot.
@@ -108,7 +115,7 @@ func (t *timers) workload(u *unit, wl *kueue.Workload, now float64) {
 		firedKey: simclock.Key{Kind: simclock.KindTimer, ID: u.key}, stop: make(chan struct{})}
 	t.by[u.key] = ut
 	ut.alarm.Set(due)
-	limit := t.limit(due - now)
+	limit := t.limit(want, due-now)
 	go func() {
 		select {
 		case <-ut.stop:
