@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,15 +12,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
-	kueueconfigv1beta1 "sigs.k8s.io/kueue/apis/config/v1beta1"
-	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
@@ -212,8 +205,8 @@ func (s *KueueSettings) Describe() string {
 	out := fmt.Sprintf("clientConnection qps %g burst %d", s.ClientQPS, s.ClientBurst)
 	w := s.WaitForPodsReady
 	switch {
-	case w == nil && s.FeatureGates[disableWaitForPodsReady]:
-		out += "; waitForPodsReady off (feature gate " + disableWaitForPodsReady + ")"
+	case w == nil && s.FeatureGates[kueuewl.DisableWaitForPodsReady]:
+		out += "; waitForPodsReady off (feature gate " + kueuewl.DisableWaitForPodsReady + ")"
 	case w == nil:
 		out += "; waitForPodsReady off"
 	default:
@@ -227,60 +220,19 @@ func (s *KueueSettings) Describe() string {
 	return out
 }
 
-// disableWaitForPodsReady is Kueue v0.19's gate that turns its default waitForPodsReady off.
-const disableWaitForPodsReady = "DisableWaitForPodsReady"
-
-// kueueConfigScheme decodes Kueue's Configuration as Kueue v0.19.2 does (its pkg/config): either
-// API version, converted to v1beta2, with Kueue's own defaults.
-var kueueConfigScheme = func() *apiruntime.Scheme {
-	s := apiruntime.NewScheme()
-	utilruntime.Must(kueueconfigv1beta1.AddToScheme(s))
-	utilruntime.Must(kueueconfig.AddToScheme(s))
-	return s
-}()
-
 // parseKueueConfig reads a Configuration of either version as the Kueue it belongs to runs it;
 // gates are the manager's --feature-gates, which win over the Configuration's.
 func parseKueueConfig(b []byte, gates map[string]bool) (*KueueSettings, error) {
-	var head struct {
-		APIVersion       string          `json:"apiVersion"`
-		Kind             string          `json:"kind"`
-		WaitForPodsReady json.RawMessage `json:"waitForPodsReady"`
-	}
-	if err := yaml.Unmarshal(b, &head); err != nil {
+	c, err := kueuewl.ParseConfiguration(b)
+	if err != nil {
 		return nil, err
 	}
-	if head.Kind != "Configuration" || !strings.HasPrefix(head.APIVersion, "config.kueue.x-k8s.io/") {
-		return nil, fmt.Errorf("apiVersion %q kind %q: want config.kueue.x-k8s.io Configuration", head.APIVersion, head.Kind)
-	}
-	// Not strict, unlike Kueue: a field this reader does not know must not hide the settings it does.
-	var c kueueconfig.Configuration
-	if err := apiruntime.DecodeInto(serializer.NewCodecFactory(kueueConfigScheme).UniversalDecoder(), b, &c); err != nil {
-		return nil, err
-	}
-	s := &KueueSettings{APIVersion: head.APIVersion, MetricsBindAddress: c.Metrics.BindAddress, FeatureGates: map[string]bool{}}
-	if c.Integrations != nil {
-		s.Frameworks = c.Integrations.Frameworks
-	}
-	if c.LeaderElection != nil {
-		s.LeaderElectionName = c.LeaderElection.ResourceName
-	}
-	if cc := c.ClientConnection; cc != nil {
-		s.ClientQPS, s.ClientBurst = ptr.Deref(cc.QPS, 0), ptr.Deref(cc.Burst, 0)
-	}
-	maps.Copy(s.FeatureGates, c.FeatureGates)
+	s := &KueueSettings{APIVersion: c.APIVersion, Frameworks: c.Frameworks, MetricsBindAddress: c.MetricsBindAddress,
+		LeaderElectionName: c.LeaderElectionName, ClientQPS: c.ClientQPS, ClientBurst: c.ClientBurst, FeatureGates: c.FeatureGates}
 	maps.Copy(s.FeatureGates, gates)
-	if w := c.WaitForPodsReady; w != nil && !s.FeatureGates[disableWaitForPodsReady] {
-		r := &RemoteWaitForPodsReady{Timeout: w.Timeout.Duration, BlockAdmission: ptr.Deref(w.BlockAdmission, false),
-			Default: len(head.WaitForPodsReady) == 0 || string(head.WaitForPodsReady) == "null"}
-		if w.RecoveryTimeout != nil {
-			r.RecoveryTimeout = w.RecoveryTimeout.Duration
-		}
-		if rs := w.RequeuingStrategy; rs != nil {
-			r.BackoffBase = time.Duration(ptr.Deref(rs.BackoffBaseSeconds, 0)) * time.Second
-			r.BackoffMax = time.Duration(ptr.Deref(rs.BackoffMaxSeconds, 0)) * time.Second
-		}
-		s.WaitForPodsReady = r
+	if w := c.WaitForPodsReady; w != nil && !s.FeatureGates[kueuewl.DisableWaitForPodsReady] {
+		s.WaitForPodsReady = &RemoteWaitForPodsReady{Timeout: w.Timeout, RecoveryTimeout: w.RecoveryTimeout,
+			BackoffBase: w.BackoffBase, BackoffMax: w.BackoffMax, BlockAdmission: w.BlockAdmission, Default: w.Default}
 	}
 	return s, nil
 }

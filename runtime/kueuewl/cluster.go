@@ -25,6 +25,9 @@ func AddToScheme(s *runtime.Scheme) error {
 	return nil
 }
 
+// Group is Kueue's API group.
+var Group = kueue.SchemeGroupVersion.Group
+
 // QueueKinds are the Kueue kinds a cluster spec renders to, in the order a spec's leftovers are
 // deleted: the queues before the flavors they use (Kueue's resource-in-use finalizer holds a
 // ResourceFlavor while a ClusterQueue names it), and the Topology after the flavors that name it.

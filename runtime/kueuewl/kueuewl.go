@@ -4,8 +4,8 @@
 // sim's lifecycle) record admissions through it, so the same Workload is the same result in
 // either. It does the GPU accounting of Workloads and pods, summarises a cluster's Workloads for a
 // history import (in v1beta2, or v1beta1 from a Kueue that predates v1beta2), says whether a
-// ClusterQueue is Active and which flavors ClusterQueues use, and names the Kueue kinds and API
-// versions a client talks to.
+// ClusterQueue is Active and which flavors ClusterQueues use, names the Kueue kinds and API
+// versions a client talks to, and reads Kueue's Configuration as the Kueue it belongs to runs it.
 package kueuewl
 
 import (

@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -62,7 +62,7 @@ func kueueWebhookNeeded(webhook map[string]any) bool {
 		for _, g := range groups {
 			for _, res := range resources {
 				res, _, _ = strings.Cut(res, "/") // a subresource belongs to its resource
-				if g != kueuev1beta2.SchemeGroupVersion.Group && !enabled[g+"/"+res] {
+				if g != kueuewl.Group && !enabled[g+"/"+res] {
 					return false
 				}
 			}

@@ -17,11 +17,11 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kschedv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -472,6 +472,7 @@ func (s *State) kueueConfig(extra map[string]any) (map[string]any, error) {
 }
 
 func (s *State) baseKueueConfig() map[string]any {
+	qps, burst := KueueClientRate()
 	return map[string]any{
 		"apiVersion": "config.kueue.x-k8s.io/v1beta2",
 		"kind":       "Configuration",
@@ -487,7 +488,7 @@ func (s *State) baseKueueConfig() map[string]any {
 		},
 		// The visibility API server needs an in-cluster APIService; nothing here uses it.
 		"featureGates":     map[string]any{"VisibilityOnDemand": false},
-		"clientConnection": map[string]any{"qps": kueueQPS, "burst": kueueBurst},
+		"clientConnection": map[string]any{"qps": qps, "burst": burst},
 		"integrations":     map[string]any{"frameworks": kueueFrameworks()},
 		// Without this every Kueue controller gets controller-runtime's single worker: a replayed
 		// trace then waits tens of seconds for Workload creation and Finished.
@@ -499,9 +500,7 @@ func (s *State) baseKueueConfig() map[string]any {
 // v0.19's own (300/s, burst 500, in its code and its manifests alike), not the rate the other
 // components get, because the rate at which Kueue writes admissions and evictions is part of the
 // Kueue a replay measures.
-func KueueClientRate() (qps float32, burst int32) { return kueueQPS, kueueBurst }
-
-const kueueQPS, kueueBurst = kueueconfig.DefaultClientConnectionQPS, kueueconfig.DefaultClientConnectionBurst
+func KueueClientRate() (qps float32, burst int32) { return kueuewl.DefaultClientRate() }
 
 // groupKindConcurrency is Kueue v0.19's shipped controller_manager_config.yaml's, plus 5 workers
 // for the kind of every enabled job integration (it lists 5 for Job.batch).
