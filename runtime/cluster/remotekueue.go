@@ -96,7 +96,7 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 	}
 	gates, err := parseFeatureGates(gateFlag)
 	if err != nil {
-		return nil, fmt.Errorf("Kueue's Deployment %s: --feature-gates: %w", kueueDeployment, err)
+		return nil, fmt.Errorf("deployment %s (Kueue's): --feature-gates: %w", kueueDeployment, err)
 	}
 	cmRefs = append(cmRefs, [2]string{KueueNamespace, "kueue-manager-config"})
 	for _, ref := range cmRefs {
