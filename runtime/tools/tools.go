@@ -213,9 +213,9 @@ func Pinned() Set {
 			// why) and its requeue batches' period settable and published
 			// (KueueRequeueBatchPeriodEnv); its own file name so the cache keeps other builds and
 			// builds this one alone.
-			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab2", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
+			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab3", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
 				method: sourceCopy, patches: []string{"kueue-" + KueueVersion + "-cycle-backoff.patch", "kueue-" + KueueVersion + "-precise-times.patch",
-					"kueue-" + KueueVersion + "-requeue-batch.patch"},
+					"kueue-" + KueueVersion + "-requeue-batch.patch", "kueue-" + KueueVersion + "-trace-clock.patch"},
 				ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=" + KueueVersion}},
 		},
 	}
