@@ -16,6 +16,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueueclock"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -207,7 +208,7 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 		},
 		Kueue: {
 			process: process{name: Kueue, bin: bins[Kueue], env: []string{"KUBECONFIG=" + kc, tools.KueueCycleBackoffEnv + "=" + kueueCycleBackoff.String(),
-				tools.KueueRequeueBatchPeriodEnv + "=" + kueueRequeueBatchPeriod.String()}, argv: []string{bins[Kueue],
+				tools.KueueRequeueBatchPeriodEnv + "=" + kueueRequeueBatchPeriod.String(), kueueclock.Env + "=" + s.KueueClockPath()}, argv: []string{bins[Kueue],
 				"--config=" + s.path("config", kueueConfigFile), "--zap-log-level=info"}},
 			ports:  []int{pt.KueueWebhook, pt.KueueHealth, pt.KueueMetrics},
 			health: httpOK(plain, loopURL("http", pt.KueueHealth, "/readyz")),

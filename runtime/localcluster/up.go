@@ -21,6 +21,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueueclock"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
@@ -199,6 +200,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		if err := os.WriteFile(s.path("config", kueueConfigFile), data, 0o644); err != nil {
 			return err
+		}
+		if st, err := os.Stat(s.KueueClockPath()); err != nil || st.Size() != kueueclock.Size {
+			if err := kueueclock.Create(s.KueueClockPath()); err != nil {
+				return err
+			}
 		}
 		// Kueue reads its configuration only when it starts: the supervisor restarts a Kueue that
 		// runs with another one, as it does kube-scheduler.
@@ -445,6 +451,10 @@ func (s *State) writeConfig(name string, v any) error {
 
 // kueueConfigFile is the local Kueue's configuration, in the state dir's config/.
 const kueueConfigFile = "kueue.yaml"
+
+// KueueClockPath is the file through which a replay shares its trace clock with the local Kueue
+// (runtime/kueueclock).
+func (s *State) KueueClockPath() string { return s.path("kueue-trace-clock") }
 
 // kueueLocalKeys are the Kueue Configuration fields the local cluster depends on.
 var kueueLocalKeys = map[string]bool{"apiVersion": true, "kind": true, "namespace": true, "health": true,

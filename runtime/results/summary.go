@@ -106,6 +106,9 @@ type Meta struct {
 	RequeueBatches          int     `json:"requeueBatches,omitempty"`
 	RequeueBatchesEarly     int     `json:"requeueBatchesEarly,omitempty"`
 	RequeueBatchEarlyMaxSec float64 `json:"requeueBatchEarlyMaxSec,omitempty"`
+	// KueueClock is what running the local Kueue on the trace clock cost (nil: Kueue kept wall
+	// time).
+	KueueClock *KueueClockMeta `json:"kueueClock,omitempty"`
 	// SubmitRetries counts create calls retried after a transient failure; Rejected the
 	// workloads the API server refused for good, FirstRejection the first one and why.
 	SubmitRetries  int    `json:"submitRetries,omitempty"`
@@ -137,12 +140,17 @@ type KueueMeta struct {
 	ClientBurst int     `json:"clientBurst,omitempty"`
 	// WaitForPodsReady is nil when it is off.
 	WaitForPodsReady *PodsReadyMeta `json:"waitForPodsReady,omitempty"`
-	// TimerScale divides WaitForPodsReady's trace durations into the wall durations Kueue runs
-	// (1 on a cluster kueuelab does not configure, whose Kueue counts trace time as wall time);
-	// BackoffTimerScale, when set, divides its requeue backoff instead.
-	TimerScale        float64 `json:"timerScale,omitempty"`
-	BackoffTimerScale float64 `json:"backoffTimerScale,omitempty"`
+	// Clock is the time Kueue's timers and timestamps ran on: ClockTrace for the local cluster's
+	// Kueue (runtime/kueueclock), ClockWall for a Kueue kueuelab does not run, whose timers the
+	// trace clock waits for in wall time.
+	Clock string `json:"clock,omitempty"`
 }
+
+// KueueMeta.Clock values.
+const (
+	ClockTrace = "trace"
+	ClockWall  = "wall"
+)
 
 // PodsReadyMeta is waitForPodsReady in trace seconds.
 type PodsReadyMeta struct {
@@ -408,4 +416,14 @@ func WriteFiles(dir string, recs []Record, s *Summary) error {
 		write(WorkloadsFile, func(w io.Writer) error { return WriteWorkloadsCSV(w, recs) }),
 		write(SummaryFile, s.WriteJSON),
 	)
+}
+
+// KueueClockMeta is what the local Kueue's timers on the trace clock did: the trace clock stopped
+// at Timers of them; at LateAcks Kueue did not report its work done within the wait's limit (each
+// is a timer whose effect may have come after the clock moved on: the residual); LongestAckSec is
+// the longest wall wait for Kueue at one.
+type KueueClockMeta struct {
+	Timers        int     `json:"timers"`
+	LateAcks      int     `json:"lateAcks"`
+	LongestAckSec float64 `json:"longestAckSec"`
 }

@@ -42,7 +42,7 @@ type InProcess struct {
 	// Speedup caps trace seconds per wall second between events (max: the clock jumps).
 	Speedup results.Speedup
 	Seed    uint64
-	// Timers are the local Kueue's wall-time settings (runtime/experiment scales them).
+	// Timers are Kueue's waitForPodsReady settings, held for on a Kueue that keeps wall time.
 	Timers KueueTimers
 	// Kueue is the Kueue the run replays on, for the summary (nil: not recorded).
 	Kueue *results.KueueMeta
@@ -106,7 +106,7 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 	}
 	cfg.Prune = o.Prune
 	if o.Local != nil {
-		cfg.ControlPlane = o.Local.Dir
+		cfg.ControlPlane, cfg.KueueClock = o.Local.Dir, o.Local.KueueClockPath()
 	}
 	return cfg, nil
 }

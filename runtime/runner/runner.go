@@ -86,13 +86,16 @@ type Config struct {
 	KueueMetrics, SchedulerMetrics MetricsSource
 	// Kueue, when known, is the Kueue the run replays on, for the summary.
 	Kueue *results.KueueMeta
-	// KueueTimers are the local Kueue's wall-time settings, so their timers fire at their trace
-	// times on the event-driven clock.
+	// KueueTimers are the settings of a Kueue that runs on wall time (KueueClock ""), so that its
+	// timers fire at their trace times on the event-driven clock.
 	KueueTimers KueueTimers
 	// ControlPlane is the state dir of kueuelab's local cluster whose supervisor the run follows
 	// ("": another cluster, not followed): while a component is down or not ready the trace clock
 	// holds, restarts and outages are recorded, and a crash-looping component ends the run.
 	ControlPlane string
+	// KueueClock is the local Kueue's trace-clock file (runtime/kueueclock; "": Kueue keeps wall
+	// time and KueueTimers place its timers).
+	KueueClock string
 	// SampleStep is the time series step in trace seconds (default 60).
 	SampleStep float64
 	// Faults are the faults to inject (nil: none; see faults.go).

@@ -248,7 +248,7 @@ func TestSchedulerCheck(t *testing.T) {
 // holds it there until the Workload shows Kueue's eviction.
 func TestTimersHoldUntilKueueActs(t *testing.T) {
 	clk := simclock.New(simclock.Options{Settle: -1})
-	tm := newTimers(KueueTimers{PodsReadyTimeout: 300, BackoffBase: 60, BackoffMax: 3600, Scale: 60}, clk)
+	tm := newTimers(KueueTimers{PodsReadyTimeout: 300, BackoffBase: 60, BackoffMax: 3600}, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	clk.Start(ctx)
