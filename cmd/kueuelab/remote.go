@@ -126,10 +126,10 @@ func carryKueue(r *remote, k *cluster.RemoteKueue, version, versionFrom string, 
 		return nil
 	case k.Config.WaitForPodsReady != nil:
 		w := k.Config.WaitForPodsReady
-		// That Kueue runs its timers on wall time: scale 1, and the runner holds the trace clock
-		// at each timer's trace time until Kueue has acted.
+		// That Kueue runs its timers on wall time: the runner holds the trace clock at each
+		// timer's trace time until Kueue has acted.
 		r.timers = runner.KueueTimers{PodsReadyTimeout: w.Timeout.Seconds(), RecoveryTimeout: w.RecoveryTimeout.Seconds(),
-			BackoffBase: w.BackoffBase.Seconds(), BackoffMax: w.BackoffMax.Seconds(), Scale: 1}
+			BackoffBase: w.BackoffBase.Seconds(), BackoffMax: w.BackoffMax.Seconds()}
 	}
 	fmt.Fprintf(out, "Kueue's configuration (%s): %s; its timers run on wall time, and the trace clock waits for each\n", k.ConfigSource, k.Config.Describe())
 	return nil

@@ -26,7 +26,7 @@ func TestCarryKueue(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if tm := r.timers; tm.PodsReadyTimeout != 1800 || tm.RecoveryTimeout != 1800 || tm.BackoffBase != 60 || tm.BackoffMax != 3600 || tm.Scale != 1 {
+	if tm := r.timers; tm.PodsReadyTimeout != 1800 || tm.RecoveryTimeout != 1800 || tm.BackoffBase != 60 || tm.BackoffMax != 3600 {
 		t.Errorf("timers %+v", tm)
 	}
 	if m := r.meta; m == nil || m.Version != "v0.19.2" || m.ClientQPS != 300 || m.ClientBurst != 500 || m.WaitForPodsReady == nil || m.WaitForPodsReady.TimeoutSec != 1800 {

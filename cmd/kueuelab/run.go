@@ -232,15 +232,11 @@ func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *
 		// Kueue v0.19's defaults (waitForPodsReady on) in trace time, as a variant without
 		// kueueConfig of an experiment runs them.
 		kc := (*experiment.KueueConfig)(nil).WithKueueDefaults()
-		scale, err := kc.Scale(f.speedup)
+		cl, err := localCluster(ctx, f.name, spec, kc.Fields(), out)
 		if err != nil {
 			return nil, nil, err
 		}
-		cl, err := localCluster(ctx, f.name, spec, kc.Fields(scale), out)
-		if err != nil {
-			return nil, nil, err
-		}
-		eng.Cluster.Timers, eng.Cluster.Kueue = kc.Timers(scale), kc.Meta(scale)
+		eng.Cluster.Timers, eng.Cluster.Kueue = kc.Timers(), kc.Meta()
 		if len(cl.Started) > 0 && !f.keepCluster {
 			done = func() {
 				fmt.Fprintf(out, "stopping the local cluster %s this run started (--keep-cluster leaves it running)\n", f.name)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kueuelab/kueuelab/runtime/results"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -173,7 +174,7 @@ func TestReplayMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := k.ReplayMeta("v0.19.2")
-	if m.Version != "v0.19.2" || m.ClientQPS != 300 || m.ClientBurst != 500 || m.TimerScale != 1 || !strings.Contains(m.Source, "my-kueue-config") {
+	if m.Version != "v0.19.2" || m.ClientQPS != 300 || m.ClientBurst != 500 || m.Clock != results.ClockWall || !strings.Contains(m.Source, "my-kueue-config") {
 		t.Errorf("meta %+v", m)
 	}
 	if w := m.WaitForPodsReady; w == nil || w.TimeoutSec != 600 || w.RecoveryTimeoutSec != 600 || w.BackoffBaseSec != 30 || w.BackoffMaxSec != 3600 {

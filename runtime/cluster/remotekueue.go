@@ -187,7 +187,7 @@ func KueueVersionProblem(version, where string) string {
 // ReplayMeta is the summary's account of this Kueue, of version (its build info or image tag). Its
 // timers run on wall time, which a replay on it takes as trace time (timer scale 1).
 func (k *RemoteKueue) ReplayMeta(version string) *results.KueueMeta {
-	m := &results.KueueMeta{Version: version, TimerScale: 1}
+	m := &results.KueueMeta{Version: version, Clock: results.ClockWall}
 	if k.Config == nil {
 		return m
 	}

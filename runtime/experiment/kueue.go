@@ -3,10 +3,7 @@ package experiment
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -116,49 +113,12 @@ var validStrategies = [][]string{
 const (
 	defaultBackoffBase = time.Minute
 	defaultBackoffMax  = time.Hour
-	// DefaultTimerScale is the timer scale at speedup max when the settings allow it.
-	DefaultTimerScale = 1000
 )
 
-// timerField is one wall-time setting of the configuration.
+// timerField is one duration setting of the configuration.
 type timerField struct {
 	path  string        // its path in Kueue's Configuration
 	trace time.Duration // its value in trace time
-	whole bool          // Kueue takes whole seconds (an int32 *Seconds field)
-	def   bool          // one of Kueue's defaults filled in by WithKueueDefaults
-}
-
-// defaultBackoffMaxScale bounds the scale of Kueue's default requeue backoff, which otherwise
-// follows the run's timer scale (60 at speedup max: a 1 s backoff). Kueue counts the backoff from
-// the eviction on wall time, to a requeueAt the API keeps to the second (so it may requeue up to a
-// second early), while the trace clock stands at the eviction for its own steps and, a trace
-// second later, for Kueue's inadmissible-requeue batch (a second of wall time,
-// localcluster's kueueRequeueBatchPeriod): a 1 s backoff ran out there, and an evicted gang came
-// back at 1,861 s instead of 1,920 s. At 12 the backoff is 5 to 300 s of wall time, which the
-// runner holds the clock for only when a workload is evicted, while the timeout keeps the run's
-// scale (30 s of wall time at 60).
-const defaultBackoffMaxScale = 12
-
-// backoffScale is the scale of the default requeue backoff at the run's scale: at most
-// defaultBackoffMaxScale and exact for both backoff fields (0 when the backoff is the variant's own,
-// which follows the run's scale).
-func (k *KueueConfig) backoffScale(scale float64) float64 {
-	if k == nil || !k.defaultWFPR {
-		return 0
-	}
-	fields, _ := k.timerFields()
-	s := math.Min(scale, defaultBackoffMaxScale)
-	for changed := true; changed; {
-		changed = false
-		for _, f := range fields {
-			if f.whole {
-				if m := f.maxExact(s); m < s {
-					s, changed = m, true
-				}
-			}
-		}
-	}
-	return s
 }
 
 func parsePositive(field, v string) (time.Duration, error) {
@@ -201,11 +161,14 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 			}
 		}
 		if d > 0 {
-			out = append(out, timerField{path: path, trace: d, whole: whole})
+			if whole && d%time.Second != 0 {
+				errs = append(errs, fmt.Errorf("%s: Kueue takes whole seconds, got %s", path, d))
+				return 0
+			}
+			out = append(out, timerField{path: path, trace: d})
 		}
 		return d
 	}
-	nField := len(out)
 	if w := k.WaitForPodsReady; w != nil && w.Enable {
 		if w.Timeout == "" {
 			_, err := parsePositive("waitForPodsReady.timeout", w.Timeout)
@@ -213,7 +176,7 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 		}
 		add("waitForPodsReady.timeout", w.Timeout, 0, false)
 		add("waitForPodsReady.recoveryTimeout", w.RecoveryTimeout, 0, false)
-		// Kueue's default backoff is wall time too: it is always set, scaled.
+		// Kueue's default backoff is always written, so that the summary shows it.
 		rs := w.RequeuingStrategy
 		if rs == nil {
 			rs = &RequeuingStrategy{}
@@ -227,9 +190,6 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 			if rs.Timestamp != "" && rs.Timestamp != "Eviction" && rs.Timestamp != "Creation" {
 				errs = append(errs, fmt.Errorf("waitForPodsReady.requeuingStrategy.timestamp: want Eviction or Creation, got %q", rs.Timestamp))
 			}
-		}
-		for i := nField; i < len(out); i++ {
-			out[i].def = k.defaultWFPR
 		}
 	}
 	if a := k.AdmissionFairSharing; a != nil {
@@ -249,85 +209,21 @@ func (k *KueueConfig) Empty() bool {
 		k.AdmissionFairSharing == nil)
 }
 
-// maxExact is the largest scale at which a setting is exact: at least a whole second of wall time,
-// and for a whole-seconds field, a whole number of them.
-func (f timerField) maxExact(limit float64) float64 {
-	sec := f.trace.Seconds()
-	if !f.whole {
-		return math.Min(limit, sec)
-	}
-	// Exact scales are sec/n for whole n ≥ 1; the largest not above limit:
-	return sec / math.Max(1, math.Ceil(sec/limit-1e-9))
-}
-
-func isWhole(v float64) bool { return math.Abs(v-math.Round(v)) < 1e-9 }
-
-// Scale is the factor by which the run divides the Kueue settings: the speedup when it is a number
-// (refused when a setting the variant made cannot be exact at it), else the largest scale up to
-// DefaultTimerScale at which every setting is exact. Kueue's own defaults (WithKueueDefaults) are
-// never refused: a numeric speedup at which one of them cannot be exact runs the timers at the
-// largest exact scale below it. A lower scale only makes Kueue act later in trace time than the
-// runner's timer, which holds the trace clock at the timer's trace time until Kueue has acted.
-func (k *KueueConfig) Scale(speedup results.Speedup) (float64, error) {
-	fields, err := k.timerFields()
-	if err != nil || len(fields) == 0 {
-		return math.Max(1, float64(speedup)), err
-	}
-	largestExact := func(scale float64) float64 {
-		for changed := true; changed; {
-			changed = false
-			for _, f := range fields {
-				if m := f.maxExact(scale); m < scale {
-					scale, changed = m, true
-				}
-			}
-		}
-		return scale
-	}
-	if speedup == 0 {
-		return largestExact(float64(DefaultTimerScale)), nil
-	}
-	var errs []string
-	lower := false
-	for _, f := range fields {
-		wall := f.trace.Seconds() / float64(speedup)
-		if wall < 1 || (f.whole && !isWhole(wall)) {
-			if f.def {
-				lower = true
-				continue
-			}
-			unit := "at least 1 s"
-			if f.whole {
-				unit = "a whole number of seconds"
-			}
-			errs = append(errs, fmt.Sprintf("%s %s at speedup %g is %.3g s of wall time; Kueue needs %s: the largest speedup that keeps it exact is %g",
-				f.path, f.trace, float64(speedup), wall, unit, f.maxExact(float64(speedup))))
-		}
-	}
-	if len(errs) > 0 {
-		sort.Strings(errs)
-		return 0, errors.New(strings.Join(errs, "; "))
-	}
-	if lower {
-		return largestExact(float64(speedup)), nil
-	}
-	return float64(speedup), nil
-}
-
 // Fields returns the top-level fields of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)
-// that k sets, with every duration divided by scale, for localcluster.Options.KueueConfig. In v1beta2
-// a section's presence enables it.
-func (k *KueueConfig) Fields(scale float64) map[string]any {
+// that k sets, for localcluster.Options.KueueConfig. Its durations are trace durations as they
+// stand: the local Kueue runs on the replay's trace clock (runtime/kueueclock). In v1beta2 a
+// section's presence enables it.
+func (k *KueueConfig) Fields() map[string]any {
 	out := map[string]any{}
 	if k == nil {
 		return out
 	}
-	wallOf := func(v string, def time.Duration) time.Duration {
+	dur := func(v string, def time.Duration) time.Duration {
 		d := def
 		if v != "" {
 			d, _ = time.ParseDuration(v) // checked by check
 		}
-		return time.Duration(float64(d) / scale).Round(time.Millisecond)
+		return d
 	}
 	if fs := k.FairSharing; fs != nil && fs.Enable {
 		s := fs.PreemptionStrategies
@@ -340,32 +236,21 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 		out["featureGates"] = map[string]any{"DisableWaitForPodsReady": true}
 	}
 	if w := k.WaitForPodsReady; w != nil && w.Enable {
-		m := map[string]any{"timeout": wallOf(w.Timeout, 0).String()}
+		m := map[string]any{"timeout": dur(w.Timeout, 0).String()}
 		if w.BlockAdmission != nil {
 			m["blockAdmission"] = *w.BlockAdmission
 		}
 		if w.RecoveryTimeout != "" {
-			m["recoveryTimeout"] = wallOf(w.RecoveryTimeout, 0).String()
+			m["recoveryTimeout"] = dur(w.RecoveryTimeout, 0).String()
 		}
 		rs := w.RequeuingStrategy
 		if rs == nil {
 			rs = &RequeuingStrategy{}
 		}
 		{
-			bscale := scale
-			if s := k.backoffScale(scale); s > 0 {
-				bscale = s
-			}
-			backoffWall := func(v string, def time.Duration) int32 {
-				d := def
-				if v != "" {
-					d, _ = time.ParseDuration(v) // checked by check
-				}
-				return int32(math.Round(d.Seconds() / bscale))
-			}
 			r := map[string]any{
-				"backoffBaseSeconds": backoffWall(rs.BackoffBase, defaultBackoffBase),
-				"backoffMaxSeconds":  backoffWall(rs.BackoffMax, defaultBackoffMax),
+				"backoffBaseSeconds": int32(dur(rs.BackoffBase, defaultBackoffBase) / time.Second),
+				"backoffMaxSeconds":  int32(dur(rs.BackoffMax, defaultBackoffMax) / time.Second),
 			}
 			if rs.Timestamp != "" {
 				r["timestamp"] = rs.Timestamp
@@ -378,8 +263,8 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 		out["waitForPodsReady"] = m
 	}
 	if a := k.AdmissionFairSharing; a != nil {
-		m := map[string]any{"usageHalfLifeTime": wallOf(a.UsageHalfLifeTime, 0).String(),
-			"usageSamplingInterval": wallOf(a.UsageSamplingInterval, 5*time.Minute).String()}
+		m := map[string]any{"usageHalfLifeTime": dur(a.UsageHalfLifeTime, 0).String(),
+			"usageSamplingInterval": dur(a.UsageSamplingInterval, 5*time.Minute).String()}
 		if len(a.ResourceWeights) > 0 {
 			m["resourceWeights"] = a.ResourceWeights
 		}
@@ -388,21 +273,21 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 	return out
 }
 
-// Meta is the summary's account of the local cluster's Kueue running k at scale.
-func (k *KueueConfig) Meta(scale float64) *results.KueueMeta {
+// Meta is the summary's account of the local cluster's Kueue running k.
+func (k *KueueConfig) Meta() *results.KueueMeta {
 	qps, burst := localcluster.KueueClientRate()
 	m := &results.KueueMeta{Version: tools.KueueVersion, Source: "the local cluster's Kueue configuration",
-		ClientQPS: float64(qps), ClientBurst: int(burst), TimerScale: scale, BackoffTimerScale: k.backoffScale(scale)}
-	if t := k.Timers(scale); t.PodsReadyTimeout > 0 {
+		ClientQPS: float64(qps), ClientBurst: int(burst), Clock: results.ClockTrace}
+	if t := k.Timers(); t.PodsReadyTimeout > 0 {
 		m.WaitForPodsReady = &results.PodsReadyMeta{TimeoutSec: t.PodsReadyTimeout, RecoveryTimeoutSec: t.RecoveryTimeout,
 			BackoffBaseSec: t.BackoffBase, BackoffMaxSec: t.BackoffMax, BlockAdmission: ptr.Deref(k.WaitForPodsReady.BlockAdmission, false)}
 	}
 	return m
 }
 
-// Timers are the settings the runner tracks on the trace clock, at scale.
-func (k *KueueConfig) Timers(scale float64) runner.KueueTimers {
-	t := runner.KueueTimers{Scale: scale}
+// Timers are k's waitForPodsReady settings in trace seconds.
+func (k *KueueConfig) Timers() runner.KueueTimers {
+	var t runner.KueueTimers
 	if k == nil || k.WaitForPodsReady == nil || !k.WaitForPodsReady.Enable {
 		return t
 	}
@@ -421,6 +306,5 @@ func (k *KueueConfig) Timers(scale float64) runner.KueueTimers {
 		rs = &RequeuingStrategy{}
 	}
 	t.BackoffBase, t.BackoffMax = sec(rs.BackoffBase, defaultBackoffBase), sec(rs.BackoffMax, defaultBackoffMax)
-	t.BackoffScale = k.backoffScale(scale)
 	return t
 }

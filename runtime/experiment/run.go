@@ -441,10 +441,6 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 	if o.REST == nil || o.ReconfigureKueue != nil {
 		kc = kc.WithKueueDefaults() // a Kueue kueuelab configures
 	}
-	scale, err := kc.Scale(e.Speedup)
-	if err != nil {
-		return nil, nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
-	}
 	done = func() {}
 	rc, state := o.REST, o.State
 	if rc == nil {
@@ -457,7 +453,7 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 			return nil, nil, err
 		}
 		cl, err := localcluster.Up(ctx, localcluster.Options{Root: l.Root, Name: l.Name, BinDir: l.BinDir, PortBase: l.PortBase, Go: l.Go,
-			Objects: objs, KueueConfig: kc.Fields(scale), Scheduler: j.spec.KubeSchedulerConfiguration(), Out: log})
+			Objects: objs, KueueConfig: kc.Fields(), Scheduler: j.spec.KubeSchedulerConfiguration(), Out: log})
 		done = func() {
 			if err := localcluster.Down(context.Background(), l.Root, l.Name, true, log); err != nil {
 				fmt.Fprintf(o.Out, "%s: cluster down: %v\n", j.label(), err)
@@ -472,7 +468,7 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 		// Before the reset, which then clears whatever reconfiguring applied (a local cluster's
 		// Up applies its default nodes).
 		if o.ReconfigureKueue != nil {
-			if err := o.ReconfigureKueue(ctx, kc.Fields(scale)); err != nil {
+			if err := o.ReconfigureKueue(ctx, kc.Fields()); err != nil {
 				return nil, nil, fmt.Errorf("variant %s: reconfigure Kueue: %w", j.variant.Name, err)
 			}
 		}
@@ -480,10 +476,10 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 			return nil, nil, err
 		}
 	}
-	eng = &runner.Engine{Cluster: runner.InProcess{REST: rc, Local: state, Speedup: e.Speedup, Timers: kc.Timers(scale)},
+	eng = &runner.Engine{Cluster: runner.InProcess{REST: rc, Local: state, Speedup: e.Speedup, Timers: kc.Timers()},
 		AgentInCluster: o.REST != nil && o.AgentInCluster}
 	if o.REST == nil || o.ReconfigureKueue != nil {
-		eng.Cluster.Kueue = kc.Meta(scale)
+		eng.Cluster.Kueue = kc.Meta()
 	}
 	if o.REST != nil && o.State == nil {
 		eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers, eng.Cluster.Kueue = o.KueueMetrics, o.SchedulerMetrics, o.Timers, o.Kueue
@@ -494,7 +490,7 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 // simEngine is the sim engine of one job: the variant's Kueue configuration (its durations in
 // trace time) and the experiment's timing.
 func simEngine(j *job) (*sim.Engine, error) {
-	kc, err := sim.KueueConfigFromFields(j.variant.KueueConfig.WithKueueDefaults().Fields(1))
+	kc, err := sim.KueueConfigFromFields(j.variant.KueueConfig.WithKueueDefaults().Fields())
 	if err != nil {
 		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
 	}

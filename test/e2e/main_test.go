@@ -82,14 +82,9 @@ func run(m *testing.M) int {
 	t0 := time.Now()
 	// Kueue v0.19's defaults in trace time, as `kueuelab run` starts the local cluster.
 	kc := (*experiment.KueueConfig)(nil).WithKueueDefaults()
-	scale, err := kc.Scale(0) // speedup max
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	timers = kc.Timers(scale)
+	timers = kc.Timers()
 	opts := localcluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout,
-		KueueConfig: kc.Fields(scale)}
+		KueueConfig: kc.Fields()}
 	cl, err := localcluster.Up(ctx, opts)
 	code := 1
 	if err != nil {

@@ -145,7 +145,7 @@ func TestRunOnAnotherCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := remote.Summary.Meta.Kueue; k == nil || k.Version != tools.KueueVersion || k.ClientQPS != 300 || k.TimerScale != 1 ||
+	if k := remote.Summary.Meta.Kueue; k == nil || k.Version != tools.KueueVersion || k.ClientQPS != 300 || k.Clock != results.ClockWall ||
 		k.WaitForPodsReady == nil || k.WaitForPodsReady.TimeoutSec != 1800 {
 		t.Errorf("summary's kueue section %+v, want the cluster's Kueue with its default waitForPodsReady on wall time", k)
 	}
