@@ -35,10 +35,12 @@ import (
 func (s *sim) drain() {
 	for {
 		for s.kq.Store.HasChanges() {
-			for _, c := range s.kq.Store.TakeChanges() {
-				s.kq.Deliver(c)
-				s.react(c)
-			}
+			s.pods.batch(func() {
+				for _, c := range s.kq.Store.TakeChanges() {
+					s.kq.Deliver(c)
+					s.react(c)
+				}
+			})
 		}
 		// The workload controller reconciles what its handlers queued; its writes go round again.
 		ran, err := s.kq.Reconcile()
