@@ -185,7 +185,7 @@ func KueueVersionProblem(version, where string) string {
 }
 
 // ReplayMeta is the summary's account of this Kueue, of version (its build info or image tag). Its
-// timers run on wall time, which a replay on it takes as trace time (timer scale 1).
+// timers run on wall time, which the trace clock waits for.
 func (k *RemoteKueue) ReplayMeta(version string) *results.KueueMeta {
 	m := &results.KueueMeta{Version: version, Clock: results.ClockWall}
 	if k.Config == nil {

@@ -17,23 +17,17 @@ import (
 // KueueConfig are the Kueue Configuration settings a variant changes. They apply when Kueue
 // starts, so a variant that sets them needs a fresh local cluster (not --kubeconfig).
 //
-// Every duration is in trace time. Kueue runs on wall time, so it gets each one divided by the
-// run's timer scale (Scale); the runner then stops the trace clock at the trace time each timer is
-// due and holds it until Kueue has acted (runtime/runner's timers), so the timers fire at their
-// trace times whatever the clock does in between. Kueue reads these timers against API timestamps
-// of one-second resolution, so a wall duration below one second cannot be exact: such a setting
-// is refused, naming the field and the largest speedup that keeps it exact.
+// Every duration is in trace time and reaches Kueue as written: the local cluster's Kueue runs on
+// the replay's trace clock (runtime/kueueclock), so its timers fire at their trace times at any
+// speedup.
 type KueueConfig struct {
 	FairSharing          *KueueFairSharing     `yaml:"fairSharing,omitempty"`
 	WaitForPodsReady     *WaitForPodsReady     `yaml:"waitForPodsReady,omitempty"`
 	AdmissionFairSharing *AdmissionFairSharing `yaml:"admissionFairSharing,omitempty"`
 
 	// kueueDefaults marks a configuration completed by WithKueueDefaults: a waitForPodsReady
-	// with enable: false then turns Kueue's default off (its DisableWaitForPodsReady gate), and
-	// the filled-in defaults may run at a lower timer scale than a numeric speedup (Scale).
+	// with enable: false then turns Kueue's default off (its DisableWaitForPodsReady gate).
 	kueueDefaults bool
-	// defaultWFPR: WaitForPodsReady holds Kueue's defaults, not settings the variant made.
-	defaultWFPR bool
 }
 
 // Kueue v0.19's waitForPodsReady defaults (apis/config/v1beta2 SetDefaults_Configuration): on
@@ -60,7 +54,6 @@ func (k *KueueConfig) WithKueueDefaults() *KueueConfig {
 		out.WaitForPodsReady = &WaitForPodsReady{Enable: true, Timeout: defaultPodsReadyTimeout, BlockAdmission: &no,
 			RecoveryTimeout: defaultPodsReadyTimeout, RequeuingStrategy: &RequeuingStrategy{Timestamp: defaultRequeueTimestamp,
 				BackoffBase: defaultBackoffBase.String(), BackoffMax: defaultBackoffMax.String()}}
-		out.defaultWFPR = true
 	}
 	return out
 }
@@ -93,9 +86,7 @@ type RequeuingStrategy struct {
 }
 
 // AdmissionFairSharing configures Kueue's admission fair sharing (the ClusterQueues that use it
-// set admissionScope). Its usage decays on wall time: the half-life and sampling interval are
-// scaled like every other duration, which keeps the decay exact only while the trace clock runs at
-// the timer scale; the clock jumps, so the decay between events is the documented approximation.
+// set admissionScope). Its usage decays on Kueue's clock, the trace clock.
 type AdmissionFairSharing struct {
 	UsageHalfLifeTime     string             `yaml:"usageHalfLifeTime"`
 	UsageSamplingInterval string             `yaml:"usageSamplingInterval,omitempty"`
@@ -144,7 +135,7 @@ func (k *KueueConfig) check() error {
 	return errors.Join(append(errs, err)...)
 }
 
-// timerFields lists the wall-time settings k sets, checked.
+// timerFields lists the duration settings k sets, checked.
 func (k *KueueConfig) timerFields() ([]timerField, error) {
 	if k == nil {
 		return nil, nil

@@ -72,14 +72,10 @@ const jobPodFailureBackOff = 10 * time.Millisecond
 // times a second.
 const kueueCycleBackoff = time.Millisecond
 
-// kueueRequeueBatchPeriod is the wall period of Kueue's inadmissible-requeue batches (see
-// tools.KueueRequeueBatchPeriodEnv): upstream's 1 s. The runner stops the trace clock at each
-// batch's trace time (one second after its first notification) and holds it until Kueue has run
-// it, so the period only has to outlast the wall time the clock takes to get there, including the
-// other holds at the notification's instant (an eviction's pods going away took 350 ms in the e2e
-// step-by-step test): a batch that runs before its trace time is counted in
-// summary.requeueBatchesEarly. The price is wall time: each batch holds the clock for the rest of
-// the period.
+// kueueRequeueBatchPeriod is the period of Kueue's inadmissible-requeue batches (see
+// tools.KueueRequeueBatchPeriodEnv): upstream's 1 s, on Kueue's clock, which follows the replay's
+// trace clock (runtime/kueueclock). A batch that runs before its trace time would be counted in
+// summary.requeueBatchesEarly.
 const kueueRequeueBatchPeriod = time.Second
 
 // spec is how to run and probe one component.

@@ -14,10 +14,11 @@ import (
 // freed moves its inadmissible workloads back to its heaps this long after the first notification.
 const RequeueBatchSec = 1.0
 
-// requeueBatches puts Kueue's inadmissible-requeue batches at their trace times. kueuelab's Kueue
-// (patches/kueue-*-requeue-batch.patch) waits a wall period of the local cluster's choosing
-// before each batch and publishes kueue_kueuelab_requeue_pending, 1 per ClusterQueue or root
-// Cohort from its first notification until the batch starts. The Kueue settler reads it with
+// requeueBatches checks that Kueue's inadmissible-requeue batches run at their trace times and
+// holds the clock until they have. kueuelab's Kueue (patches/kueue-*-requeue-batch.patch) waits a
+// period on its clock, which follows the trace clock (runtime/kueueclock), before each batch and
+// publishes kueue_kueuelab_requeue_pending, 1 per ClusterQueue or root Cohort from its first
+// notification until the batch starts. The Kueue settler reads it with
 // every read of Kueue's queues: a batch seen waiting gets an alarm one batch period (trace) after
 // the instant it was first seen — the clock stands still while Kueue handles the event that
 // notified it, so that instant is the event's — and from the alarm on the Kueue settler holds the

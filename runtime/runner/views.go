@@ -73,8 +73,9 @@ func (v *queueView) add(e queueEntry, d int) {
 // entry is where Kueue keeps a Workload: ok is false when it keeps it nowhere (finished,
 // deactivated, waiting out a requeue backoff, or queued to a LocalQueue that does not exist).
 // A Workload evicted with a requeuing backoff (waitForPodsReady) has Requeued=False until the
-// backoff ends: Kueue counts it in no queue gauge until then, and the runner's Kueue timers, not
-// the settler, hold the clock for the backoff's end.
+// backoff ends: Kueue counts it in no queue gauge until then; the trace clock stops at the
+// backoff's end as at any of Kueue's timers (runtime/kueueclock; on a Kueue that keeps wall time,
+// the runner's Kueue timers).
 func (v *queueView) entry(wl *kueue.Workload, deleted bool) (queueEntry, bool) {
 	if deleted || meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 		return queueEntry{}, false

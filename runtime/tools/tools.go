@@ -211,8 +211,9 @@ func Pinned() Set {
 			// Upstream's Kueue with one constant made settable (KueueCycleBackoffEnv), its
 			// creation and reservation times kept to the nanosecond (the precise-times patch says
 			// why) and its requeue batches' period settable and published
-			// (KueueRequeueBatchPeriodEnv); its own file name so the cache keeps other builds and
-			// builds this one alone.
+			// (KueueRequeueBatchPeriodEnv), and its clocks following a replay's trace clock while
+			// one runs (the trace-clock patch, runtime/kueueclock); its own file name so the cache
+			// keeps other builds and builds this one alone.
 			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab3", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
 				method: sourceCopy, patches: []string{"kueue-" + KueueVersion + "-cycle-backoff.patch", "kueue-" + KueueVersion + "-precise-times.patch",
 					"kueue-" + KueueVersion + "-requeue-batch.patch", "kueue-" + KueueVersion + "-trace-clock.patch"},
