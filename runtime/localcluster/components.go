@@ -72,12 +72,6 @@ const jobPodFailureBackOff = 10 * time.Millisecond
 // times a second.
 const kueueCycleBackoff = time.Millisecond
 
-// kueueRequeueBatchPeriod is the period of Kueue's inadmissible-requeue batches (see
-// tools.KueueRequeueBatchPeriodEnv): upstream's 1 s, on Kueue's clock, which follows the replay's
-// trace clock (runtime/kueueclock). A batch that runs before its trace time would be counted in
-// summary.requeueBatchesEarly.
-const kueueRequeueBatchPeriod = time.Second
-
 // spec is how to run and probe one component.
 type spec struct {
 	process
@@ -204,7 +198,7 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 		},
 		Kueue: {
 			process: process{name: Kueue, bin: bins[Kueue], env: []string{"KUBECONFIG=" + kc, tools.KueueCycleBackoffEnv + "=" + kueueCycleBackoff.String(),
-				tools.KueueRequeueBatchPeriodEnv + "=" + kueueRequeueBatchPeriod.String(), kueueclock.Env + "=" + s.KueueClockPath()}, argv: []string{bins[Kueue],
+				kueueclock.Env + "=" + s.KueueClockPath()}, argv: []string{bins[Kueue],
 				"--config=" + s.path("config", kueueConfigFile), "--zap-log-level=info"}},
 			ports:  []int{pt.KueueWebhook, pt.KueueHealth, pt.KueueMetrics},
 			health: httpOK(plain, loopURL("http", pt.KueueHealth, "/readyz")),

@@ -100,12 +100,6 @@ type Meta struct {
 	// that outlived the Workload's quota reservation, not deleted by the operator (an informer
 	// cache that missed pods created an instant before the job was suspended).
 	Resyncs int `json:"resyncs,omitempty"`
-	// RequeueBatches counts Kueue's inadmissible-requeue batches the cluster engine put at their
-	// trace times; RequeueBatchesEarly those Kueue ran before (its wall period passed before the
-	// trace clock got there) and RequeueBatchEarlyMaxSec the largest lead: the residual.
-	RequeueBatches          int     `json:"requeueBatches,omitempty"`
-	RequeueBatchesEarly     int     `json:"requeueBatchesEarly,omitempty"`
-	RequeueBatchEarlyMaxSec float64 `json:"requeueBatchEarlyMaxSec,omitempty"`
 	// KueueClock is what running the local Kueue on the trace clock cost (nil: Kueue kept wall
 	// time).
 	KueueClock *KueueClockMeta `json:"kueueClock,omitempty"`

@@ -142,8 +142,7 @@ func (f *holdFollower) watching(ctx context.Context, w *watcher) error {
 		if err := w.seedQueues(ctx); err != nil {
 			return err
 		}
-		w.batches = newRequeueBatches(f.cfg.Clock, RequeueBatchSec)
-		kcheck = kueueCheck(f.cfg.KueueMetrics, w.queueCounts, w.batches)
+		kcheck = kueueCheck(f.cfg.KueueMetrics, w.queueCounts)
 	}
 	if f.sched != nil {
 		pv, err := startPodView(ctx, f.sched)
@@ -153,9 +152,6 @@ func (f *holdFollower) watching(ctx context.Context, w *watcher) error {
 		scheck = schedulerCheck(f.cfg.SchedulerMetrics, pv, w.parked)
 	}
 	w.kueue = newSettler("kueue", f.cfg.Clock, simclock.KindKueue, settleInterval, kcheck)
-	if w.batches != nil {
-		w.batches.poke = w.kueue.poke
-	}
 	w.sched = newSettler("kube-scheduler", f.cfg.Clock, simclock.KindSchedule, settleInterval, scheck)
 	f.settlers = []*settler{w.kueue, w.sched}
 	if f.cfg.KueueClock != "" {

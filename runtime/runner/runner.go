@@ -389,9 +389,6 @@ func (r *run) finish(incomplete string, loopErr error, ss submitStats) (results.
 	meta.GPUCapacity, meta.Incomplete = plan.cluster.GPUCapacity, incomplete
 	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = r.w.lateness()
 	meta.Resyncs = r.w.resync.count()
-	if r.w.batches != nil {
-		meta.RequeueBatches, meta.RequeueBatchesEarly, meta.RequeueBatchEarlyMaxSec = r.w.batches.stats()
-	}
 	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject
 	if meta.FirstRejection == "" && len(plan.unrunnable) > 0 {
 		meta.FirstRejection = plan.unrunnable[0]

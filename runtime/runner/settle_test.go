@@ -201,12 +201,12 @@ func TestKueueCheck(t *testing.T) {
 		{"admission not written yet", gauge(0, 0, 2), false, "reserving"},
 		{"new Workload not queued yet", gauge(0, 0, 1), false, "pending"},
 	} {
-		ok, why, err := kueueCheck(staticMetrics(tc.metrics), v.counts, nil)(context.Background())
+		ok, why, err := kueueCheck(staticMetrics(tc.metrics), v.counts)(context.Background())
 		if err != nil || ok != tc.ok || !strings.Contains(why, tc.contains) {
 			t.Errorf("%s: ok %v why %q err %v; want ok %v, why containing %q", tc.name, ok, why, err, tc.ok, tc.contains)
 		}
 	}
-	if _, _, err := kueueCheck(func(context.Context) (io.ReadCloser, error) { return nil, errors.New("down") }, v.counts, nil)(context.Background()); err == nil {
+	if _, _, err := kueueCheck(func(context.Context) (io.ReadCloser, error) { return nil, errors.New("down") }, v.counts)(context.Background()); err == nil {
 		t.Error("a failed read must be an error")
 	}
 }

@@ -124,8 +124,6 @@ func (v *queueView) counts() (pending, reserving map[string]int) {
 const (
 	metricPending   = "kueue_pending_workloads"
 	metricReserving = "kueue_reserving_active_workloads"
-	// metricRequeuePending is kueuelab's Kueue's (requeueBatches).
-	metricRequeuePending = "kueue_kueuelab_requeue_pending"
 )
 
 // kueueCheck compares Kueue's queues with the view's counts: Kueue has caught up when no
@@ -134,12 +132,8 @@ const (
 // handled it whole (watcher.queueCounts): the watcher updates the view first and places the holds
 // of what it saw (a reservation's pods) after, and a read in between would agree with Kueue and
 // end the settling before the hold that takes over exists.
-//
-// batches, when set, takes each read of Kueue's requeue-batch gauge: a batch due in trace time that
-// Kueue has not run yet is a difference too.
-func kueueCheck(src MetricsSource, counts func() (pending, reserving map[string]int), batches *requeueBatches) func(ctx context.Context) (bool, string, error) {
-	families := map[string][]string{metricPending: {"cluster_queue", "status"}, metricReserving: {"cluster_queue", "status"},
-		metricRequeuePending: {"kind", "name"}}
+func kueueCheck(src MetricsSource, counts func() (pending, reserving map[string]int)) func(ctx context.Context) (bool, string, error) {
+	families := map[string][]string{metricPending: {"cluster_queue", "status"}, metricReserving: {"cluster_queue", "status"}}
 	return func(ctx context.Context) (bool, string, error) {
 		m, err := readMetrics(ctx, src, families)
 		if err != nil {
@@ -165,11 +159,6 @@ func kueueCheck(src MetricsSource, counts func() (pending, reserving map[string]
 			}
 			if kr := m[metricReserving][cq+"/"]; int(kr) != reserving[cq] {
 				diffs = append(diffs, fmt.Sprintf("%s: Kueue has %g reserving, the API shows %d", cq, kr, reserving[cq]))
-			}
-		}
-		if batches != nil {
-			if why := batches.observe(m[metricRequeuePending]); why != "" {
-				diffs = append(diffs, why)
 			}
 		}
 		sort.Strings(diffs)

@@ -67,10 +67,8 @@ type watcher struct {
 	// podsReady: Kueue runs waitForPodsReady, so its PodsReady condition is a step the clock
 	// waits for (syncPodsReady).
 	podsReady bool
-	// batches puts Kueue's requeue batches at their trace times (nil without Kueue's metrics).
-	batches *requeueBatches
-	queues  *queueView // nil without Kueue's metrics
-	reader  client.Reader
+	queues    *queueView // nil without Kueue's metrics
+	reader    client.Reader
 
 	mu      sync.Mutex
 	units   map[string]*unit // by unit key: the workload id, or id#n for trial n

@@ -75,11 +75,6 @@ const JobPodFailureBackOffEnv = "KUEUELAB_JOB_POD_FAILURE_BACKOFF"
 // patches/kueue-v0.19.2-cycle-backoff.patch makes Kueue's constant read it.
 const KueueCycleBackoffEnv = "KUEUELAB_KUEUE_CYCLE_BACKOFF_MAX"
 
-// KueueRequeueBatchPeriodEnv sets the wall period of kueuelab's Kueue's inadmissible-requeue
-// batches (a Go duration; unset: upstream's 1 s). The patch patches/kueue-v0.19.2-requeue-batch.patch
-// makes Kueue read it and publish each waiting batch (kueue_kueuelab_requeue_pending), which the
-// runner puts at its trace time.
-const KueueRequeueBatchPeriodEnv = "KUEUELAB_KUEUE_REQUEUE_BATCH_PERIOD"
 
 // kcmMain is upstream's cmd/kube-controller-manager main plus two settings. The Job controller
 // waits SyncJobBatchPeriod (1 s, exported for tests) after a pod update before it syncs the Job,
@@ -210,13 +205,12 @@ func Pinned() Set {
 				Package: "sigs.k8s.io/kwok/cmd/kwok", method: goInstall},
 			// Upstream's Kueue with one constant made settable (KueueCycleBackoffEnv), its
 			// creation and reservation times kept to the nanosecond (the precise-times patch says
-			// why) and its requeue batches' period settable and published
-			// (KueueRequeueBatchPeriodEnv), and its clocks following a replay's trace clock while
-			// one runs (the trace-clock patch, runtime/kueueclock); its own file name so the cache
-			// keeps other builds and builds this one alone.
-			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab3", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
+			// why), and its clocks following a replay's trace clock while one runs (the
+			// trace-clock patch, runtime/kueueclock); its own file name so the cache keeps other
+			// builds and builds this one alone.
+			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab4", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
 				method: sourceCopy, patches: []string{"kueue-" + KueueVersion + "-cycle-backoff.patch", "kueue-" + KueueVersion + "-precise-times.patch",
-					"kueue-" + KueueVersion + "-requeue-batch.patch", "kueue-" + KueueVersion + "-trace-clock.patch"},
+					"kueue-" + KueueVersion + "-trace-clock.patch"},
 				ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=" + KueueVersion}},
 		},
 	}

@@ -149,10 +149,13 @@ func TestPatchesApply(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				prev := ""
 				for _, line := range strings.Split(string(p), "\n") {
 					f, ok := strings.CutPrefix(line, "+++ b/")
-					if !ok {
-						continue
+					created := prev == "--- /dev/null"
+					prev = line
+					if !ok || created {
+						continue // a file the patch creates
 					}
 					f, _, _ = strings.Cut(f, "\t")
 					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
