@@ -6,7 +6,9 @@
 // waitForPodsReady's timeout and backoff, every reconcile's RequeueAfter) and the times it writes
 // follow it; otherwise Kueue runs on wall time. Kueue writes back its earliest timer, which the
 // trace clock stops at, and the trace time through which its timers have fired and the work they
-// queued has finished, which the trace clock waits for there. The two processes share the file's
+// queued has finished, which the trace clock waits for there. Kueue fires a timer only once the
+// runner has released its time (wordRelease): the events of one instant happen in the trace
+// clock's order (simclock.Order), Kueue's timers after the pods that end then. The two processes share the file's
 // pages, so a move of the trace clock is in Kueue's next read of the time.
 package kueueclock
 
@@ -30,15 +32,16 @@ const Env = "KUEUELAB_KUEUE_TRACE_CLOCK"
 
 // The file's words (little-endian int64), as the patch lays them out.
 const (
-	wordSeq   = iota // runner: odd while the position is rewritten
-	wordMode         // runner: 1 while a replay's trace clock runs
-	wordEpoch        // runner: Unix ns of trace time 0
-	wordNow          // runner: trace ns at wordBase
-	wordBase         // runner: Unix ns at which the trace clock was at wordNow
-	wordRate         // runner: float64 bits, trace ns per wall ns while moving, else 0
-	wordCap          // runner: trace ns at which the moving clock stops
-	wordNext         // Kueue: trace ns of its earliest timer, math.MaxInt64 when none
-	wordDone         // Kueue: trace ns through which its timers have fired and their work finished
+	wordSeq     = iota // runner: odd while the position is rewritten
+	wordMode           // runner: 1 while a replay's trace clock runs
+	wordEpoch          // runner: Unix ns of trace time 0
+	wordNow            // runner: trace ns at wordBase
+	wordBase           // runner: Unix ns at which the trace clock was at wordNow
+	wordRate           // runner: float64 bits, trace ns per wall ns while moving, else 0
+	wordCap            // runner: trace ns at which the moving clock stops
+	wordNext           // Kueue: trace ns of its earliest timer, math.MaxInt64 when none
+	wordDone           // Kueue: trace ns through which its timers have fired and their work finished
+	wordRelease        // runner: trace ns through which Kueue may fire its timers
 	words
 )
 
@@ -101,6 +104,7 @@ func (f *File) attach(epoch time.Time, p simclock.Position) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.store(wordDone, -1)
+	f.store(wordRelease, ns(p.Now))
 	f.writeLocked(func() {
 		f.store(wordEpoch, epoch.UnixNano())
 		f.position(p)
@@ -189,8 +193,9 @@ func (fl *Follower) Publish(p simclock.Position) { fl.f.publish(p) }
 // Next implements simclock.Follower.
 func (fl *Follower) Next() (float64, bool) { return fl.f.next() }
 
-// Reached implements simclock.Follower.
+// Reached implements simclock.Follower: Kueue may fire its timers due by t.
 func (fl *Follower) Reached(t float64) {
+	fl.f.store(wordRelease, ns(t))
 	select {
 	case <-fl.reached:
 	default:

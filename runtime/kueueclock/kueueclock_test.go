@@ -21,7 +21,7 @@ func TestLayoutMatchesThePatch(t *testing.T) {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no trace-clock patch: %v", err)
 	}
-	want := []string{"Seq", "Mode", "Epoch", "Now", "Base", "Rate", "Cap", "Next", "Done"}
+	want := []string{"Seq", "Mode", "Epoch", "Now", "Base", "Rate", "Cap", "Next", "Done", "Release"}
 	if words != len(want) {
 		t.Fatalf("%d words here, the test knows %d", words, len(want))
 	}
@@ -30,7 +30,7 @@ func TestLayoutMatchesThePatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := regexp.MustCompile(`(?s)\+\tWordSeq   = iota.*?\+\tWords\n`).Find(b)
+		m := regexp.MustCompile(`(?s)\+\tWordSeq\s+= iota.*?\+\tWords\n`).Find(b)
 		if m == nil {
 			t.Fatalf("%s: no word list", p)
 		}
@@ -85,6 +85,9 @@ func TestFollowerStopsAtKueueTimersAndWaitsForItsWork(t *testing.T) {
 	if err := fl.WaitFollowing(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
+	if got := f.load(wordRelease); got != 0 {
+		t.Fatalf("release %d at attach, want 0", got)
+	}
 	f.store(wordNext, 1860e9) // a PodsReady timeout at 1,860 s
 	end := clk.NewAlarm("end", simclock.OrderSubmission)
 	end.Set(3600)
@@ -99,6 +102,9 @@ func TestFollowerStopsAtKueueTimersAndWaitsForItsWork(t *testing.T) {
 	}
 	if got := k.now(time.Now()); got != 1860 {
 		t.Fatalf("Kueue reads %g, want 1860", got)
+	}
+	if got := f.load(wordRelease); got != 1860e9 {
+		t.Fatalf("Kueue may fire its timers through %d ns, want 1860e9", got)
 	}
 	if len(settled) != 0 {
 		t.Fatal("settled before Kueue was done")
@@ -146,7 +152,7 @@ func TestOpenRefusesAShortFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("short"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "want 72") {
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "want 80") {
 		t.Fatalf("err = %v, want the size named", err)
 	}
 }

@@ -130,7 +130,6 @@ func (f *holdFollower) prepare(w *watcher) {
 	if f.cfg.KueueClock == "" {
 		w.timers = newTimers(f.cfg.KueueTimers, f.cfg.Clock)
 	}
-	w.podsReady = f.cfg.KueueTimers.PodsReadyTimeout > 0
 	if f.cfg.KueueMetrics != nil {
 		w.queues = newQueueView(w.lqToCQ)
 	}

@@ -64,11 +64,8 @@ type watcher struct {
 	kueue  *settler // nil: no Kueue settling (a clock without holds)
 	sched  *settler
 	timers *timers
-	// podsReady: Kueue runs waitForPodsReady, so its PodsReady condition is a step the clock
-	// waits for (syncPodsReady).
-	podsReady bool
-	queues    *queueView // nil without Kueue's metrics
-	reader    client.Reader
+	queues *queueView // nil without Kueue's metrics
+	reader client.Reader
 
 	mu      sync.Mutex
 	units   map[string]*unit // by unit key: the workload id, or id#n for trial n
@@ -103,18 +100,19 @@ type unit struct {
 	// conds turns its Workload's conditions into events.
 	conds    kueuewl.Tracker
 	expected int // pods of the Workload's pod sets
-	// kueueReady: the Workload's PodsReady condition is True.
-	kueueReady bool
-	reserved   bool
-	evicted    bool // Evicted=True now
-	finished   bool
-	admitted   float64              // trace time of the current quota reservation
-	created    map[types.UID]bool   // pods seen since the current quota reservation
-	pods       map[string]*podState // its pods the watcher knows, by namespace/name
-	live       int                  // pods not terminal and not being deleted
-	running    int
-	allUp      bool    // every expected pod has run since the current reservation
-	lastEnd    float64 // trace time the last of its pods ended (0: none yet)
+	// kueueTracks: the Workload has a PodsReady condition (Kueue runs waitForPodsReady);
+	// kueueReady: it is True.
+	kueueTracks, kueueReady bool
+	reserved                bool
+	evicted                 bool // Evicted=True now
+	finished                bool
+	admitted                float64              // trace time of the current quota reservation
+	created                 map[types.UID]bool   // pods seen since the current quota reservation
+	pods                    map[string]*podState // its pods the watcher knows, by namespace/name
+	live                    int                  // pods not terminal and not being deleted
+	running                 int
+	allUp                   bool    // every expected pod has run since the current reservation
+	lastEnd                 float64 // trace time the last of its pods ended (0: none yet)
 	// succeeded counts its pods that succeeded since the current reservation; recoverFrom is the
 	// restart attempt whose pods a recovery waits for (see restartAttempt).
 	succeeded   int
@@ -396,7 +394,8 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		w.clk.Hold(holdEvict(u))
 		w.clk.Release(holdRecover(u)) // Kueue took over: the owner no longer replaces pods
 	}
-	u.kueueReady = meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadPodsReady)
+	ready := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPodsReady)
+	u.kueueTracks, u.kueueReady = ready != nil, ready != nil && ready.Status == metav1.ConditionTrue
 	w.syncPodsReady(u)
 	if w.timers != nil {
 		w.timers.workload(u, wl, now)
@@ -404,12 +403,13 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 }
 
 // syncPodsReady holds the clock while every pod of an admitted Workload runs and its PodsReady
-// condition does not say so yet. With waitForPodsReady, Kueue counts its timeout from the
-// admission until its job reconciler (for a Kubeflow job, after the operator's Running
-// condition) marks the pods ready: if the clock moved on before that write, a Workload whose pods
-// all run in no trace time could time out.
+// condition does not say so yet. With waitForPodsReady (on by default from Kueue v0.19; Kueue
+// then gives every Workload the condition), Kueue counts its timeout from the admission until its
+// job reconciler marks the pods ready, after the job's own status says so (a JobSet's ready
+// replicated jobs, a Kubeflow job's Running condition): if the clock moved on before that write, a
+// Workload whose pods all run in no trace time could time out.
 func (w *watcher) syncPodsReady(u *unit) {
-	if !w.podsReady {
+	if !u.kueueTracks {
 		return
 	}
 	if u.reserved && !u.evicted && !u.finished && u.expected > 0 && u.running >= u.expected && !u.kueueReady {

@@ -75,7 +75,6 @@ const JobPodFailureBackOffEnv = "KUEUELAB_JOB_POD_FAILURE_BACKOFF"
 // patches/kueue-v0.19.2-cycle-backoff.patch makes Kueue's constant read it.
 const KueueCycleBackoffEnv = "KUEUELAB_KUEUE_CYCLE_BACKOFF_MAX"
 
-
 // kcmMain is upstream's cmd/kube-controller-manager main plus two settings. The Job controller
 // waits SyncJobBatchPeriod (1 s, exported for tests) after a pod update before it syncs the Job,
 // to coalesce status writes of large Jobs. In a replay at speedup S that second is S trace
@@ -208,7 +207,7 @@ func Pinned() Set {
 			// why), and its clocks following a replay's trace clock while one runs (the
 			// trace-clock patch, runtime/kueueclock); its own file name so the cache keeps other
 			// builds and builds this one alone.
-			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab4", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
+			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab5", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
 				method: sourceCopy, patches: []string{"kueue-" + KueueVersion + "-cycle-backoff.patch", "kueue-" + KueueVersion + "-precise-times.patch",
 					"kueue-" + KueueVersion + "-trace-clock.patch"},
 				ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=" + KueueVersion}},
