@@ -16,8 +16,8 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-// jobSetModule is the JobSet release kueuelab runs (what Kueue v0.15.0 requires).
-const jobSetModule, jobSetVersion = "sigs.k8s.io/jobset", "v0.10.1"
+// jobSetModule is the JobSet release kueuelab runs (what Kueue v0.19.2 requires).
+const jobSetModule, jobSetVersion = "sigs.k8s.io/jobset", "v0.12.0"
 
 var jobSetIntegration = Integration{
 	Kind:        JobSet{},

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -13,7 +12,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-const mpiModule, mpiVersion = "github.com/kubeflow/mpi-operator", "v0.7.0"
+const mpiModule, mpiVersion = "github.com/kubeflow/mpi-operator", "v0.8.2"
 
 var mpiJobIntegration = Integration{
 	Kind:        MPIJob{},
@@ -34,26 +33,16 @@ var mpiJobIntegration = Integration{
 		}
 		return out
 	}),
-	// mpi-operator v0.7.0 creates the launcher Job when it first syncs an MPIJob under
-	// launcherCreationPolicy AtStartup, which is before Kueue admits it, and on resume only flips
-	// the Job's suspend flag (syncHandler): the launcher pod never gets the flavor's node labels.
-	// On a replay it then goes to whichever node scores best, a GPU node as often as not.
-	PreAdmissionPodSets: func(o client.Object) []string {
-		j, ok := o.(*mpiv2beta1.MPIJob)
-		if !ok || j.Spec.MPIReplicaSpecs[mpiv2beta1.MPIReplicaTypeLauncher] == nil {
-			return nil
-		}
-		if p := j.Spec.LauncherCreationPolicy; p != "" && p != mpiv2beta1.LauncherCreationPolicyAtStartup {
-			return nil // WaitForWorkersReady: created after admission, from the admitted template
-		}
-		return []string{strings.ToLower(string(mpiv2beta1.MPIReplicaTypeLauncher))} // Kueue's pod set name
-	},
+	// mpi-operator v0.8.2 creates the launcher Job before Kueue admits the MPIJob (launcherCreationPolicy
+	// AtStartup) too, but on resume it copies the admitted template's node selector, tolerations and
+	// scheduling gates into the Job (syncLauncherSchedulingDirectives): the launcher pod gets the
+	// flavor's node labels like every other pod, so no pod set keeps its pre-admission template.
 }
 
 // mpiOperator runs v2beta1 MPIJobs. Its leader election is always on, in its own namespace.
 var mpiOperator = &Operator{
 	Name: "mpi-operator", Module: mpiModule, Version: mpiVersion, Package: "./cmd/mpi-operator",
-	SourceCopy: true, Patch: "mpi-operator-v0.7.0-health-address.patch",
+	SourceCopy: true, Patch: "mpi-operator-v0.8.2-health-address.patch",
 	Install:   "install mpi-operator " + mpiVersion + " (its v2beta1 MPIJob CRD, not training-operator's v1 one): kubectl apply --server-side -f https://raw.githubusercontent.com/kubeflow/mpi-operator/" + mpiVersion + "/deploy/v2beta1/mpi-operator.yaml",
 	Namespace: "mpi-operator", StaleLease: "mpi-operator",
 	Ports: []string{"health"},

@@ -12,7 +12,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-// trainingModule is the training-operator release kueuelab runs (what Kueue v0.15.0 requires).
+// trainingModule is the training-operator release kueuelab runs (what Kueue v0.19.2 requires).
 const trainingModule, trainingVersion = "github.com/kubeflow/training-operator", "v1.9.3"
 
 var pyTorchJobIntegration = Integration{
@@ -69,7 +69,7 @@ var trainingOperator = &Operator{
 }
 
 // controllerRuntimeCertDir is where a controller-runtime webhook server reads its certificate
-// when nobody sets CertDir (training-operator v1.9.3 and Trainer v2.1.0 do not let one).
+// when nobody sets CertDir (training-operator v1.9.3 and Trainer v2.2.1 do not let one).
 const controllerRuntimeCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 // kubeflowPodSets is one pod set per replica type, in Kueue's order.

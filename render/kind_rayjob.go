@@ -14,8 +14,8 @@ import (
 	"github.com/kueuelab/kueuelab/model/work"
 )
 
-// KubeRay, the version Kueue v0.15.0 requires.
-const kubeRayModule, kubeRayVersion = "github.com/ray-project/kuberay/ray-operator", "v1.5.1"
+// KubeRay, the version Kueue v0.19.2 requires.
+const kubeRayModule, kubeRayVersion = "github.com/ray-project/kuberay/ray-operator", "v1.6.2"
 
 // RayVersion and RealRayImage are the Ray release a rendered RayCluster declares and the image
 // its containers run on a real target (KubeRay replaces their commands with `ray start`).

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -17,7 +16,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
-const trainerModule, trainerVersion = "github.com/kubeflow/trainer/v2", "v2.1.0"
+const trainerModule, trainerVersion = "github.com/kubeflow/trainer/v2", "v2.2.1"
 
 var trainJobIntegration = Integration{
 	Kind:        TrainJob{},
@@ -39,9 +38,18 @@ var trainJobIntegration = Integration{
 	// pods of resourcesPerNode with the override's metadata.
 	PodSets: podSetsOf(func(j *trainerv1alpha1.TrainJob) []PodSet {
 		tmpl := corev1.PodTemplateSpec{}
-		for _, o := range j.Spec.PodTemplateOverrides {
-			if o.Metadata != nil {
-				tmpl.Labels, tmpl.Annotations = o.Metadata.Labels, o.Metadata.Annotations
+		for _, p := range j.Spec.RuntimePatches {
+			if p.Manager != runtimePatchManager || p.TrainingRuntimeSpec == nil || p.TrainingRuntimeSpec.Template == nil ||
+				p.TrainingRuntimeSpec.Template.Spec == nil {
+				continue
+			}
+			for _, rj := range p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs {
+				if rj.Name != trainerNode || rj.Template == nil || rj.Template.Spec == nil || rj.Template.Spec.Template == nil {
+					continue
+				}
+				if m := rj.Template.Spec.Template.Metadata; m != nil {
+					tmpl.Labels, tmpl.Annotations = m.Labels, m.Annotations
+				}
 			}
 		}
 		var res corev1.ResourceRequirements
@@ -94,6 +102,8 @@ var trainerOperator = &Operator{
 		"manifests/base/runtimes/deepspeed_distributed.yaml",
 		"manifests/base/runtimes/mlx_distributed.yaml",
 		"manifests/base/runtimes/torch_distributed.yaml",
+		"manifests/base/runtimes/jax_distributed.yaml",
+		"manifests/base/runtimes/xgboost_distributed.yaml",
 		"manifests/base/runtimes/torchtune/llama3_2/llama3_2_1B.yaml",
 		"manifests/base/runtimes/torchtune/llama3_2/llama3_2_3B.yaml",
 		"manifests/base/runtimes/torchtune/qwen2_5/qwen2_5_1.5B.yaml",
@@ -117,6 +127,10 @@ const TrainingRuntimeName = "kueuelab-torch-distributed"
 // trainerNode is the replicatedJob and container name Trainer's torch plugin fills in
 // (github.com/kubeflow/trainer/v2/pkg/constants.Node; that package drags in the controller's deps).
 const trainerNode = "node"
+
+// runtimePatchManager owns the runtime patch kueuelab renders into a TrainJob (Trainer keys its
+// patches by manager; Kueue writes its own entry beside it when it admits the job).
+const runtimePatchManager = "kueuelab.io/render"
 
 // TrainJob renders a distributed training run as a Kubeflow Trainer v2 TrainJob on the
 // kueuelab-torch-distributed runtime: numNodes = workers, resourcesPerNode = a worker's requests.
@@ -166,12 +180,23 @@ func (TrainJob) Render(w *trace.Workload, jobs []*trace.Job, p Placement, o Opti
 				NumNodes:         ptr.To(int32(r.Replicas)),
 				ResourcesPerNode: &c.Resources,
 			},
-			PodTemplateOverrides: []trainerv1alpha1.PodTemplateOverride{{
-				TargetJobs: []trainerv1alpha1.PodTemplateOverrideTargetJob{{Name: trainerNode}},
-				Metadata:   &metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations},
-				Spec: &trainerv1alpha1.PodTemplateSpecOverride{
-					NodeSelector: tmpl.Spec.NodeSelector,
-					Tolerations:  tmpl.Spec.Tolerations,
+			RuntimePatches: []trainerv1alpha1.RuntimePatch{{
+				Manager: runtimePatchManager,
+				TrainingRuntimeSpec: &trainerv1alpha1.TrainingRuntimeSpecPatch{
+					Template: &trainerv1alpha1.JobSetTemplatePatch{Spec: &trainerv1alpha1.JobSetSpecPatch{
+						ReplicatedJobs: []trainerv1alpha1.ReplicatedJobPatch{{
+							Name: trainerNode,
+							Template: &trainerv1alpha1.JobTemplatePatch{Spec: &trainerv1alpha1.JobSpecPatch{
+								Template: &trainerv1alpha1.PodTemplatePatch{
+									Metadata: &metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations},
+									Spec: &trainerv1alpha1.PodSpecPatch{
+										NodeSelector: tmpl.Spec.NodeSelector,
+										Tolerations:  tmpl.Spec.Tolerations,
+									},
+								},
+							}},
+						}},
+					}},
 				},
 			}},
 			Suspend: ptr.To(true),
@@ -201,7 +226,7 @@ func TrainingRuntimes(o Options) []client.Object {
 			MLPolicy: &trainerv1alpha1.MLPolicy{
 				NumNodes: ptr.To(int32(1)),
 				MLPolicySource: trainerv1alpha1.MLPolicySource{
-					Torch: &trainerv1alpha1.TorchMLPolicySource{NumProcPerNode: ptr.To(intstr.FromString("auto"))},
+					Torch: &trainerv1alpha1.TorchMLPolicySource{},
 				},
 			},
 			Template: trainerv1alpha1.JobSetTemplateSpec{

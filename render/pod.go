@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/model/work"
@@ -290,7 +290,7 @@ func (b *build) podTemplate(r *role, container string, restart corev1.RestartPol
 	ann := make(map[string]string, 18)
 	r.contract.Put(ann)
 	if r.gang && b.p.TopologyLevel != "" {
-		ann[kueuev1beta1.PodSetPreferredTopologyAnnotation] = b.p.TopologyLevel
+		ann[kueue.PodSetPreferredTopologyAnnotation] = b.p.TopologyLevel
 	}
 	c, err := b.container(r, container)
 	if err != nil {

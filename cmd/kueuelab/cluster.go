@@ -198,9 +198,12 @@ kueuelab cannot install and refuses, listing every problem with its fix:
   - Kueue's and KWOK's Stage CRDs are served, and the CRD of every kind (` + kindList() + `):
     those of the default mapping run by an operator are required, the others are reported with
     how to install them;
-  - Kueue is v0.15.x (its controller image, and its kueue_build_info metric);
-  - Kueue's integrations (its Configuration in the ConfigMap its Deployment mounts) include the
-    frameworks of the default kinds (the others are reported);
+  - Kueue is a version kueuelab replays (` + supportedKueue() + `: its controller image, and its
+    kueue_build_info metric), and which one it is;
+  - Kueue's integrations (its Configuration in the ConfigMap its Deployment mounts, read as that
+    Kueue reads it, defaults included) include the frameworks of the default kinds (the others
+    are reported); the settings a replay carries are shown (clientConnection, waitForPodsReady,
+    which Kueue v0.19 runs by default);
   - no KWOK Stage ends pods on its own (KWOK's stock pod-complete would end every Job pod at once);
   - Kueue's and kube-scheduler's metrics can be read (the exact trace clock needs them): through a
     port-forward to their pods, or the URLs given with --kueue-metrics / --scheduler-metrics.

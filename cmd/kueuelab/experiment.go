@@ -48,19 +48,11 @@ func newExperimentCheckCmd() *cobra.Command {
 					return err
 				}
 				var kc []string
-				scale, err := v.KueueConfig.Scale(e.Speedup)
-				if err != nil {
-					return fmt.Errorf("variant %s: %w", v.Name, err)
-				}
-				for k := range v.KueueConfig.Fields(scale) {
+				for k := range v.KueueConfig.Fields() {
 					kc = append(kc, k)
 				}
 				sort.Strings(kc)
-				timers := ""
-				if len(kc) > 0 {
-					timers = fmt.Sprintf(", Kueue's wall-time settings ÷ %g", scale)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "variant %s: %d operations, kueue config [%s]%s%s: ok\n", v.Name, len(v.Patch), strings.Join(kc, ", "), timers, e.DescribeFaults(v))
+				fmt.Fprintf(cmd.OutOrStdout(), "variant %s: %d operations, kueue config [%s]%s: ok\n", v.Name, len(v.Patch), strings.Join(kc, ", "), e.DescribeFaults(v))
 			}
 			return nil
 		},
@@ -144,7 +136,7 @@ instead (runtime/sim: no cluster, seconds per run); 'sim: {cycle, podStart}' set
 						return err
 					}
 					defer r.close()
-					o.KueueMetrics, o.SchedulerMetrics, o.Timers = r.kueue, r.scheduler, r.timers
+					o.KueueMetrics, o.SchedulerMetrics, o.Timers, o.Kueue = r.kueue, r.scheduler, r.timers, r.meta
 				}
 			} else {
 				dir, err := tools.BinDir(binDir, tools.Pinned())

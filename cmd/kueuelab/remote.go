@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 )
 
@@ -45,19 +47,32 @@ func (f *remoteFlags) agentInClusterMode() (bool, error) {
 }
 
 // remote is what an exact run on another cluster reads there: Kueue's and kube-scheduler's
-// metrics (the settlers of the trace clock) and Kueue's wall-time timers.
+// metrics (the settlers of the trace clock), Kueue's wall-time timers and its version and
+// settings for the summary.
 type remote struct {
 	kueue, scheduler runner.MetricsSource
 	timers           runner.KueueTimers
+	meta             *results.KueueMeta
 	close            func()
 }
 
-// connectRemote reaches the cluster's Kueue and kube-scheduler metrics and reads Kueue's
-// configuration. Without both metrics it refuses (the trace clock could not tell when Kueue or
-// the scheduler have caught up), unless --inexact.
+// supportedKueue lists the Kueue versions a run on another cluster accepts, for help texts.
+func supportedKueue() string {
+	var out []string
+	for _, m := range cluster.SupportedKueue {
+		out = append(out, m+".x")
+	}
+	return strings.Join(out, ", ")
+}
+
+// connectRemote reaches the cluster's Kueue and kube-scheduler metrics and reads Kueue's version
+// and configuration. Without both metrics it refuses (the trace clock could not tell when Kueue or
+// the scheduler have caught up), unless --inexact; it refuses a Kueue version kueuelab does not
+// replay.
 func connectRemote(ctx context.Context, rc *rest.Config, f *remoteFlags, out io.Writer) (*remote, error) {
 	r := &remote{close: func() {}}
 	m, err := cluster.ConnectMetrics(ctx, rc, cluster.RemoteMetricsOptions{KueueURL: f.kueueURL, SchedulerURL: f.schedulerURL})
+	version, versionFrom := "", ""
 	switch {
 	case err != nil && !f.inexact:
 		return nil, fmt.Errorf("the trace clock needs Kueue's and kube-scheduler's metrics to know when they have caught up:\n  %s\ngive --kueue-metrics / --scheduler-metrics, or --inexact to run with a clock that settles on quiet periods (results then depend on the machine's speed), or --agent in-cluster",
@@ -66,9 +81,7 @@ func connectRemote(ctx context.Context, rc *rest.Config, f *remoteFlags, out io.
 		fmt.Fprintf(out, "WARNING: --inexact: %v\n  the trace clock settles on quiet periods: results depend on how fast this cluster is\n", err)
 	default:
 		fmt.Fprintf(out, "Kueue %s metrics via %s\nkube-scheduler %s metrics via %s\n", m.KueueVersion, m.KueueVia, m.SchedulerVersion, m.SchedulerVia)
-		if !strings.HasPrefix(m.KueueVersion, "v0.15.") {
-			fmt.Fprintf(out, "WARNING: kueuelab targets Kueue v0.15.x, this cluster runs %s\n", m.KueueVersion)
-		}
+		version, versionFrom = m.KueueVersion, "its kueue_build_info"
 		kr, sr := m.Kueue, m.Scheduler
 		r.kueue = func(ctx context.Context) (io.ReadCloser, error) { return kr(ctx) }
 		r.scheduler = func(ctx context.Context) (io.ReadCloser, error) { return sr(ctx) }
@@ -84,16 +97,40 @@ func connectRemote(ctx context.Context, rc *rest.Config, f *remoteFlags, out io.
 		r.close()
 		return nil, err
 	}
-	switch {
-	case k.Config == nil:
-		fmt.Fprintln(out, "WARNING: Kueue's configuration was not found (no ConfigMap mounted by kueue-controller-manager, no kueue-system/kueue-manager-config): if it enables waitForPodsReady, its timers are not held on the trace clock")
-	case k.Config.WaitForPodsReady != nil:
-		w := k.Config.WaitForPodsReady
-		// That Kueue runs its timers on wall time: scale 1, and the runner holds the trace clock
-		// at each timer's trace time until Kueue has acted.
-		r.timers = runner.KueueTimers{PodsReadyTimeout: w.Timeout.Seconds(), RecoveryTimeout: w.RecoveryTimeout.Seconds(),
-			BackoffBase: w.BackoffBase.Seconds(), BackoffMax: w.BackoffMax.Seconds(), Scale: 1}
-		fmt.Fprintf(out, "Kueue's waitForPodsReady (%s): its timers run on wall time; the trace clock waits for each (timeout %s)\n", k.ConfigSource, w.Timeout)
+	if version == "" && k.Version() != "" {
+		version, versionFrom = k.Version(), "image "+k.Image
+	}
+	if err := carryKueue(r, k, version, versionFrom, out); err != nil {
+		r.close()
+		return nil, err
 	}
 	return r, nil
+}
+
+// carryKueue checks the version of the cluster's Kueue and carries its configuration into the
+// run: the timers the runner holds the trace clock for, and the summary's account.
+func carryKueue(r *remote, k *cluster.RemoteKueue, version, versionFrom string, out io.Writer) error {
+	switch {
+	case version == "":
+		fmt.Fprintf(out, "WARNING: Kueue's version is unknown (no metrics, no tagged image): kueuelab replays Kueue %s\n", supportedKueue())
+	default:
+		if p := cluster.KueueVersionProblem(version, versionFrom); p != "" {
+			return errors.New(p)
+		}
+		fmt.Fprintf(out, "Kueue %s (%s)\n", version, versionFrom)
+	}
+	r.meta = k.ReplayMeta(version)
+	switch {
+	case k.Config == nil:
+		fmt.Fprintln(out, "WARNING: Kueue's configuration was not found (no ConfigMap mounted by kueue-controller-manager, no kueue-system/kueue-manager-config): Kueue v0.19 runs waitForPodsReady by default, and its timers are not held on the trace clock")
+		return nil
+	case k.Config.WaitForPodsReady != nil:
+		w := k.Config.WaitForPodsReady
+		// That Kueue runs its timers on wall time: the runner holds the trace clock at each
+		// timer's trace time until Kueue has acted.
+		r.timers = runner.KueueTimers{PodsReadyTimeout: w.Timeout.Seconds(), RecoveryTimeout: w.RecoveryTimeout.Seconds(),
+			BackoffBase: w.BackoffBase.Seconds(), BackoffMax: w.BackoffMax.Seconds()}
+	}
+	fmt.Fprintf(out, "Kueue's configuration (%s): %s; its timers run on wall time, and the trace clock waits for each\n", k.ConfigSource, k.Config.Describe())
+	return nil
 }

@@ -25,7 +25,6 @@ type renderFlags struct {
 	output, outDir          string
 	retarget                bool
 	seed                    uint64
-	kueueAPI                string
 	noValidate, skipInvalid bool
 	lenient                 bool
 }
@@ -38,7 +37,8 @@ func newRenderCmd() *cobra.Command {
 		Long: `render turns every logical workload of a trace into the object an expert would write for it
 (` + kindList() + `,
 chosen per family by --mapping), queued through Kueue, and the cluster spec into KWOK nodes, ResourceFlavors,
-ClusterQueues, Cohorts, LocalQueues and WorkloadPriorityClasses. Every object is validated against
+ClusterQueues, Cohorts, LocalQueues and WorkloadPriorityClasses (kueue.x-k8s.io/v1beta2, which Kueue v0.15
+and later serve). Every object is validated against
 the upstream CRD schemas unless --no-validate.
 
 Output goes to stdout as a multi-document YAML (or JSON lines, -o json) stream, cluster objects
@@ -65,7 +65,6 @@ A mapping file chooses kinds per family, e.g.
 	fl.StringVar(&f.outDir, "out-dir", "", "write 00-cluster.yaml and one file per workload here instead of stdout")
 	fl.BoolVar(&f.retarget, "retarget", false, "give each GPU workload a GPU family that exists in the cluster (weighted by capacity)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of --retarget's choices")
-	fl.StringVar(&f.kueueAPI, "kueue-api", cluster.KueueV1beta1, "Kueue API version of the cluster objects: v1beta1 or v1beta2")
 	fl.BoolVar(&f.noValidate, "no-validate", false, "skip validating every object against the upstream CRD schemas")
 	fl.BoolVar(&f.skipInvalid, "skip-invalid", false, "report workloads that cannot be rendered and go on")
 	fl.BoolVar(&f.lenient, "lenient", false, "skip bad trace lines (they are counted and listed)")
@@ -103,7 +102,7 @@ func runRender(cmd *cobra.Command, f *renderFlags) error {
 	if err != nil {
 		return err
 	}
-	clusterObjs, err := spec.Objects(cluster.Options{KueueAPI: f.kueueAPI})
+	clusterObjs, err := spec.Objects(cluster.Options{})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/experiment"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -228,10 +229,14 @@ func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *
 				return nil, nil, fmt.Errorf("--%s: only with --kubeconfig (the local cluster's agent and metrics are this process's own)", fl)
 			}
 		}
-		cl, err := localCluster(ctx, f.name, spec, out)
+		// Kueue v0.19's defaults (waitForPodsReady on) in trace time, as a variant without
+		// kueueConfig of an experiment runs them.
+		kc := (*experiment.KueueConfig)(nil).WithKueueDefaults()
+		cl, err := localCluster(ctx, f.name, spec, kc.Fields(), out)
 		if err != nil {
 			return nil, nil, err
 		}
+		eng.Cluster.Timers, eng.Cluster.Kueue = kc.Timers(), kc.Meta()
 		if len(cl.Started) > 0 && !f.keepCluster {
 			done = func() {
 				fmt.Fprintf(out, "stopping the local cluster %s this run started (--keep-cluster leaves it running)\n", f.name)
@@ -264,7 +269,7 @@ func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *
 	if err != nil {
 		return nil, nil, err
 	}
-	eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers = r.kueue, r.scheduler, r.timers
+	eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers, eng.Cluster.Kueue = r.kueue, r.scheduler, r.timers, r.meta
 	return eng, r.close, nil
 }
 
@@ -291,15 +296,15 @@ func generate(ctx context.Context, path string, n int, seed uint64, span time.Du
 }
 
 // localCluster builds the tools if missing and brings the local cluster up with the spec's
-// objects instead of the default nodes.
-func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.Writer) (*localcluster.Cluster, error) {
+// objects instead of the default nodes, and Kueue with the given Configuration fields.
+func localCluster(ctx context.Context, name string, spec *rcluster.Spec, kueue map[string]any, out io.Writer) (*localcluster.Cluster, error) {
 	set := tools.Pinned()
 	bin, err := tools.BinDir("", set)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := tools.Locate(bin, set); err != nil {
-		fmt.Fprintf(out, "%v\nbuilding the tools (once; about 20 minutes on 2 cores)\n", err)
+		fmt.Fprintf(out, "%v\nbuilding the tools (once; about 40 minutes on 2 cores)\n", err)
 		cacheDir, err := tools.CacheDir()
 		if err != nil {
 			return nil, err
@@ -312,5 +317,5 @@ func localCluster(ctx context.Context, name string, spec *rcluster.Spec, out io.
 	if err != nil {
 		return nil, err
 	}
-	return localcluster.Up(ctx, localcluster.Options{Name: name, BinDir: bin, Objects: objs, Scheduler: spec.KubeSchedulerConfiguration(), Out: out})
+	return localcluster.Up(ctx, localcluster.Options{Name: name, BinDir: bin, Objects: objs, KueueConfig: kueue, Scheduler: spec.KubeSchedulerConfiguration(), Out: out})
 }

@@ -12,14 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
-	kueuev2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-)
-
-// Kueue API versions Objects can emit.
-const (
-	KueueV1beta1 = "v1beta1"
-	KueueV1beta2 = "v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // KWOK's conventions for fake nodes: the annotation that makes the KWOK controller manage a
@@ -32,24 +25,19 @@ const (
 
 // Options tune Objects.
 type Options struct {
-	// KueueAPI is the Kueue API version to emit: v1beta1 (default, Kueue 0.14 and 0.15) or
-	// v1beta2 (Kueue >= 0.15 serves it).
-	KueueAPI string
 	// OmitNodes leaves out the KWOK Nodes (for a real cluster that has its own).
 	OmitNodes bool
 }
 
 // Objects renders the spec in apply order: Namespaces, WorkloadPriorityClasses,
-// ResourceFlavors, Topology, Cohorts, ClusterQueues, LocalQueues, Nodes. Nodes carry
+// ResourceFlavors, Topology, Cohorts, ClusterQueues, LocalQueues, Nodes. The Kueue objects are
+// kueue.x-k8s.io/v1beta2, which every supported Kueue serves (v0.15 serves it beside v1beta1, its
+// storage version; from v0.16 it is the storage version and v1beta1 is deprecated). Nodes carry
 // status.capacity and status.allocatable: that is how a KWOK node gets its capacity (KWOK's
 // node-initialize stage keeps them), so callers stripping status blocks must keep the Nodes'.
 func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 	if !s.valid {
 		return nil, fmt.Errorf("cluster spec %s: not validated (use Load or Validate)", s.file)
-	}
-	api := cmp.Or(opts.KueueAPI, KueueV1beta1)
-	if api != KueueV1beta1 && api != KueueV1beta2 {
-		return nil, fmt.Errorf("kueue API version %q: must be %s or %s", api, KueueV1beta1, KueueV1beta2)
 	}
 	var objs []client.Object
 	for _, t := range s.Teams {
@@ -58,10 +46,9 @@ func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 			ObjectMeta: metav1.ObjectMeta{Name: t.Name, Labels: map[string]string{contract.Team: t.Name}},
 		})
 	}
-	var kobjs []client.Object
 	for _, intent := range intents {
 		pc := *s.PriorityClasses.get(intent)
-		kobjs = append(kobjs, &kueue.WorkloadPriorityClass{
+		objs = append(objs, &kueue.WorkloadPriorityClass{
 			TypeMeta:    typeMeta("WorkloadPriorityClass"),
 			ObjectMeta:  metav1.ObjectMeta{Name: pc.Name},
 			Value:       *pc.Value,
@@ -69,10 +56,10 @@ func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 		})
 	}
 	for _, f := range s.flavors {
-		kobjs = append(kobjs, s.resourceFlavor(f))
+		objs = append(objs, s.resourceFlavor(f))
 	}
 	if t := s.Topology; t != nil {
-		kobjs = append(kobjs, &kueue.Topology{
+		objs = append(objs, &kueue.Topology{
 			TypeMeta:   typeMeta("Topology"),
 			ObjectMeta: metav1.ObjectMeta{Name: t.Name},
 			Spec: kueue.TopologySpec{Levels: []kueue.TopologyLevel{
@@ -81,7 +68,7 @@ func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 		})
 	}
 	for _, c := range s.Cohorts {
-		kobjs = append(kobjs, &kueue.Cohort{
+		objs = append(objs, &kueue.Cohort{
 			TypeMeta:   typeMeta("Cohort"),
 			ObjectMeta: metav1.ObjectMeta{Name: c.Name},
 			Spec: kueue.CohortSpec{
@@ -92,25 +79,15 @@ func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 		})
 	}
 	for i := range s.ClusterQueues {
-		kobjs = append(kobjs, s.clusterQueueObject(&s.ClusterQueues[i]))
+		objs = append(objs, s.clusterQueueObject(&s.ClusterQueues[i]))
 	}
 	for _, t := range s.Teams {
-		kobjs = append(kobjs, &kueue.LocalQueue{
+		objs = append(objs, &kueue.LocalQueue{
 			TypeMeta:   typeMeta("LocalQueue"),
 			ObjectMeta: metav1.ObjectMeta{Name: t.LocalQueue, Namespace: t.Name},
 			Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(t.ClusterQueue)},
 		})
 	}
-	if api == KueueV1beta2 {
-		for i, o := range kobjs {
-			v2, err := toV1beta2(o)
-			if err != nil {
-				return nil, fmt.Errorf("cluster spec %s: %w", s.file, err)
-			}
-			kobjs[i] = v2
-		}
-	}
-	objs = append(objs, kobjs...)
 	if !opts.OmitNodes {
 		for i := range s.NodePools {
 			objs = append(objs, s.nodes(&s.NodePools[i])...)
@@ -122,7 +99,7 @@ func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 var intents = []string{"performance", "standard", "eco"}
 
 func typeMeta(kind string) metav1.TypeMeta {
-	return metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: kind}
+	return metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: kind}
 }
 
 func (s *Spec) resourceFlavor(f *flavor) *kueue.ResourceFlavor {
@@ -170,7 +147,7 @@ func (s *Spec) clusterQueueObject(q *ClusterQueue) *kueue.ClusterQueue {
 		ObjectMeta: metav1.ObjectMeta{Name: q.Name},
 		Spec: kueue.ClusterQueueSpec{
 			ResourceGroups:    s.resourceGroups(q.Quotas),
-			Cohort:            kueue.CohortReference(q.Cohort),
+			CohortName:        kueue.CohortReference(q.Cohort),
 			QueueingStrategy:  kueue.QueueingStrategy(q.QueueingStrategy),
 			NamespaceSelector: sel,
 			FairSharing:       fairSharing(q.FairSharing),
@@ -328,39 +305,4 @@ func (s *Spec) rackSizes(np *NodePool) (int, int) {
 		perBlock = cmp.Or(np.Topology.RacksPerBlock, perBlock)
 	}
 	return perRack, perBlock
-}
-
-// toV1beta2 converts a v1beta1 object with Kueue's own conversion functions.
-func toV1beta2(o client.Object) (client.Object, error) {
-	var out client.Object
-	var err error
-	switch in := o.(type) {
-	case *kueue.WorkloadPriorityClass:
-		v := &kueuev2.WorkloadPriorityClass{}
-		err, out = kueue.Convert_v1beta1_WorkloadPriorityClass_To_v1beta2_WorkloadPriorityClass(in, v, nil), v
-	case *kueue.ResourceFlavor:
-		v := &kueuev2.ResourceFlavor{}
-		err, out = kueue.Convert_v1beta1_ResourceFlavor_To_v1beta2_ResourceFlavor(in, v, nil), v
-	case *kueue.Topology:
-		v := &kueuev2.Topology{}
-		err, out = kueue.Convert_v1beta1_Topology_To_v1beta2_Topology(in, v, nil), v
-	case *kueue.Cohort:
-		v := &kueuev2.Cohort{}
-		err, out = kueue.Convert_v1beta1_Cohort_To_v1beta2_Cohort(in, v, nil), v
-	case *kueue.ClusterQueue:
-		v := &kueuev2.ClusterQueue{}
-		err, out = kueue.Convert_v1beta1_ClusterQueue_To_v1beta2_ClusterQueue(in, v, nil), v
-	case *kueue.LocalQueue:
-		v := &kueuev2.LocalQueue{}
-		err, out = kueue.Convert_v1beta1_LocalQueue_To_v1beta2_LocalQueue(in, v, nil), v
-	default:
-		return nil, fmt.Errorf("no v1beta2 conversion for %T", o)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("convert %s %s to v1beta2: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
-	}
-	gvk := o.GetObjectKind().GroupVersionKind()
-	gvk.Version = KueueV1beta2
-	out.GetObjectKind().SetGroupVersionKind(gvk)
-	return out, nil
 }

@@ -14,8 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // Builders for one valid object of every supported kind, shaped like what render emits.
@@ -203,44 +202,45 @@ func trialJob() *batchv1.Job {
 	return j
 }
 
-func clusterQueueV1beta1() *kueuev1beta1.ClusterQueue {
-	return &kueuev1beta1.ClusterQueue{
+func clusterQueue() *kueue.ClusterQueue {
+	return &kueue.ClusterQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
-		Spec: kueuev1beta1.ClusterQueueSpec{
-			Cohort:            "org",
+		Spec: kueue.ClusterQueueSpec{
+			CohortName:        "org",
 			NamespaceSelector: &metav1.LabelSelector{},
-			ResourceGroups: []kueuev1beta1.ResourceGroup{{
+			ResourceGroups: []kueue.ResourceGroup{{
 				CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
-				Flavors: []kueuev1beta1.FlavorQuotas{{
+				Flavors: []kueue.FlavorQuotas{{
 					Name: "h100-sxm",
-					Resources: []kueuev1beta1.ResourceQuota{
+					Resources: []kueue.ResourceQuota{
 						{Name: "cpu", NominalQuota: resource.MustParse("512")},
 						{Name: "memory", NominalQuota: resource.MustParse("4Ti")},
 						{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("64"), BorrowingLimit: ptr.To(resource.MustParse("16")), LendingLimit: ptr.To(resource.MustParse("32"))},
 					},
 				}},
 			}},
-			Preemption: &kueuev1beta1.ClusterQueuePreemption{
-				ReclaimWithinCohort: kueuev1beta1.PreemptionPolicyAny,
-				WithinClusterQueue:  kueuev1beta1.PreemptionPolicyLowerPriority,
-				BorrowWithinCohort:  &kueuev1beta1.BorrowWithinCohort{Policy: kueuev1beta1.BorrowWithinCohortPolicyLowerPriority},
+			Preemption: &kueue.ClusterQueuePreemption{
+				ReclaimWithinCohort: kueue.PreemptionPolicyAny,
+				WithinClusterQueue:  kueue.PreemptionPolicyLowerPriority,
+				BorrowWithinCohort:  &kueue.BorrowWithinCohort{Policy: kueue.BorrowWithinCohortPolicyLowerPriority},
 			},
-			FairSharing: &kueuev1beta1.FairSharing{Weight: ptr.To(resource.MustParse("2"))},
+			FlavorFungibility: &kueue.FlavorFungibility{WhenCanBorrow: kueue.TryNextFlavor, WhenCanPreempt: kueue.MayStopSearch},
+			FairSharing:       &kueue.FairSharing{Weight: ptr.To(resource.MustParse("2"))},
 		},
 	}
 }
 
-func clusterQueueV1beta2() *kueuev1beta2.ClusterQueue {
-	return &kueuev1beta2.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
-		Spec: kueuev1beta2.ClusterQueueSpec{
+func clusterQueueA100() *kueue.ClusterQueue {
+	return &kueue.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-b"},
+		Spec: kueue.ClusterQueueSpec{
 			CohortName:        "org",
 			NamespaceSelector: &metav1.LabelSelector{},
-			ResourceGroups: []kueuev1beta2.ResourceGroup{{
+			ResourceGroups: []kueue.ResourceGroup{{
 				CoveredResources: []corev1.ResourceName{"cpu", "nvidia.com/gpu"},
-				Flavors: []kueuev1beta2.FlavorQuotas{{
+				Flavors: []kueue.FlavorQuotas{{
 					Name: "a100",
-					Resources: []kueuev1beta2.ResourceQuota{
+					Resources: []kueue.ResourceQuota{
 						{Name: "cpu", NominalQuota: resource.MustParse("256")},
 						{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("32")},
 					},
@@ -250,22 +250,48 @@ func clusterQueueV1beta2() *kueuev1beta2.ClusterQueue {
 	}
 }
 
+// clusterQueueV1beta1 is a ClusterQueue as a user's manifest may still hold it: Kueue v0.19 serves
+// v1beta1 (deprecated), and `kueuelab validate` checks it against that version's schema. It is
+// built unstructured because nothing kueuelab emits is v1beta1.
+func clusterQueueV1beta1() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta1",
+		"kind":       "ClusterQueue",
+		"metadata":   map[string]any{"name": "legacy"},
+		"spec": map[string]any{
+			"cohort":            "org",
+			"namespaceSelector": map[string]any{},
+			"flavorFungibility": map[string]any{"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"},
+			"resourceGroups": []any{map[string]any{
+				"coveredResources": []any{"nvidia.com/gpu"},
+				"flavors": []any{map[string]any{
+					"name":      "h100-sxm",
+					"resources": []any{map[string]any{"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "8"}},
+				}},
+			}},
+		},
+	}}
+}
+
 func kueueClusterObjects() []runtime.Object {
 	return []runtime.Object{
-		&kueuev1beta1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "h100-sxm"}, Spec: kueuev1beta1.ResourceFlavorSpec{
+		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "h100-sxm"}, Spec: kueue.ResourceFlavorSpec{
 			NodeLabels:   map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-			TopologyName: ptr.To[kueuev1beta1.TopologyReference]("default"),
+			Tolerations:  []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			TopologyName: ptr.To[kueue.TopologyReference]("default"),
 		}},
-		&kueuev1beta1.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "org"}},
-		&kueuev1beta1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-a-lq", Namespace: ns}, Spec: kueuev1beta1.LocalQueueSpec{ClusterQueue: "team-a"}},
-		&kueuev1beta1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "performance"}, Value: 1000, Description: "performance class"},
-		&kueuev1beta1.Topology{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: kueuev1beta1.TopologySpec{Levels: []kueuev1beta1.TopologyLevel{
+		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "a100"}, Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"gpu": "a100"}}},
+		&kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "org"}},
+		&kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: kueue.CohortSpec{
+			ParentName:  "org",
+			FairSharing: &kueue.FairSharing{Weight: ptr.To(resource.MustParse("2"))},
+		}},
+		&kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-a-lq", Namespace: ns}, Spec: kueue.LocalQueueSpec{ClusterQueue: "team-a"}},
+		&kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "performance"}, Value: 1000, Description: "performance class"},
+		&kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "eco"}, Value: 10},
+		&kueue.Topology{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: kueue.TopologySpec{Levels: []kueue.TopologyLevel{
 			{NodeLabel: "cloud.provider.com/topology-block"}, {NodeLabel: "kubernetes.io/hostname"},
 		}}},
-		&kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-a-lq", Namespace: ns}, Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: "team-a"}},
-		&kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "a100"}, Spec: kueuev1beta2.ResourceFlavorSpec{NodeLabels: map[string]string{"gpu": "a100"}}},
-		&kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "eco"}, Value: 10},
-		&kueuev1beta2.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "org"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: "h100-sxm-0001", Labels: map[string]string{"type": "kwok"}, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},

@@ -59,7 +59,7 @@ func TestValidateStreamGolden(t *testing.T) {
 
 func TestValidateYAMLValid(t *testing.T) {
 	v := validator(t)
-	in := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: Cohort\nmetadata:\n  name: org\n"
+	in := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: org\n"
 	if errs := v.ValidateYAML(strings.NewReader(in), "ok.yaml"); len(errs) != 0 {
 		t.Fatalf("errors: %v", errs)
 	}

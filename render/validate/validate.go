@@ -16,8 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // Validator validates objects against the embedded upstream schemas. It is built once by New,
@@ -30,7 +29,9 @@ type Validator struct {
 
 // New parses the embedded CRDs and compiles their schemas and CEL rules. addToScheme registers
 // the Go types of the job kinds (render.Registry.AddToScheme), so that typed objects without
-// apiVersion and kind are recognised; core, batch and Kueue types always are.
+// apiVersion and kind are recognised; core, batch and Kueue v1beta2 types (the version render
+// emits) always are. Objects of any version the CRDs serve (Kueue's deprecated v1beta1 in a
+// user's manifest, say) are validated when they carry their apiVersion and kind.
 func New(addToScheme ...func(*runtime.Scheme) error) (*Validator, error) {
 	crds, err := loadCRDs()
 	if err != nil {
@@ -38,7 +39,7 @@ func New(addToScheme ...func(*runtime.Scheme) error) (*Validator, error) {
 	}
 	scheme := runtime.NewScheme()
 	for _, add := range append([]func(*runtime.Scheme) error{
-		batchv1.AddToScheme, corev1.AddToScheme, kueuev1beta1.AddToScheme, kueuev1beta2.AddToScheme,
+		batchv1.AddToScheme, corev1.AddToScheme, kueue.AddToScheme,
 		// The typed validator decodes Katib Experiments, whose CRD has no schema.
 		katibv1beta1.AddToScheme,
 	}, addToScheme...) {

@@ -32,7 +32,7 @@ func TestValidObjectsPass(t *testing.T) {
 	objs := []runtime.Object{
 		jobSet(), job(), pyTorchJob(), tfJob(), mpiJob(), clusterTrainingRuntime(), trainJob(),
 		experiment(trialJob()), experiment(jobSet()),
-		clusterQueueV1beta1(), clusterQueueV1beta2(), stage(),
+		clusterQueue(), clusterQueueA100(), clusterQueueV1beta1(), stage(),
 	}
 	objs = append(objs, kueueClusterObjects()...)
 	for _, obj := range objs {
@@ -144,7 +144,7 @@ func TestInvalidObjectsFail(t *testing.T) {
 			field:  "spec.replicatedJobs[0].replicas", detail: "must be of type integer",
 		},
 		{
-			name: "minItems violated", obj: clusterQueueV1beta1(),
+			name: "minItems violated", obj: clusterQueue(),
 			mutate: func(t *testing.T, m map[string]any) { set(t, m, []any{}, "spec", "resourceGroups", 0, "flavors") },
 			field:  "spec.resourceGroups[0].flavors", detail: "should have at least 1 items",
 		},
@@ -163,39 +163,56 @@ func TestInvalidObjectsFail(t *testing.T) {
 			mutate: func(t *testing.T, m map[string]any) {
 				set(t, m, strings.Repeat("q", 64), "metadata", "labels", "kueue.x-k8s.io/queue-name")
 			},
-			field: "metadata.labels", detail: "63 characters",
+			field: "metadata.labels", detail: "no more than 63",
 		},
 		{
-			name: "missing required coveredResources", obj: clusterQueueV1beta1(),
+			name: "missing required coveredResources", obj: clusterQueue(),
 			mutate: func(t *testing.T, m map[string]any) { del(m, "spec", "resourceGroups", 0, "coveredResources") },
 			field:  "spec.resourceGroups[0].coveredResources", detail: "Required value",
 		},
 		{
-			name: "enum violated", obj: clusterQueueV1beta1(),
+			name: "enum violated", obj: clusterQueue(),
 			mutate: func(t *testing.T, m map[string]any) { set(t, m, "Sometimes", "spec", "stopPolicy") },
 			field:  "spec.stopPolicy", detail: "Unsupported value",
 		},
 		{
-			name: "CEL: borrowingLimit without cohort", obj: clusterQueueV1beta1(),
+			name: "CEL: borrowingLimit without cohort", obj: clusterQueue(),
+			mutate: func(t *testing.T, m map[string]any) { del(m, "spec", "cohortName") },
+			field:  "spec", detail: "borrowingLimit must be nil when cohort is empty",
+		},
+		{
+			name: "v1beta1's cohort is unknown in v1beta2", obj: clusterQueue(),
+			mutate: func(t *testing.T, m map[string]any) { set(t, m, "org", "spec", "cohort") },
+			field:  "spec.cohort", detail: "unknown field",
+		},
+		{
+			name: "v1beta1's deprecated fungibility values are refused in v1beta2", obj: clusterQueue(),
+			mutate: func(t *testing.T, m map[string]any) {
+				set(t, m, "Borrow", "spec", "flavorFungibility", "whenCanBorrow")
+			},
+			field: "spec.flavorFungibility.whenCanBorrow", detail: "Unsupported value",
+		},
+		{
+			name: "CEL v1beta1: borrowingLimit without cohort", obj: clusterQueueV1beta1(),
 			mutate: func(t *testing.T, m map[string]any) { del(m, "spec", "cohort") },
 			field:  "spec", detail: "borrowingLimit must be nil when cohort is empty",
 		},
 		{
-			name: "CEL v1beta2: flavors must cover every resource", obj: clusterQueueV1beta2(),
+			name: "CEL: flavors must cover every resource", obj: clusterQueueA100(),
 			mutate: func(t *testing.T, m map[string]any) {
 				set(t, m, []any{"cpu", "memory", "nvidia.com/gpu"}, "spec", "resourceGroups", 0, "coveredResources")
 			},
 			field: "spec.resourceGroups[0]", detail: "flavors must have the same number of resources as the coveredResources",
 		},
 		{
-			name: "duplicate in list-type map (flavor resources)", obj: clusterQueueV1beta1(),
+			name: "duplicate in list-type map (flavor resources)", obj: clusterQueue(),
 			mutate: func(t *testing.T, m map[string]any) {
 				set(t, m, "cpu", "spec", "resourceGroups", 0, "flavors", 0, "resources", 1, "name")
 			},
 			field: "spec.resourceGroups[0].flavors[0].resources[1]", detail: "Duplicate value",
 		},
 		{
-			name: "namespace on a cluster-scoped kind", obj: clusterQueueV1beta1(),
+			name: "namespace on a cluster-scoped kind", obj: clusterQueue(),
 			mutate: func(t *testing.T, m map[string]any) { set(t, m, "team-a", "metadata", "namespace") },
 			field:  "metadata.namespace", detail: "not allowed on this type",
 		},

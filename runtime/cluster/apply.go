@@ -153,8 +153,7 @@ func ApplyObjects(ctx context.Context, cfg *rest.Config, objs []client.Object) e
 			su := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
 				"metadata": map[string]any{"name": u.GetName()}, "status": status}}
-			// Subresources have no Apply method yet (controller-runtime#3183): an apply patch is the way.
-			if err := c.Status().Patch(ctx, su, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(su), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 				return fmt.Errorf("apply status of Node %s: %w", u.GetName(), err)
 			}
 		}

@@ -37,12 +37,12 @@ type prerequisite struct {
 // prerequisites are Kueue's and KWOK's CRDs, and those of every kind in render's registry: the
 // kinds of the default mapping that an operator runs are required, the others optional.
 func prerequisites() []prerequisite {
-	kueueFix := "install Kueue v0.15.0: kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/v0.15.0/manifests.yaml"
+	kueueFix := "install Kueue " + tools.KueueVersion + ": kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/" + tools.KueueVersion + "/manifests.yaml"
 	out := []prerequisite{
-		{crd: "workloads.kueue.x-k8s.io", version: "v1beta1", fix: kueueFix},
-		{crd: "clusterqueues.kueue.x-k8s.io", version: "v1beta1", fix: kueueFix},
-		{crd: "localqueues.kueue.x-k8s.io", version: "v1beta1", fix: kueueFix},
-		{crd: "resourceflavors.kueue.x-k8s.io", version: "v1beta1", fix: kueueFix},
+		{crd: "workloads.kueue.x-k8s.io", version: "v1beta2", fix: kueueFix},
+		{crd: "clusterqueues.kueue.x-k8s.io", version: "v1beta2", fix: kueueFix},
+		{crd: "localqueues.kueue.x-k8s.io", version: "v1beta2", fix: kueueFix},
+		{crd: "resourceflavors.kueue.x-k8s.io", version: "v1beta2", fix: kueueFix},
 		{crd: "stages.kwok.x-k8s.io", version: "v1alpha1", fix: "install KWOK v0.7.0 with its Stage CRD: kubectl apply -f https://github.com/kubernetes-sigs/kwok/releases/download/v0.7.0/kwok.yaml"},
 	}
 	reg := render.DefaultRegistry()
@@ -159,8 +159,8 @@ func Install(ctx context.Context, o InstallOptions) error {
 			strings.ReplaceAll(err.Error(), "\n", "\n    ")))
 	default:
 		fmt.Fprintf(out, "  ok  Kueue %s metrics via %s\n  ok  kube-scheduler %s metrics via %s\n", m.KueueVersion, m.KueueVia, m.SchedulerVersion, m.SchedulerVia)
-		if !strings.HasPrefix(m.KueueVersion, "v0.15.") {
-			problems = append(problems, fmt.Sprintf("Kueue %s is running (its kueue_build_info); kueuelab targets v0.15.x", m.KueueVersion))
+		if p := KueueVersionProblem(m.KueueVersion, "its kueue_build_info"); p != "" {
+			problems = append(problems, p)
 		}
 		m.Close()
 	}
@@ -224,7 +224,8 @@ func frameworksByKind() map[string][]string {
 	return out
 }
 
-// checkKueue checks Kueue's version (its image tag) and that its integrations include the
+// checkKueue checks Kueue's version (its image tag) against the supported ones, reports the
+// settings of its Configuration a replay carries, and checks that its integrations include the
 // frameworks of the default mapping's kinds (required) and of the other kinds (reported).
 func checkKueue(k *RemoteKueue, out io.Writer) []string {
 	var problems []string
@@ -233,15 +234,16 @@ func checkKueue(k *RemoteKueue, out io.Writer) []string {
 		fmt.Fprintf(out, "  ??  no Deployment %s: Kueue's version is checked on its metrics\n", kueueDeployment)
 	case v == "":
 		fmt.Fprintf(out, "  ??  Kueue image %s has no tag: its version is checked on its metrics\n", k.Image)
-	case !strings.HasPrefix(v, "v0.15."):
-		problems = append(problems, fmt.Sprintf("Kueue %s is installed (image %s); kueuelab targets v0.15.x", v, k.Image))
+	case !KueueSupported(v):
+		problems = append(problems, KueueVersionProblem(v, "image "+k.Image))
 	default:
 		fmt.Fprintf(out, "  ok  Kueue %s (Deployment %s/%s)\n", v, k.Deployment.Namespace, k.Deployment.Name)
 	}
 	if k.Config == nil {
-		fmt.Fprintf(out, "  ??  Kueue's configuration not found (no ConfigMap mounted by %s, no %s/kueue-manager-config): integrations not checked\n", kueueDeployment, KueueNamespace)
+		fmt.Fprintf(out, "  ??  Kueue's configuration not found (no ConfigMap mounted by %s, no %s/kueue-manager-config): integrations not checked, and a replay cannot hold its trace clock for waitForPodsReady, which Kueue v0.19 runs by default\n", kueueDeployment, KueueNamespace)
 		return problems
 	}
+	fmt.Fprintf(out, "  ok  Kueue configuration (%s, %s), carried into every replay: %s\n", k.ConfigSource, k.Config.APIVersion, k.Config.Describe())
 	byKind := frameworksByKind()
 	required := map[string][]string{}
 	for fam, kind := range render.DefaultMapping() {

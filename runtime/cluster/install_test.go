@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,11 +24,19 @@ func TestCheckKueue(t *testing.T) {
 		want    []string // problems, by substring
 		printed string
 	}{
-		{name: "all enabled", k: &RemoteKueue{Deployment: dep, Image: "registry.k8s.io/kueue/kueue:v0.15.0", Config: &KueueSettings{Frameworks: all}},
-			printed: "ok  Kueue v0.15.0"},
-		{name: "old Kueue", k: &RemoteKueue{Deployment: dep, Image: "registry.k8s.io/kueue/kueue:v0.13.2", Config: &KueueSettings{Frameworks: all}},
-			want: []string{"Kueue v0.13.2 is installed"}},
-		{name: "mpijob missing", k: &RemoteKueue{Deployment: dep, Image: "x/kueue:v0.15.1", ConfigSource: "ConfigMap kueue-system/c",
+		{name: "all enabled", k: &RemoteKueue{Deployment: dep, Image: "registry.k8s.io/kueue/kueue:v0.19.2", Config: &KueueSettings{Frameworks: all}},
+			printed: "ok  Kueue v0.19.2 (Deployment kueue-system/kueue-controller-manager)"},
+		{name: "another v0.19 patch release", k: &RemoteKueue{Deployment: dep, Image: "registry.k8s.io/kueue/kueue:v0.19.0", Config: &KueueSettings{Frameworks: all}},
+			printed: "ok  Kueue v0.19.0"},
+		{name: "v0.18 refused with the supported list", k: &RemoteKueue{Deployment: dep, Image: "registry.k8s.io/kueue/kueue:v0.18.3", Config: &KueueSettings{Frameworks: all}},
+			want: []string{"Kueue v0.18.3 is running (image registry.k8s.io/kueue/kueue:v0.18.3); kueuelab supports Kueue v0.19.x"}},
+		{name: "v0.15 refused", k: &RemoteKueue{Deployment: dep, Image: "registry.k8s.io/kueue/kueue:v0.15.0", Config: &KueueSettings{Frameworks: all}},
+			want: []string{"Kueue v0.15.0 is running"}},
+		{name: "the settings a replay carries", k: &RemoteKueue{Deployment: dep, Image: "registry.k8s.io/kueue/kueue:v0.19.2", ConfigSource: "ConfigMap kueue-system/c",
+			Config: &KueueSettings{APIVersion: "config.kueue.x-k8s.io/v1beta2", Frameworks: all, ClientQPS: 300, ClientBurst: 500,
+				WaitForPodsReady: &RemoteWaitForPodsReady{Timeout: 30 * time.Minute, RecoveryTimeout: 30 * time.Minute, BackoffBase: time.Minute, BackoffMax: time.Hour, Default: true}}},
+			printed: "ok  Kueue configuration (ConfigMap kueue-system/c, config.kueue.x-k8s.io/v1beta2), carried into every replay: clientConnection qps 300 burst 500; waitForPodsReady timeout 30m0s, recoveryTimeout 30m0s, requeue backoff 1m0s..1h0m0s, blockAdmission false (Kueue's default"},
+		{name: "mpijob missing", k: &RemoteKueue{Deployment: dep, Image: "x/kueue:v0.19.1", ConfigSource: "ConfigMap kueue-system/c",
 			Config: &KueueSettings{Frameworks: []string{"batch/job", "jobset.x-k8s.io/jobset"}}},
 			want:    []string{"Kueue integration kubeflow.org/mpijob is not enabled (ConfigMap kueue-system/c lists [batch/job jobset.x-k8s.io/jobset]), and the default kinds need it: MPIJob (distributed_training)"},
 			printed: "--  Kueue integration kubeflow.org/pytorchjob not enabled"},

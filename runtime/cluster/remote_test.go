@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kueuelab/kueuelab/runtime/results"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +28,8 @@ func kueueInstall(ns, config string, pods ...string) []runtime.Object {
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kueueDeployment}, Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "manager", Image: "registry.k8s.io/kueue/kueue:v0.15.0"}},
+				Containers: []corev1.Container{{Name: "manager", Image: "registry.k8s.io/kueue/kueue:v0.19.2",
+					Args: []string{"--config=/controller_manager_config.yaml", "--zap-log-level=2"}}},
 				Volumes: []corev1.Volume{{Name: "manager-config", VolumeSource: corev1.VolumeSource{
 					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "my-kueue-config"}}}}},
 			}},
@@ -97,7 +99,7 @@ func TestFindKueuePod(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if strings.Join(k.Config.Frameworks, ",") != strings.Join(tc.frameworks, ",") || k.Version() != "v0.15.0" {
+				if strings.Join(k.Config.Frameworks, ",") != strings.Join(tc.frameworks, ",") || k.Version() != "v0.19.2" {
 					t.Errorf("frameworks %v version %q", k.Config.Frameworks, k.Version())
 				}
 				if !strings.Contains(k.ConfigSource, "my-kueue-config") {
@@ -108,26 +110,90 @@ func TestFindKueuePod(t *testing.T) {
 	}
 }
 
-func TestParseKueueConfigWaitForPodsReady(t *testing.T) {
+// TestParseKueueConfig: the Configuration as Kueue v0.19.2 runs it: waitForPodsReady on by
+// default in v1beta2 (off with the DisableWaitForPodsReady gate, from the file or the manager's
+// flag), recoveryTimeout = timeout, v0.19's client rate, and a v1beta1 file converted as Kueue does.
+func TestParseKueueConfig(t *testing.T) {
 	for _, tc := range []struct {
-		name, doc string
-		want      *RemoteWaitForPodsReady
+		name, doc  string
+		gates      map[string]bool
+		want       *RemoteWaitForPodsReady
+		qps, burst float64
 	}{
-		{"v1beta2 block turns it on", kueueV1beta2, &RemoteWaitForPodsReady{Timeout: 10 * time.Minute, BackoffBase: 30 * time.Second, BackoffMax: time.Hour}},
-		{"v1beta1 without enable", "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {timeout: 1m}\n", nil},
-		{"v1beta1 enabled, defaults", "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {enable: true, recoveryTimeout: 3m}\n",
-			&RemoteWaitForPodsReady{Timeout: 5 * time.Minute, RecoveryTimeout: 3 * time.Minute, BackoffBase: time.Minute, BackoffMax: time.Hour}},
-		{"off", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n", nil},
+		{"v1beta2 block", kueueV1beta2, nil,
+			&RemoteWaitForPodsReady{Timeout: 10 * time.Minute, RecoveryTimeout: 10 * time.Minute, BackoffBase: 30 * time.Second, BackoffMax: time.Hour}, 300, 500},
+		{"v1beta2 without the block: Kueue v0.19's default", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n", nil,
+			&RemoteWaitForPodsReady{Timeout: 30 * time.Minute, RecoveryTimeout: 30 * time.Minute, BackoffBase: time.Minute, BackoffMax: time.Hour, Default: true}, 300, 500},
+		{"turned off by the file's gate", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates: {DisableWaitForPodsReady: true}\nclientConnection: {qps: 50, burst: 100}\n", nil,
+			nil, 50, 100},
+		{"turned off by the manager's flag", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n", map[string]bool{"DisableWaitForPodsReady": true},
+			nil, 300, 500},
+		{"recovery off", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady: {timeout: 5m, recoveryTimeout: 0s, blockAdmission: true}\n", nil,
+			&RemoteWaitForPodsReady{Timeout: 5 * time.Minute, BackoffBase: time.Minute, BackoffMax: time.Hour, BlockAdmission: true}, 300, 500},
+		{"v1beta1 without enable", "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {timeout: 1m}\n", nil, nil, 300, 500},
+		{"v1beta1 enabled, its defaults", "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {enable: true, recoveryTimeout: 3m}\n", nil,
+			&RemoteWaitForPodsReady{Timeout: 5 * time.Minute, RecoveryTimeout: 3 * time.Minute, BackoffBase: time.Minute, BackoffMax: time.Hour, BlockAdmission: true}, 300, 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := parseKueueConfig([]byte(tc.doc))
+			s, err := parseKueueConfig([]byte(tc.doc), tc.gates)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if (s.WaitForPodsReady == nil) != (tc.want == nil) || (tc.want != nil && *s.WaitForPodsReady != *tc.want) {
 				t.Errorf("got %+v, want %+v", s.WaitForPodsReady, tc.want)
 			}
+			if float64(s.ClientQPS) != tc.qps || float64(s.ClientBurst) != tc.burst {
+				t.Errorf("clientConnection %g/%d, want %g/%g", s.ClientQPS, s.ClientBurst, tc.qps, tc.burst)
+			}
 		})
+	}
+}
+
+// TestInspectKueueFlagGates: the manager's --feature-gates count, over the file's.
+func TestInspectKueueFlagGates(t *testing.T) {
+	objs := kueueInstall("kueue-system", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n", "k")
+	d := objs[0].(*appsv1.Deployment)
+	d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, "--feature-gates=DisableWaitForPodsReady=true,TopologyAwareScheduling=false")
+	k, err := InspectKueue(t.Context(), fake.NewClientset(objs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Config.WaitForPodsReady != nil || !strings.Contains(k.Config.Describe(), "waitForPodsReady off (feature gate DisableWaitForPodsReady)") {
+		t.Errorf("settings %s", k.Config.Describe())
+	}
+	d.Spec.Template.Spec.Containers[0].Args = []string{"--feature-gates=DisableWaitForPodsReady"}
+	if _, err := InspectKueue(t.Context(), fake.NewClientset(objs...)); err == nil || !strings.Contains(err.Error(), "want Name=true") {
+		t.Errorf("malformed gates: %v", err)
+	}
+}
+
+// TestReplayMeta: what a replay on the cluster records of its Kueue.
+func TestReplayMeta(t *testing.T) {
+	k, err := InspectKueue(t.Context(), fake.NewClientset(kueueInstall("kueue-system", kueueV1beta2, "k")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := k.ReplayMeta("v0.19.2")
+	if m.Version != "v0.19.2" || m.ClientQPS != 300 || m.ClientBurst != 500 || m.Clock != results.ClockWall || !strings.Contains(m.Source, "my-kueue-config") {
+		t.Errorf("meta %+v", m)
+	}
+	if w := m.WaitForPodsReady; w == nil || w.TimeoutSec != 600 || w.RecoveryTimeoutSec != 600 || w.BackoffBaseSec != 30 || w.BackoffMaxSec != 3600 {
+		t.Errorf("waitForPodsReady %+v", w)
+	}
+	if m := (&RemoteKueue{}).ReplayMeta(""); m.WaitForPodsReady != nil || m.Source != "" {
+		t.Errorf("no configuration: %+v", m)
+	}
+}
+
+func TestKueueVersionProblem(t *testing.T) {
+	for v, ok := range map[string]bool{"v0.19.2": true, "v0.19.0": true, "v0.19.3-rc.1": true, "v0.18.3": false, "v0.15.0": false, "v0.20.0": false, "main": false, "": false} {
+		p := KueueVersionProblem(v, "its kueue_build_info")
+		if (p == "") != ok {
+			t.Errorf("%q: problem %q", v, p)
+		}
+		if !ok && !strings.Contains(p, "kueuelab supports Kueue v0.19.x") {
+			t.Errorf("%q: %q does not name the supported versions", v, p)
+		}
 	}
 }
 

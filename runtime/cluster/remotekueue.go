@@ -3,14 +3,20 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
+
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 // RemoteKueue is what kueuelab reads of a Kueue it did not install: its controller Deployment
@@ -25,13 +31,19 @@ type RemoteKueue struct {
 	ConfigSource string
 }
 
-// KueueSettings are the fields of Kueue's Configuration (config.kueue.x-k8s.io v1beta1 or
-// v1beta2) a replay depends on.
+// KueueSettings are the settings of Kueue's Configuration a replay depends on, as that Kueue runs
+// them: the ConfigMap read the way Kueue v0.19.2 reads its configuration file (either API version,
+// converted to v1beta2, Kueue's defaults filled in), with the feature gates of its Deployment.
 type KueueSettings struct {
 	APIVersion         string
 	Frameworks         []string
 	MetricsBindAddress string
 	LeaderElectionName string
+	// ClientQPS and ClientBurst are Kueue's API client rate (clientConnection).
+	ClientQPS   float32
+	ClientBurst int32
+	// FeatureGates are the gates the Configuration and the manager's --feature-gates set.
+	FeatureGates map[string]bool
 	// WaitForPodsReady is nil when all-or-nothing admission is off. Durations are wall time.
 	WaitForPodsReady *RemoteWaitForPodsReady
 }
@@ -40,6 +52,9 @@ type KueueSettings struct {
 type RemoteWaitForPodsReady struct {
 	Timeout, RecoveryTimeout time.Duration
 	BackoffBase, BackoffMax  time.Duration
+	BlockAdmission           bool
+	// Default: the Configuration has no waitForPodsReady section; Kueue v0.19 runs it anyway.
+	Default bool
 }
 
 // KueueConfigKey is the ConfigMap key of Kueue's manifests and chart.
@@ -55,6 +70,7 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 	k := &RemoteKueue{}
 	sort.Slice(deps.Items, func(i, j int) bool { return deps.Items[i].Namespace < deps.Items[j].Namespace })
 	var cmRefs [][2]string
+	var gateFlag string
 	for i := range deps.Items {
 		d := &deps.Items[i]
 		if k.Deployment != nil && d.Namespace != KueueNamespace {
@@ -64,6 +80,11 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 		for _, c := range d.Spec.Template.Spec.Containers {
 			if c.Name == "manager" {
 				k.Image = c.Image
+				for _, a := range append(slices.Clone(c.Command), c.Args...) {
+					if v, ok := strings.CutPrefix(a, "--feature-gates="); ok {
+						gateFlag = v
+					}
+				}
 			}
 		}
 		cmRefs = nil
@@ -72,6 +93,10 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 				cmRefs = append(cmRefs, [2]string{d.Namespace, v.ConfigMap.Name})
 			}
 		}
+	}
+	gates, err := parseFeatureGates(gateFlag)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %s (Kueue's): --feature-gates: %w", kueueDeployment, err)
 	}
 	cmRefs = append(cmRefs, [2]string{KueueNamespace, "kueue-manager-config"})
 	for _, ref := range cmRefs {
@@ -87,7 +112,7 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 			continue
 		}
 		src := fmt.Sprintf("ConfigMap %s/%s key %s", ref[0], ref[1], KueueConfigKey)
-		s, err := parseKueueConfig([]byte(doc))
+		s, err := parseKueueConfig([]byte(doc), gates)
 		if err != nil {
 			return nil, fmt.Errorf("configuration of Kueue (%s): %w", src, err)
 		}
@@ -95,6 +120,23 @@ func InspectKueue(ctx context.Context, cs kubernetes.Interface) (*RemoteKueue, e
 		break
 	}
 	return k, nil
+}
+
+// parseFeatureGates reads a --feature-gates value: Name=true|false, comma-separated.
+func parseFeatureGates(v string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, kv := range strings.Split(v, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		b, err := strconv.ParseBool(strings.TrimSpace(val))
+		if !ok || err != nil {
+			return nil, fmt.Errorf("%q: want Name=true or Name=false", kv)
+		}
+		out[strings.TrimSpace(name)] = b
+	}
+	return out, nil
 }
 
 // Version is the tag of Kueue's image ("" when unknown).
@@ -108,60 +150,89 @@ func (k *RemoteKueue) leaseHolder(ctx context.Context, cs kubernetes.Interface) 
 	return leaseHolder(ctx, cs, k.Deployment.Namespace, name)
 }
 
-// parseKueueConfig reads the fields kueuelab needs of a Configuration of either version.
-func parseKueueConfig(b []byte) (*KueueSettings, error) {
-	var c struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metrics    struct {
-			BindAddress string `json:"bindAddress"`
-		} `json:"metrics"`
-		LeaderElection struct {
-			ResourceName string `json:"resourceName"`
-		} `json:"leaderElection"`
-		Integrations struct {
-			Frameworks []string `json:"frameworks"`
-		} `json:"integrations"`
-		WaitForPodsReady *struct {
-			Enable            *bool            `json:"enable"` // v1beta1 only
-			Timeout           *metav1.Duration `json:"timeout"`
-			RecoveryTimeout   *metav1.Duration `json:"recoveryTimeout"`
-			RequeuingStrategy *struct {
-				BackoffBaseSeconds *int32 `json:"backoffBaseSeconds"`
-				BackoffMaxSeconds  *int32 `json:"backoffMaxSeconds"`
-			} `json:"requeuingStrategy"`
-		} `json:"waitForPodsReady"`
+// SupportedKueue lists the Kueue minor versions kueuelab replays on a cluster it did not install:
+// the one its local cluster and its sim engine run (tools.KueueVersion), whose API, Configuration
+// defaults and behaviour the replay is built on.
+var SupportedKueue = []string{minorOf(tools.KueueVersion)}
+
+// minorOf is v0.19 for v0.19.2 ("" for a version that is not vMAJOR.MINOR.PATCH...).
+func minorOf(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 3 || !strings.HasPrefix(parts[0], "v") {
+		return ""
 	}
-	if err := yaml.Unmarshal(b, &c); err != nil {
+	return parts[0] + "." + parts[1]
+}
+
+// KueueSupported reports whether version (a tag such as v0.19.2) is of a supported minor version.
+func KueueSupported(version string) bool {
+	m := minorOf(version)
+	return m != "" && slices.Contains(SupportedKueue, m)
+}
+
+// KueueVersionProblem says why Kueue version, read from where, cannot be replayed on ("" when it
+// can), naming the supported versions.
+func KueueVersionProblem(version, where string) string {
+	if KueueSupported(version) {
+		return ""
+	}
+	var list []string
+	for _, m := range SupportedKueue {
+		list = append(list, m+".x")
+	}
+	return fmt.Sprintf("Kueue %s is running (%s); kueuelab supports Kueue %s (what its local cluster and sim engine run, %s): upgrade Kueue, or replay on kueuelab's local cluster",
+		version, where, strings.Join(list, ", "), tools.KueueVersion)
+}
+
+// ReplayMeta is the summary's account of this Kueue, of version (its build info or image tag). Its
+// timers run on wall time, which the trace clock waits for.
+func (k *RemoteKueue) ReplayMeta(version string) *results.KueueMeta {
+	m := &results.KueueMeta{Version: version, Clock: results.ClockWall}
+	if k.Config == nil {
+		return m
+	}
+	c := k.Config
+	m.Source, m.ClientQPS, m.ClientBurst = k.ConfigSource, float64(c.ClientQPS), int(c.ClientBurst)
+	if w := c.WaitForPodsReady; w != nil {
+		m.WaitForPodsReady = &results.PodsReadyMeta{TimeoutSec: w.Timeout.Seconds(), RecoveryTimeoutSec: w.RecoveryTimeout.Seconds(),
+			BackoffBaseSec: w.BackoffBase.Seconds(), BackoffMaxSec: w.BackoffMax.Seconds(), BlockAdmission: w.BlockAdmission}
+	}
+	return m
+}
+
+// Describe is one line of the settings a replay carries.
+func (s *KueueSettings) Describe() string {
+	out := fmt.Sprintf("clientConnection qps %g burst %d", s.ClientQPS, s.ClientBurst)
+	w := s.WaitForPodsReady
+	switch {
+	case w == nil && s.FeatureGates[kueuewl.DisableWaitForPodsReady]:
+		out += "; waitForPodsReady off (feature gate " + kueuewl.DisableWaitForPodsReady + ")"
+	case w == nil:
+		out += "; waitForPodsReady off"
+	default:
+		def := ""
+		if w.Default {
+			def = " (Kueue's default: the configuration has no waitForPodsReady section)"
+		}
+		out += fmt.Sprintf("; waitForPodsReady timeout %s, recoveryTimeout %s, requeue backoff %s..%s, blockAdmission %t%s",
+			w.Timeout, w.RecoveryTimeout, w.BackoffBase, w.BackoffMax, w.BlockAdmission, def)
+	}
+	return out
+}
+
+// parseKueueConfig reads a Configuration of either version as the Kueue it belongs to runs it;
+// gates are the manager's --feature-gates, which win over the Configuration's.
+func parseKueueConfig(b []byte, gates map[string]bool) (*KueueSettings, error) {
+	c, err := kueuewl.ParseConfiguration(b)
+	if err != nil {
 		return nil, err
 	}
-	if c.Kind != "Configuration" || !strings.HasPrefix(c.APIVersion, "config.kueue.x-k8s.io/") {
-		return nil, fmt.Errorf("apiVersion %q kind %q: want config.kueue.x-k8s.io Configuration", c.APIVersion, c.Kind)
-	}
-	s := &KueueSettings{APIVersion: c.APIVersion, Frameworks: c.Integrations.Frameworks,
-		MetricsBindAddress: c.Metrics.BindAddress, LeaderElectionName: c.LeaderElection.ResourceName}
-	w := c.WaitForPodsReady
-	// In v1beta1 the block needs enable: true; in v1beta2 the block itself turns it on.
-	if w != nil && strings.HasSuffix(c.APIVersion, "/v1beta1") && (w.Enable == nil || !*w.Enable) {
-		w = nil
-	}
-	if w != nil {
-		r := &RemoteWaitForPodsReady{Timeout: 5 * time.Minute, BackoffBase: time.Minute, BackoffMax: time.Hour}
-		if w.Timeout != nil {
-			r.Timeout = w.Timeout.Duration
-		}
-		if w.RecoveryTimeout != nil {
-			r.RecoveryTimeout = w.RecoveryTimeout.Duration
-		}
-		if rs := w.RequeuingStrategy; rs != nil {
-			if rs.BackoffBaseSeconds != nil {
-				r.BackoffBase = time.Duration(*rs.BackoffBaseSeconds) * time.Second
-			}
-			if rs.BackoffMaxSeconds != nil {
-				r.BackoffMax = time.Duration(*rs.BackoffMaxSeconds) * time.Second
-			}
-		}
-		s.WaitForPodsReady = r
+	s := &KueueSettings{APIVersion: c.APIVersion, Frameworks: c.Frameworks, MetricsBindAddress: c.MetricsBindAddress,
+		LeaderElectionName: c.LeaderElectionName, ClientQPS: c.ClientQPS, ClientBurst: c.ClientBurst, FeatureGates: c.FeatureGates}
+	maps.Copy(s.FeatureGates, gates)
+	if w := c.WaitForPodsReady; w != nil && !s.FeatureGates[kueuewl.DisableWaitForPodsReady] {
+		s.WaitForPodsReady = &RemoteWaitForPodsReady{Timeout: w.Timeout, RecoveryTimeout: w.RecoveryTimeout,
+			BackoffBase: w.BackoffBase, BackoffMax: w.BackoffMax, BlockAdmission: w.BlockAdmission, Default: w.Default}
 	}
 	return s, nil
 }

@@ -11,13 +11,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 )
 
 // ReplaceObjects applies the cluster side of a spec. An object whose immutable fields differ from what
@@ -104,40 +105,40 @@ func pruneOthers(ctx context.Context, c client.Client, objs []client.Object, out
 		}
 		want[gvk.Kind+"/"+o.GetNamespace()+"/"+o.GetName()] = true
 	}
-	lists := []struct {
-		kind string
-		list client.ObjectList
-		opts []client.ListOption
-	}{
-		{"LocalQueue", &kueue.LocalQueueList{}, nil},
-		{"ClusterQueue", &kueue.ClusterQueueList{}, nil},
-		{"Cohort", &kueue.CohortList{}, nil},
-		{"ResourceFlavor", &kueue.ResourceFlavorList{}, nil},
-		{"Topology", &kueue.TopologyList{}, nil},
-		{"WorkloadPriorityClass", &kueue.WorkloadPriorityClassList{}, nil},
-		{"Node", &corev1.NodeList{}, []client.ListOption{client.HasLabels{contract.Pool}}},
-	}
 	var stale []client.Object
-	for _, l := range lists {
-		if err := c.List(ctx, l.list, l.opts...); err != nil {
-			return fmt.Errorf("list %ss: %w", l.kind, err)
+	keep := func(kind string, o client.Object) {
+		if !want[kind+"/"+o.GetNamespace()+"/"+o.GetName()] {
+			stale = append(stale, o)
 		}
-		items, err := listItems(l.list)
-		if err != nil {
-			return err
+	}
+	// Listed unstructured, in the API version render emits: only names and the kind matter here.
+	for _, gvk := range kueuewl.QueueKinds {
+		var list unstructured.UnstructuredList
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, &list); err != nil {
+			return fmt.Errorf("list %ss: %w", gvk.Kind, err)
 		}
-		for _, o := range items {
-			if !want[l.kind+"/"+o.GetNamespace()+"/"+o.GetName()] {
-				stale = append(stale, o)
-			}
+		for i := range list.Items {
+			o := &list.Items[i]
+			o.SetGroupVersionKind(gvk)
+			keep(gvk.Kind, o)
 		}
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes, client.HasLabels{contract.Pool}); err != nil {
+		return fmt.Errorf("list Nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+		keep("Node", n)
 	}
 	if len(stale) == 0 {
 		return nil
 	}
 	var names []string
 	for _, o := range stale {
-		names = append(names, fmt.Sprintf("%T %s", o, client.ObjectKeyFromObject(o)))
+		names = append(names, describe(o))
 	}
 	slices.Sort(names)
 	fmt.Fprintf(out, "deleting %d cluster objects of another spec: %s\n", len(stale), strings.Join(names, ", "))
@@ -148,48 +149,23 @@ func pruneOthers(ctx context.Context, c client.Client, objs []client.Object, out
 	return errors.Join(errs...)
 }
 
-func listItems(l client.ObjectList) ([]client.Object, error) {
-	var out []client.Object
-	switch l := l.(type) {
-	case *kueue.LocalQueueList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *kueue.ClusterQueueList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *kueue.CohortList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *kueue.ResourceFlavorList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *kueue.TopologyList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *kueue.WorkloadPriorityClassList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.NodeList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("list %T: unknown type", l)
+// describe names an object by kind and key for messages.
+func describe(o client.Object) string {
+	kind := o.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		kind = fmt.Sprintf("%T", o)
 	}
-	return out, nil
+	if o.GetNamespace() == "" {
+		return kind + " " + o.GetName()
+	}
+	return kind + " " + o.GetNamespace() + "/" + o.GetName()
 }
 
 // deleteAndWait deletes o and waits until it is gone (Kueue's finalizers clear once nothing uses it).
 func deleteAndWait(ctx context.Context, c client.Client, o client.Object) error {
 	obj := o.DeepCopyObject().(client.Object)
 	if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete %T %s: %w", o, client.ObjectKeyFromObject(o), err)
+		return fmt.Errorf("delete %s: %w", describe(o), err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))
@@ -199,7 +175,7 @@ func deleteAndWait(ctx context.Context, c client.Client, o client.Object) error 
 		return false, client.IgnoreNotFound(err)
 	})
 	if err != nil {
-		return fmt.Errorf("delete %T %s: still there: %w", o, client.ObjectKeyFromObject(o), err)
+		return fmt.Errorf("delete %s: still there: %w", describe(o), err)
 	}
 	return nil
 }

@@ -273,12 +273,8 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 		}
 		if v.KueueConfig != nil {
 			err := v.KueueConfig.check()
-			switch {
-			case err != nil:
-			case e.Engine == results.EngineSim:
-				_, err = sim.KueueConfigFromFields(v.KueueConfig.Fields(1))
-			default:
-				_, err = v.KueueConfig.Scale(e.Speedup)
+			if err == nil && e.Engine == results.EngineSim {
+				_, err = sim.KueueConfigFromFields(v.KueueConfig.WithKueueDefaults().Fields())
 			}
 			if err != nil {
 				el.add(yamldoc.Line(root, yamldoc.Path{"variants", i, "kueueConfig"}), p+".kueueConfig", "%v", err)

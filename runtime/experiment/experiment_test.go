@@ -15,7 +15,7 @@ import (
 	"github.com/kueuelab/kueuelab/render/contract"
 
 	"k8s.io/client-go/rest"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/render/cluster"
@@ -184,8 +184,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"exp.yaml:8: faults: the sim engine does not model faults: use the cluster engine"}},
 		{"sim refuses a variant's faults", header("engine: sim\nvariants:\n- name: a\n  faults: {events: [{at: 1h, node: h100-000}]}\n"),
 			[]string{"exp.yaml:9: variants[0].faults: the sim engine does not model faults: use the cluster engine"}},
-		{"sim refuses waitForPodsReady", header("engine: sim\nvariants:\n- name: a\n  kueueConfig: {waitForPodsReady: {enable: true, timeout: 5m}}\n"),
-			[]string{"variants[0].kueueConfig: kueue config: the sim engine does not model waitForPodsReady: use the cluster engine"}},
+		{"sim refuses waitForPodsReady's blockAdmission", header("engine: sim\nvariants:\n- name: a\n  kueueConfig: {waitForPodsReady: {enable: true, timeout: 5m, blockAdmission: true}}\n"),
+			[]string{"variants[0].kueueConfig: kueue config: waitForPodsReady.blockAdmission: the sim engine does not model it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("exp.yaml", []byte(tc.doc))
@@ -250,13 +250,13 @@ func TestKueueConfigFields(t *testing.T) {
 	if err := k.check(); err != nil {
 		t.Fatal(err)
 	}
-	f := k.Fields(1000)
+	f := k.Fields()
 	fs := f["fairSharing"].(map[string]any)["preemptionStrategies"].([]string)
 	if strings.Join(fs, ",") != "LessThanOrEqualToFinalShare,LessThanInitialShare" {
 		t.Errorf("strategies %v", fs)
 	}
-	// 100 trace minutes at speedup 1000 are 6 wall seconds.
-	if w := f["waitForPodsReady"].(map[string]any); w["timeout"] != "6s" || w["blockAdmission"] != true {
+	// Trace durations as written: the local Kueue runs on the trace clock.
+	if w := f["waitForPodsReady"].(map[string]any); w["timeout"] != "1h40m0s" || w["blockAdmission"] != true {
 		t.Errorf("waitForPodsReady %v", w)
 	}
 	if !(&KueueConfig{FairSharing: &KueueFairSharing{Enable: false}}).Empty() || k.Empty() {
@@ -467,52 +467,6 @@ func TestFailureStopsTheRest(t *testing.T) {
 	o, err := Run(t.Context(), e, Options{OutDir: out, exec: fake})
 	if err == nil || !strings.Contains(err.Error(), "variant 1/2 (a) repeat 1/2: boom") || n != 1 || o.Ran != 0 {
 		t.Errorf("err %v after %d runs (ran %d); want the first failure to stop the experiment", err, n, o.Ran)
-	}
-}
-
-// TestKueueTimerScale: the scale divides Kueue's wall-time settings; a setting Kueue cannot express
-// exactly at a numeric speedup is refused with the field and the largest speedup that would do.
-func TestKueueTimerScale(t *testing.T) {
-	var none *KueueConfig
-	if s, err := none.Scale(0); err != nil || s != 1 {
-		t.Errorf("no config: scale %g, %v; want 1", s, err)
-	}
-	wfpr := &KueueConfig{WaitForPodsReady: &WaitForPodsReady{Enable: true, Timeout: "10m"}}
-	for _, tc := range []struct {
-		name    string
-		k       *KueueConfig
-		speedup results.Speedup
-		want    float64
-		err     string
-	}{
-		{"max: the whole-second backoff (60s) bounds it", wfpr, 0, 60, ""},
-		{"a number that keeps everything exact", wfpr, 30, 30, ""},
-		{"backoff below a second", wfpr, 1000, 0, "backoffBaseSeconds 1m0s at speedup 1000 is 0.06 s of wall time; Kueue needs a whole number of seconds: the largest speedup that keeps it exact is 60"},
-		{"backoff not whole", wfpr, 40, 0, "the largest speedup that keeps it exact is 30"},
-		{"fair sharing only: nothing on wall time", &KueueConfig{FairSharing: &KueueFairSharing{Enable: true}}, 0, 1, ""},
-		{"a timeout below a second", &KueueConfig{WaitForPodsReady: &WaitForPodsReady{Enable: true, Timeout: "30s",
-			RequeuingStrategy: &RequeuingStrategy{BackoffBase: "100s", BackoffMax: "100s"}}}, 100, 0, "waitForPodsReady.timeout 30s at speedup 100"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.k.Scale(tc.speedup)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one containing %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("scale %g, %v; want %g", got, err, tc.want)
-			}
-		})
-	}
-	f := wfpr.Fields(60)["waitForPodsReady"].(map[string]any)
-	rs := f["requeuingStrategy"].(map[string]any)
-	if f["timeout"] != "10s" || rs["backoffBaseSeconds"] != int32(1) || rs["backoffMaxSeconds"] != int32(60) {
-		t.Errorf("fields at scale 60: %v", f)
-	}
-	if tm := wfpr.Timers(60); tm.PodsReadyTimeout != 600 || tm.BackoffBase != 60 || tm.BackoffMax != 3600 || tm.Scale != 60 {
-		t.Errorf("timers %+v", tm)
 	}
 }
 

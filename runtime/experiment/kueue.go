@@ -3,29 +3,59 @@ package experiment
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"sort"
-	"strings"
 	"time"
 
+	"k8s.io/utils/ptr"
+
+	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
+	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 // KueueConfig are the Kueue Configuration settings a variant changes. They apply when Kueue
 // starts, so a variant that sets them needs a fresh local cluster (not --kubeconfig).
 //
-// Every duration is in trace time. Kueue runs on wall time, so it gets each one divided by the
-// run's timer scale (Scale); the runner then stops the trace clock at the trace time each timer is
-// due and holds it until Kueue has acted (runtime/runner's timers), so the timers fire at their
-// trace times whatever the clock does in between. Kueue reads these timers against API timestamps
-// of one-second resolution, so a wall duration below one second cannot be exact: such a setting
-// is refused, naming the field and the largest speedup that keeps it exact.
+// Every duration is in trace time and reaches Kueue as written: the local cluster's Kueue runs on
+// the replay's trace clock (runtime/kueueclock), so its timers fire at their trace times at any
+// speedup.
 type KueueConfig struct {
 	FairSharing          *KueueFairSharing     `yaml:"fairSharing,omitempty"`
 	WaitForPodsReady     *WaitForPodsReady     `yaml:"waitForPodsReady,omitempty"`
 	AdmissionFairSharing *AdmissionFairSharing `yaml:"admissionFairSharing,omitempty"`
+
+	// kueueDefaults marks a configuration completed by WithKueueDefaults: a waitForPodsReady
+	// with enable: false then turns Kueue's default off (its DisableWaitForPodsReady gate).
+	kueueDefaults bool
+}
+
+// Kueue v0.19's waitForPodsReady defaults (apis/config/v1beta2 SetDefaults_Configuration): on
+// unless turned off, 30 min timeout, recoveryTimeout = timeout, requeuing backoff from 60 s
+// doubling to 3,600 s, counted from the eviction, and no blocking of other admissions.
+const (
+	defaultPodsReadyTimeout = "30m"
+	defaultRequeueTimestamp = "Eviction"
+)
+
+// WithKueueDefaults returns the configuration the cluster engine's Kueue (v0.19) runs for k,
+// with Kueue's defaults made explicit in trace time: Kueue v0.19 turns waitForPodsReady on when
+// its Configuration has no such section, with durations that are wall time to it, so a local
+// cluster that left them to Kueue would time gangs out after 30 wall minutes (weeks of trace
+// time at speedup 1000). Here a variant without waitForPodsReady gets Kueue's defaults as trace
+// durations, scaled like any other setting; one with enable: false turns it off.
+func (k *KueueConfig) WithKueueDefaults() *KueueConfig {
+	out := &KueueConfig{kueueDefaults: true}
+	if k != nil {
+		out.FairSharing, out.WaitForPodsReady, out.AdmissionFairSharing = k.FairSharing, k.WaitForPodsReady, k.AdmissionFairSharing
+	}
+	if out.WaitForPodsReady == nil {
+		no := false
+		out.WaitForPodsReady = &WaitForPodsReady{Enable: true, Timeout: defaultPodsReadyTimeout, BlockAdmission: &no,
+			RecoveryTimeout: defaultPodsReadyTimeout, RequeuingStrategy: &RequeuingStrategy{Timestamp: defaultRequeueTimestamp,
+				BackoffBase: defaultBackoffBase.String(), BackoffMax: defaultBackoffMax.String()}}
+	}
+	return out
 }
 
 // KueueFairSharing turns Kueue's fair sharing on. PreemptionStrategies default to
@@ -56,9 +86,7 @@ type RequeuingStrategy struct {
 }
 
 // AdmissionFairSharing configures Kueue's admission fair sharing (the ClusterQueues that use it
-// set admissionScope). Its usage decays on wall time: the half-life and sampling interval are
-// scaled like every other duration, which keeps the decay exact only while the trace clock runs at
-// the timer scale; the clock jumps, so the decay between events is the documented approximation.
+// set admissionScope). Its usage decays on Kueue's clock, the trace clock.
 type AdmissionFairSharing struct {
 	UsageHalfLifeTime     string             `yaml:"usageHalfLifeTime"`
 	UsageSamplingInterval string             `yaml:"usageSamplingInterval,omitempty"`
@@ -76,15 +104,12 @@ var validStrategies = [][]string{
 const (
 	defaultBackoffBase = time.Minute
 	defaultBackoffMax  = time.Hour
-	// DefaultTimerScale is the timer scale at speedup max when the settings allow it.
-	DefaultTimerScale = 1000
 )
 
-// timerField is one wall-time setting of the configuration.
+// timerField is one duration setting of the configuration.
 type timerField struct {
 	path  string        // its path in Kueue's Configuration
 	trace time.Duration // its value in trace time
-	whole bool          // Kueue takes whole seconds (an int32 *Seconds field)
 }
 
 func parsePositive(field, v string) (time.Duration, error) {
@@ -110,7 +135,7 @@ func (k *KueueConfig) check() error {
 	return errors.Join(append(errs, err)...)
 }
 
-// timerFields lists the wall-time settings k sets, checked.
+// timerFields lists the duration settings k sets, checked.
 func (k *KueueConfig) timerFields() ([]timerField, error) {
 	if k == nil {
 		return nil, nil
@@ -127,7 +152,11 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 			}
 		}
 		if d > 0 {
-			out = append(out, timerField{path: path, trace: d, whole: whole})
+			if whole && d%time.Second != 0 {
+				errs = append(errs, fmt.Errorf("%s: Kueue takes whole seconds, got %s", path, d))
+				return 0
+			}
+			out = append(out, timerField{path: path, trace: d})
 		}
 		return d
 	}
@@ -138,7 +167,7 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 		}
 		add("waitForPodsReady.timeout", w.Timeout, 0, false)
 		add("waitForPodsReady.recoveryTimeout", w.RecoveryTimeout, 0, false)
-		// Kueue's default backoff is wall time too: it is always set, scaled.
+		// Kueue's default backoff is always written, so that the summary shows it.
 		rs := w.RequeuingStrategy
 		if rs == nil {
 			rs = &RequeuingStrategy{}
@@ -164,78 +193,28 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 	return out, errors.Join(errs...)
 }
 
-// Empty reports whether k changes nothing in Kueue's configuration.
+// Empty reports whether k changes nothing in Kueue's configuration. A waitForPodsReady with
+// enable: false turns Kueue v0.19's default off (WithKueueDefaults): a change.
 func (k *KueueConfig) Empty() bool {
-	return k == nil || ((k.FairSharing == nil || !k.FairSharing.Enable) && (k.WaitForPodsReady == nil || !k.WaitForPodsReady.Enable) &&
+	return k == nil || ((k.FairSharing == nil || !k.FairSharing.Enable) && k.WaitForPodsReady == nil &&
 		k.AdmissionFairSharing == nil)
 }
 
-// maxExact is the largest scale at which a setting is exact: at least a whole second of wall time,
-// and for a whole-seconds field, a whole number of them.
-func (f timerField) maxExact(limit float64) float64 {
-	sec := f.trace.Seconds()
-	if !f.whole {
-		return math.Min(limit, sec)
-	}
-	// Exact scales are sec/n for whole n ≥ 1; the largest not above limit:
-	return sec / math.Max(1, math.Ceil(sec/limit-1e-9))
-}
-
-func isWhole(v float64) bool { return math.Abs(v-math.Round(v)) < 1e-9 }
-
-// Scale is the factor by which the run divides the Kueue settings: the speedup when it is a number
-// (refused when a setting cannot be exact at it), else the largest scale up to DefaultTimerScale
-// at which every setting is exact.
-func (k *KueueConfig) Scale(speedup results.Speedup) (float64, error) {
-	fields, err := k.timerFields()
-	if err != nil || len(fields) == 0 {
-		return math.Max(1, float64(speedup)), err
-	}
-	if speedup == 0 {
-		scale := float64(DefaultTimerScale)
-		for changed := true; changed; {
-			changed = false
-			for _, f := range fields {
-				if m := f.maxExact(scale); m < scale {
-					scale, changed = m, true
-				}
-			}
-		}
-		return scale, nil
-	}
-	var errs []string
-	for _, f := range fields {
-		wall := f.trace.Seconds() / float64(speedup)
-		if wall < 1 || (f.whole && !isWhole(wall)) {
-			unit := "at least 1 s"
-			if f.whole {
-				unit = "a whole number of seconds"
-			}
-			errs = append(errs, fmt.Sprintf("%s %s at speedup %g is %.3g s of wall time; Kueue needs %s: the largest speedup that keeps it exact is %g",
-				f.path, f.trace, float64(speedup), wall, unit, f.maxExact(float64(speedup))))
-		}
-	}
-	if len(errs) > 0 {
-		sort.Strings(errs)
-		return 0, errors.New(strings.Join(errs, "; "))
-	}
-	return float64(speedup), nil
-}
-
 // Fields returns the top-level fields of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)
-// that k sets, with every duration divided by scale, for localcluster.Options.KueueConfig. In v1beta2
-// a section's presence enables it.
-func (k *KueueConfig) Fields(scale float64) map[string]any {
+// that k sets, for localcluster.Options.KueueConfig. Its durations are trace durations as they
+// stand: the local Kueue runs on the replay's trace clock (runtime/kueueclock). In v1beta2 a
+// section's presence enables it.
+func (k *KueueConfig) Fields() map[string]any {
 	out := map[string]any{}
 	if k == nil {
 		return out
 	}
-	wallOf := func(v string, def time.Duration) time.Duration {
+	dur := func(v string, def time.Duration) time.Duration {
 		d := def
 		if v != "" {
 			d, _ = time.ParseDuration(v) // checked by check
 		}
-		return time.Duration(float64(d) / scale).Round(time.Millisecond)
+		return d
 	}
 	if fs := k.FairSharing; fs != nil && fs.Enable {
 		s := fs.PreemptionStrategies
@@ -244,13 +223,16 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 		}
 		out["fairSharing"] = map[string]any{"preemptionStrategies": slices.Clone(s)}
 	}
+	if w := k.WaitForPodsReady; w != nil && !w.Enable && k.kueueDefaults {
+		out["featureGates"] = map[string]any{"DisableWaitForPodsReady": true}
+	}
 	if w := k.WaitForPodsReady; w != nil && w.Enable {
-		m := map[string]any{"timeout": wallOf(w.Timeout, 0).String()}
+		m := map[string]any{"timeout": dur(w.Timeout, 0).String()}
 		if w.BlockAdmission != nil {
 			m["blockAdmission"] = *w.BlockAdmission
 		}
 		if w.RecoveryTimeout != "" {
-			m["recoveryTimeout"] = wallOf(w.RecoveryTimeout, 0).String()
+			m["recoveryTimeout"] = dur(w.RecoveryTimeout, 0).String()
 		}
 		rs := w.RequeuingStrategy
 		if rs == nil {
@@ -258,8 +240,8 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 		}
 		{
 			r := map[string]any{
-				"backoffBaseSeconds": int32(math.Round(wallOf(rs.BackoffBase, defaultBackoffBase).Seconds())),
-				"backoffMaxSeconds":  int32(math.Round(wallOf(rs.BackoffMax, defaultBackoffMax).Seconds())),
+				"backoffBaseSeconds": int32(dur(rs.BackoffBase, defaultBackoffBase) / time.Second),
+				"backoffMaxSeconds":  int32(dur(rs.BackoffMax, defaultBackoffMax) / time.Second),
 			}
 			if rs.Timestamp != "" {
 				r["timestamp"] = rs.Timestamp
@@ -272,8 +254,8 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 		out["waitForPodsReady"] = m
 	}
 	if a := k.AdmissionFairSharing; a != nil {
-		m := map[string]any{"usageHalfLifeTime": wallOf(a.UsageHalfLifeTime, 0).String(),
-			"usageSamplingInterval": wallOf(a.UsageSamplingInterval, 5*time.Minute).String()}
+		m := map[string]any{"usageHalfLifeTime": dur(a.UsageHalfLifeTime, 0).String(),
+			"usageSamplingInterval": dur(a.UsageSamplingInterval, 5*time.Minute).String()}
 		if len(a.ResourceWeights) > 0 {
 			m["resourceWeights"] = a.ResourceWeights
 		}
@@ -282,9 +264,21 @@ func (k *KueueConfig) Fields(scale float64) map[string]any {
 	return out
 }
 
-// Timers are the settings the runner tracks on the trace clock, at scale.
-func (k *KueueConfig) Timers(scale float64) runner.KueueTimers {
-	t := runner.KueueTimers{Scale: scale}
+// Meta is the summary's account of the local cluster's Kueue running k.
+func (k *KueueConfig) Meta() *results.KueueMeta {
+	qps, burst := localcluster.KueueClientRate()
+	m := &results.KueueMeta{Version: tools.KueueVersion, Source: "the local cluster's Kueue configuration",
+		ClientQPS: float64(qps), ClientBurst: int(burst), Clock: results.ClockTrace}
+	if t := k.Timers(); t.PodsReadyTimeout > 0 {
+		m.WaitForPodsReady = &results.PodsReadyMeta{TimeoutSec: t.PodsReadyTimeout, RecoveryTimeoutSec: t.RecoveryTimeout,
+			BackoffBaseSec: t.BackoffBase, BackoffMaxSec: t.BackoffMax, BlockAdmission: ptr.Deref(k.WaitForPodsReady.BlockAdmission, false)}
+	}
+	return m
+}
+
+// Timers are k's waitForPodsReady settings in trace seconds.
+func (k *KueueConfig) Timers() runner.KueueTimers {
+	var t runner.KueueTimers
 	if k == nil || k.WaitForPodsReady == nil || !k.WaitForPodsReady.Enable {
 		return t
 	}

@@ -15,7 +15,6 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/model/hw"
@@ -220,21 +219,11 @@ func (e *Experiment) Spec(v *Variant) (*cluster.Spec, []byte, error) {
 	if len(v.Patch) == 0 {
 		return s, base, nil
 	}
-	objs, err := s.Objects(cluster.Options{OmitNodes: true})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", where, err)
-	}
-	var flavors []string
-	for _, o := range objs {
-		if f, ok := o.(*kueue.ResourceFlavor); ok {
-			flavors = append(flavors, f.Name)
-		}
-	}
 	cat, err := hw.DefaultCatalog()
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &patcher{s: s, flavors: flavors, cat: cat, dir: filepath.Dir(e.file)}
+	p := &patcher{s: s, flavors: s.FlavorNames(), cat: cat, dir: filepath.Dir(e.file)}
 	for j := range v.Patch {
 		op := &v.Patch[j]
 		if err := p.apply(op); err != nil {

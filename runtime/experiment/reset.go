@@ -5,18 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	pollwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kueuelab/kueuelab/render/cluster"
 	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 )
 
 // resetTimeout bounds the wait for a reset's deletions (namespaces and Kueue finalizers).
@@ -64,12 +66,16 @@ func reset(ctx context.Context, rc *rest.Config, objs []client.Object, own bool,
 	}
 	var namespaces, queues, flavors []client.Object
 	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.Namespace:
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		if err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+		switch gvk.Kind {
+		case "Namespace":
 			namespaces = append(namespaces, o)
-		case *kueue.Topology:
+		case "Topology":
 			flavors = append(flavors, o)
-		case *kueue.ResourceFlavor:
+		case "ResourceFlavor":
 			if by, ok := inUse[o.GetName()]; ok && !own {
 				fmt.Fprintf(log, "reset: kept ResourceFlavor %s: ClusterQueue %s of another spec uses it\n", o.GetName(), by)
 				continue
@@ -137,23 +143,21 @@ func reset(ctx context.Context, rc *rest.Config, objs []client.Object, own bool,
 func flavorsUsedElsewhere(ctx context.Context, c client.Client, objs []client.Object) (map[string]string, error) {
 	ours := map[string]bool{}
 	for _, o := range objs {
-		if _, ok := o.(*kueue.ClusterQueue); ok {
+		if gvk, err := apiutil.GVKForObject(o, c.Scheme()); err == nil && gvk.Kind == "ClusterQueue" {
 			ours[o.GetName()] = true
 		}
 	}
-	var cqs kueue.ClusterQueueList
-	if err := c.List(ctx, &cqs); err != nil {
-		return nil, fmt.Errorf("list ClusterQueues: %w", err)
+	byQueue, err := kueuewl.ClusterQueueFlavors(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	used := map[string]string{}
-	for _, cq := range cqs.Items {
-		if ours[cq.Name] {
+	for _, cq := range slices.Sorted(maps.Keys(byQueue)) {
+		if ours[cq] {
 			continue
 		}
-		for _, rg := range cq.Spec.ResourceGroups {
-			for _, f := range rg.Flavors {
-				used[string(f.Name)] = cq.Name
-			}
+		for _, f := range byQueue[cq] {
+			used[f] = cq
 		}
 	}
 	return used, nil

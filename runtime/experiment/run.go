@@ -111,6 +111,8 @@ type Options struct {
 	// and kube-scheduler metrics and Kueue's wall-time timers (runner.InProcess).
 	KueueMetrics, SchedulerMetrics runner.MetricsSource
 	Timers                         runner.KueueTimers
+	// Kueue, with REST and no State, is that cluster's Kueue for the summaries.
+	Kueue *results.KueueMeta
 	// AgentInCluster, with REST, uses the cluster's agent Deployment (charts/kueuelab-agent)
 	// instead of the in-process agent: the trace clock then runs on wall time at the experiment's
 	// speedup, which must be a number.
@@ -430,13 +432,14 @@ func (o *Options) asks() []replay.Capability {
 }
 
 // clusterEngine readies the cluster of one job: a fresh local cluster with the variant's Kueue
-// configuration (taken down by done), or the REST cluster, reset.
+// configuration and Kueue's defaults in trace time (taken down by done), or the REST cluster,
+// reset.
 func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine, done func(), err error) {
 	e := j.exp
 	log := &prefixWriter{w: o.Log, prefix: j.label() + ": "}
-	scale, err := j.variant.KueueConfig.Scale(e.Speedup)
-	if err != nil {
-		return nil, nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
+	kc := j.variant.KueueConfig
+	if o.REST == nil || o.ReconfigureKueue != nil {
+		kc = kc.WithKueueDefaults() // a Kueue kueuelab configures
 	}
 	done = func() {}
 	rc, state := o.REST, o.State
@@ -450,7 +453,7 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 			return nil, nil, err
 		}
 		cl, err := localcluster.Up(ctx, localcluster.Options{Root: l.Root, Name: l.Name, BinDir: l.BinDir, PortBase: l.PortBase, Go: l.Go,
-			Objects: objs, KueueConfig: j.variant.KueueConfig.Fields(scale), Scheduler: j.spec.KubeSchedulerConfiguration(), Out: log})
+			Objects: objs, KueueConfig: kc.Fields(), Scheduler: j.spec.KubeSchedulerConfiguration(), Out: log})
 		done = func() {
 			if err := localcluster.Down(context.Background(), l.Root, l.Name, true, log); err != nil {
 				fmt.Fprintf(o.Out, "%s: cluster down: %v\n", j.label(), err)
@@ -465,7 +468,7 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 		// Before the reset, which then clears whatever reconfiguring applied (a local cluster's
 		// Up applies its default nodes).
 		if o.ReconfigureKueue != nil {
-			if err := o.ReconfigureKueue(ctx, j.variant.KueueConfig.Fields(scale)); err != nil {
+			if err := o.ReconfigureKueue(ctx, kc.Fields()); err != nil {
 				return nil, nil, fmt.Errorf("variant %s: reconfigure Kueue: %w", j.variant.Name, err)
 			}
 		}
@@ -473,10 +476,13 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 			return nil, nil, err
 		}
 	}
-	eng = &runner.Engine{Cluster: runner.InProcess{REST: rc, Local: state, Speedup: e.Speedup, Timers: j.variant.KueueConfig.Timers(scale)},
+	eng = &runner.Engine{Cluster: runner.InProcess{REST: rc, Local: state, Speedup: e.Speedup, Timers: kc.Timers()},
 		AgentInCluster: o.REST != nil && o.AgentInCluster}
+	if o.REST == nil || o.ReconfigureKueue != nil {
+		eng.Cluster.Kueue = kc.Meta()
+	}
 	if o.REST != nil && o.State == nil {
-		eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers = o.KueueMetrics, o.SchedulerMetrics, o.Timers
+		eng.Cluster.KueueMetrics, eng.Cluster.SchedulerMetrics, eng.Cluster.Timers, eng.Cluster.Kueue = o.KueueMetrics, o.SchedulerMetrics, o.Timers, o.Kueue
 	}
 	return eng, done, nil
 }
@@ -484,7 +490,7 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 // simEngine is the sim engine of one job: the variant's Kueue configuration (its durations in
 // trace time) and the experiment's timing.
 func simEngine(j *job) (*sim.Engine, error) {
-	kc, err := sim.KueueConfigFromFields(j.variant.KueueConfig.Fields(1))
+	kc, err := sim.KueueConfigFromFields(j.variant.KueueConfig.WithKueueDefaults().Fields())
 	if err != nil {
 		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
 	}

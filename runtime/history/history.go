@@ -19,18 +19,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/model/importer"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 )
 
 // Options tune an import.
@@ -46,53 +43,17 @@ type Options struct {
 	Namespaces []string
 }
 
-// Item is one Kueue Workload as the import needs it, whatever API version it was read in.
-type Item struct {
-	Namespace, Name string
-	// Owner is the object the Workload belongs to (Job, MPIJob, JobSet, ...), "" when none.
-	OwnerKind, OwnerName string
-	// Created is the owner's creation time when known, else the Workload's.
-	Created  time.Time
-	Queue    string
-	Priority string // the priority class name
-	PodSets  []PodSet
-	// Admitted is when the Workload got quota (QuotaReserved, else Admitted); Finished when it got
-	// Finished; Succeeded is Finished's reason.
-	Admitted, Finished *time.Time
-	Succeeded          bool
-	Labels             map[string]string
-}
-
-// PodSet is one pod set of a Workload.
-type PodSet struct {
-	Name     string
-	Count    int
-	Template corev1.PodTemplateSpec
-}
-
-// Read lists the Workloads of the cluster (Kueue's v1beta2 API, v1beta1 when that is all the
-// cluster serves) and the creation time of their owners.
-func Read(ctx context.Context, c client.Client, opts Options) ([]Item, error) {
-	var items []Item
-	var lerr error
+// Read lists the Workloads of the cluster (through the Kueue adapter, in whichever API version the
+// cluster serves) with the creation time of their owners as Created. c's scheme needs
+// kueuewl.AddToScheme (runtime/cluster.Scheme has it).
+func Read(ctx context.Context, c client.Client, opts Options) ([]kueuewl.Summary, error) {
+	var items []kueuewl.Summary
 	for _, ns := range namespacesOf(opts) {
-		var list kueue.WorkloadList
-		lerr = c.List(ctx, &list, client.InNamespace(ns))
-		if meta.IsNoMatchError(lerr) {
-			var old kueuev1beta1.WorkloadList
-			if lerr = c.List(ctx, &old, client.InNamespace(ns)); lerr == nil {
-				for i := range old.Items {
-					items = append(items, fromV1beta1(&old.Items[i]))
-				}
-			}
-		} else if lerr == nil {
-			for i := range list.Items {
-				items = append(items, fromV1beta2(&list.Items[i]))
-			}
+		wls, err := kueuewl.ListWorkloads(ctx, c, ns)
+		if err != nil {
+			return nil, err
 		}
-		if lerr != nil {
-			return nil, fmt.Errorf("list Kueue Workloads: %w", lerr)
-		}
+		items = append(items, wls...)
 	}
 	// The owning job's creation is the submission; a Workload is created a moment later.
 	for i := range items {
@@ -121,7 +82,7 @@ var ownerAPIs = map[string]string{
 	"RayJob": "ray.io/v1", "RayCluster": "ray.io/v1", "Pod": "v1",
 }
 
-func ownerOf(ctx context.Context, c client.Client, it *Item) (time.Time, bool) {
+func ownerOf(ctx context.Context, c client.Client, it *kueuewl.Summary) (time.Time, bool) {
 	api, ok := ownerAPIs[it.OwnerKind]
 	if !ok {
 		return time.Time{}, false
@@ -134,58 +95,9 @@ func ownerOf(ctx context.Context, c client.Client, it *Item) (time.Time, bool) {
 	return u.GetCreationTimestamp().Time, true
 }
 
-func fromV1beta2(wl *kueue.Workload) Item {
-	it := Item{Namespace: wl.Namespace, Name: wl.Name, Created: wl.CreationTimestamp.Time, Queue: string(wl.Spec.QueueName), Labels: wl.Labels}
-	if wl.Spec.PriorityClassRef != nil {
-		it.Priority = wl.Spec.PriorityClassRef.Name
-	}
-	for _, ps := range wl.Spec.PodSets {
-		it.PodSets = append(it.PodSets, PodSet{Name: string(ps.Name), Count: int(ps.Count), Template: ps.Template})
-	}
-	it.Admitted, it.Finished, it.Succeeded = times(wl.Status.Conditions, kueue.WorkloadQuotaReserved, kueue.WorkloadAdmitted, kueue.WorkloadFinished, kueue.WorkloadFinishedReasonSucceeded)
-	it.OwnerKind, it.OwnerName = owner(wl.OwnerReferences)
-	return it
-}
-
-func fromV1beta1(wl *kueuev1beta1.Workload) Item {
-	it := Item{Namespace: wl.Namespace, Name: wl.Name, Created: wl.CreationTimestamp.Time, Queue: string(wl.Spec.QueueName),
-		Priority: wl.Spec.PriorityClassName, Labels: wl.Labels}
-	for _, ps := range wl.Spec.PodSets {
-		it.PodSets = append(it.PodSets, PodSet{Name: string(ps.Name), Count: int(ps.Count), Template: ps.Template})
-	}
-	it.Admitted, it.Finished, it.Succeeded = times(wl.Status.Conditions, kueuev1beta1.WorkloadQuotaReserved, kueuev1beta1.WorkloadAdmitted, kueuev1beta1.WorkloadFinished, kueuev1beta1.WorkloadFinishedReasonSucceeded)
-	it.OwnerKind, it.OwnerName = owner(wl.OwnerReferences)
-	return it
-}
-
-func times(conds []metav1.Condition, quota, admitted, finished, succeeded string) (a, f *time.Time, ok bool) {
-	for _, t := range []string{quota, admitted} {
-		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionTrue {
-			a = &c.LastTransitionTime.Time
-			break
-		}
-	}
-	if c := meta.FindStatusCondition(conds, finished); c != nil && c.Status == metav1.ConditionTrue {
-		f, ok = &c.LastTransitionTime.Time, c.Reason == succeeded
-	}
-	return a, f, ok
-}
-
-func owner(refs []metav1.OwnerReference) (string, string) {
-	for _, r := range refs {
-		if r.Controller != nil && *r.Controller {
-			return r.Kind, r.Name
-		}
-	}
-	if len(refs) > 0 {
-		return refs[0].Kind, refs[0].Name
-	}
-	return "", ""
-}
-
 // Build turns the Workloads into a trace. Workloads that did not finish (still queued or
 // running, or created before Since) are left out and counted in the result's NotRun.
-func Build(items []Item, opts Options) (*importer.Result, error) {
+func Build(items []kueuewl.Summary, opts Options) (*importer.Result, error) {
 	scale := opts.TimeScale
 	if scale == 0 {
 		scale = 1
@@ -244,11 +156,11 @@ func Build(items []Item, opts Options) (*importer.Result, error) {
 // group is the Workloads of one logical workload.
 type group struct {
 	id    string
-	items []*Item
+	items []*kueuewl.Summary
 }
 
 // contractOf reads the render contract of a Workload's first pod set, nil when it has none.
-func contractOf(it *Item) *contract.Pod {
+func contractOf(it *kueuewl.Summary) *contract.Pod {
 	for _, ps := range it.PodSets {
 		if c, err := contract.Parse(ps.Template.Annotations); err == nil {
 			return c
@@ -258,7 +170,7 @@ func contractOf(it *Item) *contract.Pod {
 }
 
 func (g *group) job(scale float64) (*importer.Job, error) {
-	first := slices.MinFunc(g.items, func(a, b *Item) int { return a.Created.Compare(b.Created) })
+	first := slices.MinFunc(g.items, func(a, b *kueuewl.Summary) int { return a.Created.Compare(b.Created) })
 	j := &importer.Job{ID: g.id, File: "cluster", Namespace: first.Namespace, Submit: seconds(first.Created) * scale,
 		CPUUtil: math.NaN(), GPUUtil: math.NaN(), Intent: intentOf(first.Priority)}
 	var dur float64
@@ -299,7 +211,7 @@ func mergeTask(tasks []importer.Task, t importer.Task) []importer.Task {
 }
 
 // taskOf reads a pod set's shape: its count and its containers' requests summed.
-func taskOf(ps PodSet) importer.Task {
+func taskOf(ps kueuewl.PodSet) importer.Task {
 	t := importer.Task{Name: strings.ToLower(ps.Name), Pods: max(1, ps.Count), CPU: math.NaN(), MemGi: math.NaN()}
 	var cpu, mem resource.Quantity
 	hasCPU, hasMem := false, false

@@ -8,22 +8,21 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // podSet builds a pod set of n pods asking for cpu and gpus, with kueuelab's contract when c is set.
-func podSet(name string, n int, cpu string, gpus int, c *contract.Pod) PodSet {
+func podSet(name string, n int, cpu string, gpus int, c *contract.Pod) kueuewl.PodSet {
 	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi")}
 	if gpus > 0 {
 		req["nvidia.com/gpu"] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
 	}
-	ps := PodSet{Name: name, Count: n}
+	ps := kueuewl.PodSet{Name: name, Count: n}
 	ps.Template.Spec.Containers = []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: req}}}
 	if c != nil {
 		ps.Template.Annotations = c.Annotations()
@@ -36,8 +35,8 @@ func at(sec float64) *time.Time {
 	return &t
 }
 
-func item(ns, kind, name string, created, admitted, finished float64, sets ...PodSet) Item {
-	it := Item{Namespace: ns, Name: "wl-" + name, OwnerKind: kind, OwnerName: name, Created: *at(created), PodSets: sets}
+func item(ns, kind, name string, created, admitted, finished float64, sets ...kueuewl.PodSet) kueuewl.Summary {
+	it := kueuewl.Summary{Namespace: ns, Name: "wl-" + name, OwnerKind: kind, OwnerName: name, Created: *at(created), PodSets: sets}
 	if admitted >= 0 {
 		it.Admitted = at(admitted)
 	}
@@ -52,7 +51,7 @@ func TestBuild(t *testing.T) {
 		return &contract.Pod{WorkloadID: id, Family: trace.HPOExperiment, Role: trace.RoleTrial, DurationSec: 10, IntentClass: trace.IntentEco,
 			Profile: trace.Profile{CPUUtilization: 0.3, GPUUtilization: 0.8}}
 	}
-	items := []Item{
+	items := []kueuewl.Summary{
 		// A plain Job of one GPU pod that ran 40 s: debug_eval by the rules (40 s × scale 10 = 400 s).
 		item("team-a", "Job", "train", 0, 2, 42, podSet("main", 1, "4", 1, nil)),
 		// kueuelab's HPO experiment: three trial Jobs, one logical workload.
@@ -98,22 +97,7 @@ func TestBuild(t *testing.T) {
 	}
 }
 
-func TestFromV1beta2(t *testing.T) {
-	ctrl := true
-	wl := &kueue.Workload{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-x", CreationTimestamp: metav1.NewTime(t0),
-			OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: "x", Controller: &ctrl}}},
-		Spec: kueue.WorkloadSpec{QueueName: "lq", PriorityClassRef: &kueue.PriorityClassRef{Name: "performance"},
-			PodSets: []kueue.PodSet{{Name: "main", Count: 2}}},
-		Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{
-			{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(*at(3))},
-			{Type: kueue.WorkloadFinished, Status: metav1.ConditionTrue, Reason: kueue.WorkloadFinishedReasonSucceeded, LastTransitionTime: metav1.NewTime(*at(9))},
-		}},
-	}
-	it := fromV1beta2(wl)
-	if it.OwnerKind != "Job" || it.Priority != "performance" || !it.Admitted.Equal(*at(3)) || !it.Finished.Equal(*at(9)) || !it.Succeeded || it.PodSets[0].Count != 2 {
-		t.Fatalf("%+v", it)
-	}
+func TestIntentOf(t *testing.T) {
 	if intentOf("performance") != trace.IntentPerformance || intentOf("kueuelab-eco") != trace.IntentEco || intentOf("batch") != trace.IntentStandard {
 		t.Fatal("intentOf")
 	}

@@ -1,6 +1,11 @@
-// Package kueuewl reads what kueuelab records from a Kueue Workload. Both engines (the cluster
-// engine's watcher and the sim's lifecycle) record admissions through it, so the same Workload is
-// the same result in either.
+// Package kueuewl is where runtime code that needs a few facts of Kueue's objects gets them,
+// so that Kueue's API types and versions are known here rather than in every package. It reads
+// what kueuelab records from a Kueue Workload: both engines (the cluster engine's watcher and the
+// sim's lifecycle) record admissions through it, so the same Workload is the same result in
+// either. It does the GPU accounting of Workloads and pods, summarises a cluster's Workloads for a
+// history import (in v1beta2, or v1beta1 from a Kueue that predates v1beta2), says whether a
+// ClusterQueue is Active and which flavors ClusterQueues use, names the Kueue kinds and API
+// versions a client talks to, and reads Kueue's Configuration as the Kueue it belongs to runs it.
 package kueuewl
 
 import (

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueueclock"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -196,7 +197,8 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 			health: httpOK(plain, loopURL("http", pt.KWOK, "/healthz")),
 		},
 		Kueue: {
-			process: process{name: Kueue, bin: bins[Kueue], env: []string{"KUBECONFIG=" + kc, tools.KueueCycleBackoffEnv + "=" + kueueCycleBackoff.String()}, argv: []string{bins[Kueue],
+			process: process{name: Kueue, bin: bins[Kueue], env: []string{"KUBECONFIG=" + kc, tools.KueueCycleBackoffEnv + "=" + kueueCycleBackoff.String(),
+				kueueclock.Env + "=" + s.KueueClockPath()}, argv: []string{bins[Kueue],
 				"--config=" + s.path("config", kueueConfigFile), "--zap-log-level=info"}},
 			ports:  []int{pt.KueueWebhook, pt.KueueHealth, pt.KueueMetrics},
 			health: httpOK(plain, loopURL("http", pt.KueueHealth, "/readyz")),

@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -28,8 +28,9 @@ type manifests struct {
 	opObjects map[string][]*unstructured.Unstructured
 }
 
-// kueueConversionCRDs are served in v1beta1 and v1beta2 and need Kueue's conversion webhook; they
-// are also the CRDs Kueue's cert rotator injects its CA into before it starts.
+// kueueConversionCRDs are served in v1beta1 and v1beta2 (stored in v1beta2) and need Kueue's
+// conversion webhook for v1beta1 clients; they are also the CRDs Kueue's cert rotator injects its
+// CA into before it starts.
 var kueueConversionCRDs = []string{
 	"localqueues.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io",
 	"workloads.kueue.x-k8s.io", "multikueueclusters.kueue.x-k8s.io",
@@ -61,39 +62,13 @@ func kueueWebhookNeeded(webhook map[string]any) bool {
 		for _, g := range groups {
 			for _, res := range resources {
 				res, _, _ = strings.Cut(res, "/") // a subresource belongs to its resource
-				if g != kueuev1beta2.GroupVersion.Group && !enabled[g+"/"+res] {
+				if g != kueuewl.Group && !enabled[g+"/"+res] {
 					return false
 				}
 			}
 		}
 	}
 	return len(rules) > 0
-}
-
-// storeVersion makes version the CRD's storage version. Kueue 0.15's controllers read and write
-// v1beta2 while its CRDs store v1beta1, so every write and every watch event of a Workload,
-// ClusterQueue or LocalQueue costs the API server a call to Kueue's conversion webhook: 22,909
-// calls, 14 ms each, in a 300-workload run, with the API server the busiest process on the
-// machine. A fresh local cluster has no v1beta1 objects to migrate, so it stores v1beta2, as
-// Kueue 0.16 does (kubernetes-sigs/kueue#8020).
-func storeVersion(crd *unstructured.Unstructured, version string) error {
-	vs, _, err := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	if err != nil {
-		return fmt.Errorf("crd %s: %w", crd.GetName(), err)
-	}
-	found := false
-	for _, v := range vs {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return fmt.Errorf("crd %s: spec.versions entry is %T", crd.GetName(), v)
-		}
-		m["storage"] = m["name"] == version
-		found = found || m["name"] == version
-	}
-	if !found {
-		return fmt.Errorf("crd %s: no version %s to store", crd.GetName(), version)
-	}
-	return unstructured.SetNestedSlice(crd.Object, vs, "spec", "versions")
 }
 
 func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manifests, error) {
@@ -148,9 +123,6 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 					"conversionReviewVersions": []any{"v1"},
 				},
 			}, "spec", "conversion"); err != nil {
-				return nil, err
-			}
-			if err := storeVersion(crd, "v1beta2"); err != nil {
 				return nil, err
 			}
 		}

@@ -67,44 +67,6 @@ func TestURLWebhooks(t *testing.T) {
 	}
 }
 
-func TestStoreVersion(t *testing.T) {
-	crd := func() *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "workloads.kueue.x-k8s.io"},
-			"spec": map[string]any{"versions": []any{
-				map[string]any{"name": "v1beta1", "storage": true, "served": true},
-				map[string]any{"name": "v1beta2", "storage": false, "served": true},
-			}}}}
-	}
-	tests := []struct {
-		version string
-		want    map[string]bool // storage per version; nil: an error
-	}{
-		{"v1beta2", map[string]bool{"v1beta1": false, "v1beta2": true}},
-		{"v1beta1", map[string]bool{"v1beta1": true, "v1beta2": false}},
-		{"v1", nil},
-	}
-	for _, tt := range tests {
-		c := crd()
-		err := storeVersion(c, tt.version)
-		if tt.want == nil {
-			if err == nil || !strings.Contains(err.Error(), "no version v1") {
-				t.Errorf("%s: err = %v, want one naming the missing version", tt.version, err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", tt.version, err)
-		}
-		vs, _, _ := unstructured.NestedSlice(c.Object, "spec", "versions")
-		for _, v := range vs {
-			m := v.(map[string]any)
-			if m["storage"] != tt.want[m["name"].(string)] || m["served"] != true {
-				t.Errorf("%s: version %v storage %v served %v", tt.version, m["name"], m["storage"], m["served"])
-			}
-		}
-	}
-}
-
 // TestKueueWebhooksFollowRegistry: Kueue's webhooks for its own objects and the registry's job
 // kinds stay; those of integrations kueuelab does not enable go.
 func TestKueueWebhooksFollowRegistry(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueueclock"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -38,10 +41,12 @@ type Options struct {
 	Daemon Daemon
 	// KueueConfig holds top-level fields of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)
 	// set on top of the local defaults, e.g. "fairSharing" or "waitForPodsReady", so experiment
-	// variants can differ in Kueue settings (nil: the local defaults alone). A Kueue running with
-	// another configuration is restarted (it reads it only at start). Fields the local cluster
-	// needs (webhook, health, metrics, namespace, internalCertManagement, leaderElection) cannot
-	// be overridden.
+	// variants can differ in Kueue settings (nil: the local defaults alone, and Kueue's own for
+	// the rest: v0.19 then runs waitForPodsReady with its wall-time defaults, which a replay
+	// gives in trace time instead, see experiment.KueueConfig.WithKueueDefaults). featureGates are
+	// added to the local cluster's. A Kueue running with another configuration is restarted (it
+	// reads it only at start). Fields the local cluster needs (webhook, health, metrics,
+	// namespace, internalCertManagement, leaderElection) cannot be overridden.
 	KueueConfig map[string]any
 	// Bare starts the control plane and operators as a user's own cluster (kind + KWOK + Kueue)
 	// is before "cluster install": KWOK's Stage CRD but no stages, no cluster objects or
@@ -195,6 +200,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		if err := os.WriteFile(s.path("config", kueueConfigFile), data, 0o644); err != nil {
 			return err
+		}
+		if st, err := os.Stat(s.KueueClockPath()); err != nil || st.Size() != kueueclock.Size {
+			if err := kueueclock.Create(s.KueueClockPath()); err != nil {
+				return err
+			}
 		}
 		// Kueue reads its configuration only when it starts: the supervisor restarts a Kueue that
 		// runs with another one, as it does kube-scheduler.
@@ -442,6 +452,10 @@ func (s *State) writeConfig(name string, v any) error {
 // kueueConfigFile is the local Kueue's configuration, in the state dir's config/.
 const kueueConfigFile = "kueue.yaml"
 
+// KueueClockPath is the file through which a replay shares its trace clock with the local Kueue
+// (runtime/kueueclock).
+func (s *State) KueueClockPath() string { return s.path("kueue-trace-clock") }
+
 // kueueLocalKeys are the Kueue Configuration fields the local cluster depends on.
 var kueueLocalKeys = map[string]bool{"apiVersion": true, "kind": true, "namespace": true, "health": true,
 	"metrics": true, "webhook": true, "leaderElection": true, "internalCertManagement": true}
@@ -452,12 +466,23 @@ func (s *State) kueueConfig(extra map[string]any) (map[string]any, error) {
 		if kueueLocalKeys[k] {
 			return nil, fmt.Errorf("kueue config: field %q is set by the local cluster and cannot be overridden", k)
 		}
+		if k == "featureGates" {
+			// Added to the local cluster's gates, which stay (the visibility server stays off).
+			gates, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("kueue config: featureGates is %T, want a map of gate names to booleans", v)
+			}
+			merged := maps.Clone(cfg[k].(map[string]any))
+			maps.Copy(merged, gates)
+			v = merged
+		}
 		cfg[k] = v
 	}
 	return cfg, nil
 }
 
 func (s *State) baseKueueConfig() map[string]any {
+	qps, burst := KueueClientRate()
 	return map[string]any{
 		"apiVersion": "config.kueue.x-k8s.io/v1beta2",
 		"kind":       "Configuration",
@@ -473,7 +498,7 @@ func (s *State) baseKueueConfig() map[string]any {
 		},
 		// The visibility API server needs an in-cluster APIService; nothing here uses it.
 		"featureGates":     map[string]any{"VisibilityOnDemand": false},
-		"clientConnection": map[string]any{"qps": clientQPS, "burst": clientQPS},
+		"clientConnection": map[string]any{"qps": qps, "burst": burst},
 		"integrations":     map[string]any{"frameworks": kueueFrameworks()},
 		// Without this every Kueue controller gets controller-runtime's single worker: a replayed
 		// trace then waits tens of seconds for Workload creation and Finished.
@@ -481,13 +506,19 @@ func (s *State) baseKueueConfig() map[string]any {
 	}
 }
 
-// groupKindConcurrency is Kueue's shipped controller_manager_config.yaml's, plus 5 workers for
-// the kind of every enabled job integration.
+// KueueClientRate is the API client rate the local cluster gives Kueue (its clientConnection): Kueue
+// v0.19's own (300/s, burst 500, in its code and its manifests alike), not the rate the other
+// components get, because the rate at which Kueue writes admissions and evictions is part of the
+// Kueue a replay measures.
+func KueueClientRate() (qps float32, burst int32) { return kueuewl.DefaultClientRate() }
+
+// groupKindConcurrency is Kueue v0.19's shipped controller_manager_config.yaml's, plus 5 workers
+// for the kind of every enabled job integration (it lists 5 for Job.batch).
 func groupKindConcurrency() map[string]any {
 	out := map[string]any{
-		"Pod": 5, "Workload.kueue.x-k8s.io": 5,
-		"LocalQueue.kueue.x-k8s.io": 1, "Cohort.kueue.x-k8s.io": 1,
-		"ClusterQueue.kueue.x-k8s.io": 1, "ResourceFlavor.kueue.x-k8s.io": 1,
+		"Pod": 5, "Workload.kueue.x-k8s.io": 10,
+		"LocalQueue.kueue.x-k8s.io": 5, "Cohort.kueue.x-k8s.io": 1,
+		"ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1,
 	}
 	for _, k := range render.DefaultRegistry().KueueIntegrations() {
 		out[k.Kind.GroupKind().String()] = 5

@@ -17,8 +17,9 @@ import (
 // Capability is something a replay may ask of its engine beyond replaying a trace through Kueue.
 type Capability string
 
-// The optional capabilities. The cluster engine has them all; the sim engine none: it plays no
-// fault injector, no wall-clock Kueue reconciler, no processes to lose, and no cluster of its own.
+// The optional capabilities. The cluster engine has them all; the sim engine runs Kueue's
+// workload reconciler on its virtual clock (waitForPodsReady) but plays no fault injector, no
+// processes to lose, and no cluster of its own.
 const (
 	// Faults: node, GPU and pod faults injected during the run (--faults, an experiment's faults).
 	Faults Capability = "faults"
@@ -33,7 +34,7 @@ const (
 // capabilities are each engine's.
 var capabilities = map[results.Engine]map[Capability]bool{
 	results.EngineCluster: {Faults: true, KueueTimers: true, Outages: true, RemoteCluster: true},
-	results.EngineSim:     {},
+	results.EngineSim:     {KueueTimers: true},
 }
 
 // Has reports whether engine e has capability c.

@@ -17,6 +17,13 @@ import (
 // ErrPreemptionLoop, by LoopGuard's rule. A storm that moves on (every round admits or finishes
 // something, or meets a new state) is never ended, however many preemptions it counts.
 
+// The reasons Kueue gives an eviction when a workload's pods were not ready in time and its
+// requeue when the backoff that follows ended (waitForPodsReady).
+const (
+	reasonPodsReadyTimeout = "PodsReadyTimeout"
+	reasonBackoffFinished  = "BackoffFinished"
+)
+
 // ErrPreemptionLoop is wrapped by the error of a run that LoopGuard ended.
 var ErrPreemptionLoop = errors.New("preemption loop")
 
@@ -37,7 +44,8 @@ const loopMaxStates = 1 << 16
 // same fingerprint again, with no progress in between, proves a loop: nothing that Kueue decides
 // from changed. Progress is anything from outside Kueue's decisions: a workload submitted (or
 // refused), created or finished, a trial created, a fault, a control-plane event, a pod that
-// succeeded, Finished, Progress; it forgets every fingerprint.
+// succeeded, an eviction or requeue by Kueue's waitForPodsReady timers, Finished, Progress; it
+// forgets every fingerprint.
 //
 // A proven loop ends the run at once when no change from outside Kueue is known to be coming
 // (Horizon unset or reporting none), or when at its pace it would come round more than
@@ -73,6 +81,11 @@ func (g *LoopGuard) Observe(e *Event) error {
 		g.hold(e.Object)
 	case EvEvicted, EvRequeued:
 		g.release(e.Object)
+		if e.Reason == reasonPodsReadyTimeout || e.Reason == reasonBackoffFinished {
+			// Kueue's own timers (waitForPodsReady): each round counts one more requeue and
+			// waits a longer backoff, so the next round does not start from the same inputs.
+			g.Progress()
+		}
 	case EvFinished:
 		g.Finished(e.Object)
 	case EvSubmitted, EvSubmitFailed, EvWorkloadCreated, EvTrialCreated, EvFault,

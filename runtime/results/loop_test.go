@@ -91,6 +91,11 @@ func TestLoopGuard(t *testing.T) {
 			})), 0, ""},
 		{"a storm with a pod done every round", nil,
 			join(start, rounds(100, 0.1, 200, func(_ int, t float64) []Event { return succeeded(t) })), 0, ""},
+		{"a preemptor evicted by waitForPodsReady and requeued after its backoff each round (the storm on Kueue v0.19)", nil,
+			join(start, rounds(100, 0.1, 3, func(_ int, t float64) []Event {
+				return []Event{{T: t, Workload: "p", Type: EvEvicted, Object: "ns/p", Reason: "PodsReadyTimeout"},
+					{T: t, Workload: "p", Type: EvRequeued, Object: "ns/p", Reason: "BackoffFinished"}}
+			})), 0, ""},
 		{"pods stopped by the eviction are no progress", nil,
 			join(start, rounds(100, 0.1, 2, func(_ int, t float64) []Event {
 				return []Event{{T: t, Workload: "e1", Type: EvPodFinished, Object: "ns/e1-pod", Reason: "Evicted"},

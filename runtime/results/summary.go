@@ -100,6 +100,9 @@ type Meta struct {
 	// that outlived the Workload's quota reservation, not deleted by the operator (an informer
 	// cache that missed pods created an instant before the job was suspended).
 	Resyncs int `json:"resyncs,omitempty"`
+	// KueueClock is what running the local Kueue on the trace clock cost (nil: Kueue kept wall
+	// time).
+	KueueClock *KueueClockMeta `json:"kueueClock,omitempty"`
 	// SubmitRetries counts create calls retried after a transient failure; Rejected the
 	// workloads the API server refused for good, FirstRejection the first one and why.
 	SubmitRetries  int    `json:"submitRetries,omitempty"`
@@ -115,6 +118,41 @@ type Meta struct {
 	States map[string]int `json:"states,omitempty"`
 	// Faults counts the injected faults (nil: none were asked for).
 	Faults *FaultMeta `json:"faults,omitempty"`
+	// Kueue is the Kueue the run replayed on and the settings of its Configuration a replay depends
+	// on (nil: not known to the engine).
+	Kueue *KueueMeta `json:"kueue,omitempty"`
+}
+
+// KueueMeta is a Kueue version and the settings of its Configuration that shape a replay.
+type KueueMeta struct {
+	Version string `json:"version"`
+	// Source says where the settings were read: the configuration kueuelab gave its local
+	// cluster's Kueue, or the ConfigMap of the cluster behind --kubeconfig.
+	Source string `json:"source,omitempty"`
+	// ClientQPS and ClientBurst are Kueue's API client rate (clientConnection).
+	ClientQPS   float64 `json:"clientQPS,omitempty"`
+	ClientBurst int     `json:"clientBurst,omitempty"`
+	// WaitForPodsReady is nil when it is off.
+	WaitForPodsReady *PodsReadyMeta `json:"waitForPodsReady,omitempty"`
+	// Clock is the time Kueue's timers and timestamps ran on: ClockTrace for the local cluster's
+	// Kueue (runtime/kueueclock), ClockWall for a Kueue kueuelab does not run, whose timers the
+	// trace clock waits for in wall time.
+	Clock string `json:"clock,omitempty"`
+}
+
+// KueueMeta.Clock values.
+const (
+	ClockTrace = "trace"
+	ClockWall  = "wall"
+)
+
+// PodsReadyMeta is waitForPodsReady in trace seconds.
+type PodsReadyMeta struct {
+	TimeoutSec         float64 `json:"timeoutSec"`
+	RecoveryTimeoutSec float64 `json:"recoveryTimeoutSec"`
+	BackoffBaseSec     float64 `json:"backoffBaseSec"`
+	BackoffMaxSec      float64 `json:"backoffMaxSec"`
+	BlockAdmission     bool    `json:"blockAdmission"`
 }
 
 // Quantiles are the p50, p95 and p99 of N values; nil when N is 0.
@@ -372,4 +410,14 @@ func WriteFiles(dir string, recs []Record, s *Summary) error {
 		write(WorkloadsFile, func(w io.Writer) error { return WriteWorkloadsCSV(w, recs) }),
 		write(SummaryFile, s.WriteJSON),
 	)
+}
+
+// KueueClockMeta is what the local Kueue's timers on the trace clock did: the trace clock stopped
+// at Timers of them; at LateAcks Kueue did not report its work done within the wait's limit (each
+// is a timer whose effect may have come after the clock moved on: the residual); LongestAckSec is
+// the longest wall wait for Kueue at one.
+type KueueClockMeta struct {
+	Timers        int     `json:"timers"`
+	LateAcks      int     `json:"lateAcks"`
+	LongestAckSec float64 `json:"longestAckSec"`
 }

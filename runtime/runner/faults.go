@@ -27,6 +27,7 @@ import (
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -125,7 +126,7 @@ func faultNodes(p *plan) []fault.Node {
 		if !ok {
 			continue
 		}
-		out = append(out, fault.Node{Name: n.Name, Pool: n.Labels[contract.Pool], GPUs: int(gpusOf(n.Status.Capacity))})
+		out = append(out, fault.Node{Name: n.Name, Pool: n.Labels[contract.Pool], GPUs: int(kueuewl.GPUs(n.Status.Capacity))})
 	}
 	return out
 }
@@ -352,7 +353,7 @@ func (in *injector) podOnGPU(node string, k int) *corev1.Pod {
 		if p.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		g := int(podGPUs(&p.Spec))
+		g := int(kueuewl.PodGPUs(&p.Spec))
 		if k < next+g {
 			return p
 		}

@@ -207,3 +207,56 @@ func TestWatcherPodParkedBeforeReservation(t *testing.T) {
 		t.Errorf("no wait for %s; events %+v", f.id, evs)
 	}
 }
+
+// TestPodsReadyHold: with waitForPodsReady Kueue gives a Workload a PodsReady condition and counts
+// its timeout from the admission until the condition is True. The clock holds from the moment
+// every pod runs until Kueue says so; without the condition (waitForPodsReady off) nothing is
+// held.
+func TestPodsReadyHold(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: kueue.WorkloadPodsReady, Status: status, Reason: reason}
+	}
+	for _, tc := range []struct {
+		name string
+		// podsReady is the Workload's PodsReady condition when its pod starts (nil: none), then
+		// kueue the one Kueue writes after.
+		podsReady, kueue *metav1.Condition
+		heldAfterStart   bool
+		heldAfterKueue   bool
+	}{
+		{"waitForPodsReady on: held until Kueue's condition is True",
+			new(ready(metav1.ConditionFalse, kueue.WorkloadWaitForStart)), new(ready(metav1.ConditionTrue, kueue.WorkloadStarted)), true, false},
+		{"Kueue still waiting: still held",
+			new(ready(metav1.ConditionFalse, kueue.WorkloadWaitForStart)), new(ready(metav1.ConditionFalse, kueue.WorkloadWaitForStart)), true, true},
+		{"waitForPodsReady off: no condition, no hold", nil, nil, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, _, p := watchFixture(t)
+			clk := simclock.New(simclock.Options{})
+			w.clk, w.kueue.clk, w.sched.clk = clk, clk, clk
+			f := newHandoverFixture(t, p)
+			f.wl.Status.Conditions = []metav1.Condition{cond("QuotaReserved", "QuotaReserved", 2)}
+			if tc.podsReady != nil {
+				f.wl.Status.Conditions = append(f.wl.Status.Conditions, *tc.podsReady)
+			}
+			f.wl.Status.Admission = &kueue.Admission{ClusterQueue: "main"}
+			w.onWorkload(f.wl, false)
+			key := simclock.Key{Kind: simclock.KindPodsReady, ID: f.id}
+			if clk.Held(key) {
+				t.Fatal("held before the pod runs")
+			}
+			w.onPod(f.pod(corev1.PodRunning), false)
+			if got := clk.Held(key); got != tc.heldAfterStart {
+				t.Fatalf("held %v once every pod runs, want %v", got, tc.heldAfterStart)
+			}
+			f.wl.Status.Conditions = f.wl.Status.Conditions[:1]
+			if tc.kueue != nil {
+				f.wl.Status.Conditions = append(f.wl.Status.Conditions, *tc.kueue)
+			}
+			w.onWorkload(f.wl, false)
+			if got := clk.Held(key); got != tc.heldAfterKueue {
+				t.Fatalf("held %v after Kueue's write, want %v", got, tc.heldAfterKueue)
+			}
+		})
+	}
+}

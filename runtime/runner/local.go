@@ -42,8 +42,10 @@ type InProcess struct {
 	// Speedup caps trace seconds per wall second between events (max: the clock jumps).
 	Speedup results.Speedup
 	Seed    uint64
-	// Timers are the local Kueue's wall-time settings (runtime/experiment scales them).
+	// Timers are Kueue's waitForPodsReady settings, held for on a Kueue that keeps wall time.
 	Timers KueueTimers
+	// Kueue is the Kueue the run replays on, for the summary (nil: not recorded).
+	Kueue *results.KueueMeta
 	// ClockTrace, when set, is a file that receives the trace clock's hold log
 	// (simclock.Options.Trace; hack/clocktrace.py summarises it).
 	ClockTrace string
@@ -92,7 +94,7 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{REST: o.REST, Spec: o.Spec, Clock: clk, Agent: a, KueueTimers: o.Timers, Seed: o.Seed, closers: cfgClose,
+	cfg := Config{REST: o.REST, Spec: o.Spec, Clock: clk, Agent: a, KueueTimers: o.Timers, Kueue: o.Kueue, Seed: o.Seed, closers: cfgClose,
 		KueueMetrics: o.KueueMetrics, SchedulerMetrics: o.SchedulerMetrics}
 	if o.Local != nil && o.KueueMetrics == nil && o.SchedulerMetrics == nil {
 		kr, sr, err := o.Local.MetricsReaders(ctx, o.REST)
@@ -104,7 +106,7 @@ func NewInProcess(ctx context.Context, o InProcess) (Config, error) {
 	}
 	cfg.Prune = o.Prune
 	if o.Local != nil {
-		cfg.ControlPlane = o.Local.Dir
+		cfg.ControlPlane, cfg.KueueClock = o.Local.Dir, o.Local.KueueClockPath()
 	}
 	return cfg, nil
 }

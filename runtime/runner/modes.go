@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/model/fault"
+	"github.com/kueuelab/kueuelab/runtime/kueueclock"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -122,10 +123,13 @@ type holdFollower struct {
 	sched    kubernetes.Interface
 	settlers []*settler
 	cp       *controlPlane
+	kueue    *kueueclock.Follower // nil when Kueue keeps wall time
 }
 
 func (f *holdFollower) prepare(w *watcher) {
-	w.timers = newTimers(f.cfg.KueueTimers, f.cfg.Clock)
+	if f.cfg.KueueClock == "" {
+		w.timers = newTimers(f.cfg.KueueTimers, f.cfg.Clock)
+	}
 	if f.cfg.KueueMetrics != nil {
 		w.queues = newQueueView(w.lqToCQ)
 	}
@@ -149,8 +153,36 @@ func (f *holdFollower) watching(ctx context.Context, w *watcher) error {
 	w.kueue = newSettler("kueue", f.cfg.Clock, simclock.KindKueue, settleInterval, kcheck)
 	w.sched = newSettler("kube-scheduler", f.cfg.Clock, simclock.KindSchedule, settleInterval, scheck)
 	f.settlers = []*settler{w.kueue, w.sched}
+	if f.cfg.KueueClock != "" {
+		fl, err := followKueue(ctx, f.cfg.KueueClock, f.cfg.Clock, w.kueue.poke)
+		if err != nil {
+			return err
+		}
+		f.kueue = fl
+	}
 	return nil
 }
+
+// followKueue makes the local Kueue run on the trace clock and checks that it does.
+func followKueue(ctx context.Context, path string, clk *simclock.Clock, settled func()) (*kueueclock.Follower, error) {
+	file, err := kueueclock.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fl := kueueclock.Attach(ctx, file, clk, settled)
+	go func() {
+		<-ctx.Done()
+		fl.Detach()
+		_ = file.Close()
+	}()
+	if err := fl.WaitFollowing(ctx, kueueFollowTimeout); err != nil {
+		return nil, fmt.Errorf("run: %w (a local cluster started by an older kueuelab: `kueuelab cluster down`, then run again)", err)
+	}
+	return fl, nil
+}
+
+// kueueFollowTimeout bounds how long a run waits for the local Kueue to take up the trace clock.
+const kueueFollowTimeout = 30 * time.Second
 
 func (f *holdFollower) start(ctx context.Context, bg *sync.WaitGroup, evlog *results.EventLog) {
 	for _, s := range f.settlers {
@@ -169,6 +201,10 @@ func (f *holdFollower) controlPlane() *controlPlane { return f.cp }
 func (f *holdFollower) meta(m *results.Meta) {
 	if f.cp != nil {
 		f.cp.meta(m)
+	}
+	if f.kueue != nil {
+		st := f.kueue.Stats()
+		m.KueueClock = &results.KueueClockMeta{Timers: st.Timers, LateAcks: st.LateAcks, LongestAckSec: st.LongestAck.Seconds()}
 	}
 }
 

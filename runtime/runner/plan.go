@@ -7,13 +7,9 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 
 	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
 
@@ -136,13 +132,13 @@ func waitClusterQueuesActive(ctx context.Context, c client.Client, names []strin
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, n := range names {
-			var cq kueue.ClusterQueue
-			if err := c.Get(ctx, client.ObjectKey{Name: n}, &cq); err != nil {
-				last = fmt.Sprintf("ClusterQueue %s: %v", n, err)
+			active, why, err := kueuewl.ClusterQueueActive(ctx, c, n)
+			switch {
+			case err != nil:
+				last = err.Error()
 				return false, nil
-			}
-			if !meta.IsStatusConditionTrue(cq.Status.Conditions, kueue.ClusterQueueActive) {
-				last = fmt.Sprintf("ClusterQueue %s not Active: %s", n, condMessage(cq.Status.Conditions, kueue.ClusterQueueActive))
+			case !active:
+				last = fmt.Sprintf("ClusterQueue %s not Active: %s", n, why)
 				return false, nil
 			}
 		}
@@ -154,37 +150,10 @@ func waitClusterQueuesActive(ctx context.Context, c client.Client, names []strin
 	return nil
 }
 
-func condMessage(conds []metav1.Condition, typ string) string {
-	if c := meta.FindStatusCondition(conds, typ); c != nil {
-		return c.Reason + ": " + c.Message
-	}
-	return "no " + typ + " condition"
-}
-
 func labelSelector(s string) (labels.Selector, error) {
 	sel, err := labels.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("label selector %q: %w", s, err)
 	}
 	return sel, nil
-}
-
-// gpusOf sums the GPU resources (nvidia.com/gpu, amd.com/gpu) of a resource list.
-func gpusOf(rl corev1.ResourceList) int64 {
-	var n int64
-	for name, q := range rl {
-		if kueuewl.IsGPU(string(name)) {
-			n += q.Value()
-		}
-	}
-	return n
-}
-
-// podGPUs is the GPUs a pod's containers request.
-func podGPUs(spec *corev1.PodSpec) int64 {
-	var n int64
-	for i := range spec.Containers {
-		n += gpusOf(spec.Containers[i].Resources.Requests)
-	}
-	return n
 }

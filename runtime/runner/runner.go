@@ -84,13 +84,18 @@ type Config struct {
 	// runner compares with the API to know when they have caught up (nil: a shorter wait that
 	// covers most steps, see settleWithout).
 	KueueMetrics, SchedulerMetrics MetricsSource
-	// KueueTimers are the local Kueue's wall-time settings, so their timers fire at their trace
-	// times on the event-driven clock.
+	// Kueue, when known, is the Kueue the run replays on, for the summary.
+	Kueue *results.KueueMeta
+	// KueueTimers are the settings of a Kueue that runs on wall time (KueueClock ""), so that its
+	// timers fire at their trace times on the event-driven clock.
 	KueueTimers KueueTimers
 	// ControlPlane is the state dir of kueuelab's local cluster whose supervisor the run follows
 	// ("": another cluster, not followed): while a component is down or not ready the trace clock
 	// holds, restarts and outages are recorded, and a crash-looping component ends the run.
 	ControlPlane string
+	// KueueClock is the local Kueue's trace-clock file (runtime/kueueclock; "": Kueue keeps wall
+	// time and KueueTimers place its timers).
+	KueueClock string
 	// SampleStep is the time series step in trace seconds (default 60).
 	SampleStep float64
 	// Faults are the faults to inject (nil: none; see faults.go).
@@ -389,6 +394,7 @@ func (r *run) finish(incomplete string, loopErr error, ss submitStats) (results.
 		meta.FirstRejection = plan.unrunnable[0]
 	}
 	meta.States = r.rec.Counts().States
+	meta.Kueue = cfg.Kueue
 	r.follow.meta(&meta)
 	reportClock(cfg.Out, clk, &meta)
 	r.follow.report(cfg.Out)

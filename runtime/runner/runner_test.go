@@ -29,6 +29,7 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
 	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
@@ -513,7 +514,13 @@ func TestSamplerAggregates(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "h100-000", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	rows := s.aggregate(60, []kueue.Workload{admitted, pending, finished}, []corev1.Pod{pod}, []corev1.Node{node}, map[string]float64{"h100-000": 3000})
+	var usage []kueuewl.GPUUsage
+	for _, wl := range []kueue.Workload{admitted, pending, finished} {
+		if u, ok := kueuewl.UsageOf(&wl); ok {
+			usage = append(usage, u)
+		}
+	}
+	rows := s.aggregate(60, usage, []corev1.Pod{pod}, []corev1.Node{node}, map[string]float64{"h100-000": 3000})
 	got := map[string]results.Sample{}
 	for _, r := range rows {
 		got[r.Scope+"/"+r.Name] = r

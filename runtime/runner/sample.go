@@ -5,9 +5,7 @@ import (
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
@@ -68,8 +66,8 @@ func (s *sampler) run(ctx context.Context) {
 
 func (s *sampler) sample(ctx context.Context, t float64) ([]results.Sample, error) {
 	// The rows are computed from the cached objects without changing them: no deep copies.
-	var wls kueue.WorkloadList
-	if err := s.cache.List(ctx, &wls, client.UnsafeDisableDeepCopy); err != nil {
+	wls, err := kueuewl.ListUsage(ctx, s.cache, client.UnsafeDisableDeepCopy)
+	if err != nil {
 		return nil, err
 	}
 	var pods corev1.PodList
@@ -84,11 +82,12 @@ func (s *sampler) sample(ctx context.Context, t float64) ([]results.Sample, erro
 	if s.nodePower != nil {
 		power = s.nodePower()
 	}
-	return s.aggregate(t, wls.Items, pods.Items, nodes.Items, power), nil
+	return s.aggregate(t, wls, pods.Items, nodes.Items, power), nil
 }
 
-// aggregate computes one row per ClusterQueue and flavor of the plan.
-func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, nodes []corev1.Node, power map[string]float64) []results.Sample {
+// aggregate computes one row per ClusterQueue and flavor of the plan from the unfinished
+// Workloads' GPU accounting.
+func (s *sampler) aggregate(t float64, wls []kueuewl.GPUUsage, pods []corev1.Pod, nodes []corev1.Node, power map[string]float64) []results.Sample {
 	cq := map[string]*results.Sample{}
 	fl := map[string]*results.Sample{}
 	var out []results.Sample
@@ -105,39 +104,27 @@ func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, 
 			fl[out[i].Name] = &out[i]
 		}
 	}
-	for i := range wls {
-		wl := &wls[i]
-		if meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
-			continue
-		}
-		var gpus int64
-		for _, ps := range wl.Spec.PodSets {
-			gpus += int64(ps.Count) * podGPUs(&ps.Template.Spec)
-		}
-		name := s.plan.cluster.ClusterQueue(wl.Namespace, string(wl.Spec.QueueName))
-		adm := wl.Status.Admission
-		if adm != nil {
-			name = string(adm.ClusterQueue)
+	for _, wl := range wls {
+		name := wl.ClusterQueue
+		if name == "" {
+			name = s.plan.cluster.ClusterQueue(wl.Namespace, wl.LocalQueue)
 		}
 		q := cq[name]
 		if q != nil {
-			q.Requested += gpus
+			q.Requested += wl.Requested
 		}
-		if adm == nil || !meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) {
+		if !wl.HoldsQuota {
 			if q != nil {
 				q.Pending++
 			}
 			continue
 		}
 		if q != nil {
-			q.Reserved += gpus
+			q.Reserved += wl.Requested
 		}
-		for _, psa := range adm.PodSetAssignments {
-			for r, f := range psa.Flavors {
-				if x := fl[string(f)]; x != nil && kueuewl.IsGPU(string(r)) {
-					use := psa.ResourceUsage[r]
-					x.Reserved += use.Value()
-				}
+		for f, gpus := range wl.Reserved {
+			if x := fl[f]; x != nil {
+				x.Reserved += gpus
 			}
 		}
 	}
@@ -164,7 +151,7 @@ func (s *sampler) aggregate(t float64, wls []kueue.Workload, pods []corev1.Pod, 
 		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
-		g := podGPUs(&p.Spec)
+		g := kueuewl.PodGPUs(&p.Spec)
 		if g == 0 {
 			continue
 		}

@@ -154,10 +154,9 @@ func (s *settler) stats() settlerStats {
 }
 
 // gauges reads the samples of the named metric families from a text exposition: for each family,
-// the value by the value of one label (keyLabel) and, when splitLabel is set, that label's value
-// appended after a '/'. Only what the settlers need is parsed: the expositions of Kueue and
+// the value by the values of its key labels joined with '/'. Only what the settlers need is parsed: the expositions of Kueue and
 // kube-scheduler are ~100 kB each and are read every few milliseconds while a hold is active.
-func gauges(r io.Reader, families map[string]bool, keyLabels ...string) (map[string]map[string]float64, error) {
+func gauges(r io.Reader, families map[string][]string) (map[string]map[string]float64, error) {
 	out := map[string]map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -170,7 +169,11 @@ func gauges(r io.Reader, families map[string]bool, keyLabels ...string) (map[str
 		if i < 0 {
 			i = len(line)
 		}
-		if i == 0 || !families[string(line[:i])] {
+		if i == 0 {
+			continue
+		}
+		keyLabels, ok := families[string(line[:i])]
+		if !ok {
 			continue
 		}
 		name := string(line[:i])
@@ -245,11 +248,11 @@ func parseLabels(b []byte) (map[string]string, error) {
 }
 
 // readMetrics fetches and parses the families from src.
-func readMetrics(ctx context.Context, src MetricsSource, families map[string]bool, keyLabels ...string) (map[string]map[string]float64, error) {
+func readMetrics(ctx context.Context, src MetricsSource, families map[string][]string) (map[string]map[string]float64, error) {
 	rc, err := src(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	return gauges(rc, families, keyLabels...)
+	return gauges(rc, families)
 }

@@ -40,7 +40,7 @@ func readTestdata(t testing.TB, name string) []byte {
 
 func TestGaugesReadsRealExpositions(t *testing.T) {
 	m, err := gauges(bytes.NewReader(readTestdata(t, "kueue-v0.15.0.metrics")),
-		map[string]bool{metricPending: true, metricReserving: true}, "cluster_queue", "status")
+		map[string][]string{metricPending: {"cluster_queue", "status"}, metricReserving: {"cluster_queue", "status"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestGaugesReadsRealExpositions(t *testing.T) {
 			t.Errorf("%s{%s} = %v (present %v), want 0", metricReserving, cq, v, ok)
 		}
 	}
-	s, err := gauges(bytes.NewReader(readTestdata(t, "kube-scheduler-v1.34.2.metrics")), map[string]bool{metricSchedPending: true}, "queue")
+	s, err := gauges(bytes.NewReader(readTestdata(t, "kube-scheduler-v1.34.2.metrics")), map[string][]string{metricSchedPending: {"queue"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestGaugesReadsRealExpositions(t *testing.T) {
 }
 
 func TestGaugesErrors(t *testing.T) {
-	fams := map[string]bool{"m": true}
+	fams := map[string][]string{"m": {"a"}}
 	for _, tc := range []struct{ in, want string }{
 		{`m{a="x"`, "unterminated"},
 		{`m{a=x} 1`, `want name="value"`},
@@ -74,11 +74,11 @@ func TestGaugesErrors(t *testing.T) {
 		{`m{a="x}`, "unterminated"},
 		{"m", "no value"},
 	} {
-		if _, err := gauges(strings.NewReader(tc.in+"\n"), fams, "a"); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := gauges(strings.NewReader(tc.in+"\n"), fams); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.want)
 		}
 	}
-	m, err := gauges(strings.NewReader("# HELP m x\nm{a=\"q\\\"x\",b=\"1\"} 2\nm{a=\"y\"} 3 1700000000\nother 9\n"), fams, "a")
+	m, err := gauges(strings.NewReader("# HELP m x\nm{a=\"q\\\"x\",b=\"1\"} 2\nm{a=\"y\"} 3 1700000000\nother 9\n"), fams)
 	if err != nil || m["m"][`q"x`] != 2 || m["m"]["y"] != 3 || len(m) != 1 {
 		t.Errorf("gauges = %v, %v", m, err)
 	}
@@ -93,10 +93,10 @@ func BenchmarkGauges(b *testing.B) {
 	b.Run("gauges", func(b *testing.B) {
 		b.SetBytes(int64(len(kq) + len(sc)))
 		for b.Loop() {
-			if _, err := gauges(bytes.NewReader(kq), map[string]bool{metricPending: true, metricReserving: true}, "cluster_queue", "status"); err != nil {
+			if _, err := gauges(bytes.NewReader(kq), map[string][]string{metricPending: {"cluster_queue", "status"}, metricReserving: {"cluster_queue", "status"}}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := gauges(bytes.NewReader(sc), map[string]bool{metricSchedPending: true}, "queue"); err != nil {
+			if _, err := gauges(bytes.NewReader(sc), map[string][]string{metricSchedPending: {"queue"}}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -248,7 +248,7 @@ func TestSchedulerCheck(t *testing.T) {
 // holds it there until the Workload shows Kueue's eviction.
 func TestTimersHoldUntilKueueActs(t *testing.T) {
 	clk := simclock.New(simclock.Options{Settle: -1})
-	tm := newTimers(KueueTimers{PodsReadyTimeout: 300, BackoffBase: 60, BackoffMax: 3600, Scale: 60}, clk)
+	tm := newTimers(KueueTimers{PodsReadyTimeout: 300, BackoffBase: 60, BackoffMax: 3600}, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	clk.Start(ctx)

@@ -12,23 +12,21 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
-// KueueTimers are the settings of the local Kueue that fire on wall time, in trace seconds, and
-// the factor by which Kueue's configuration divides them (its wall value is trace ÷ Scale). Zero
-// durations are off.
+// KueueTimers are Kueue's waitForPodsReady settings in seconds. Zero durations are off.
 type KueueTimers struct {
 	// PodsReadyTimeout and RecoveryTimeout are waitForPodsReady's timeout and recoveryTimeout.
 	PodsReadyTimeout, RecoveryTimeout float64
-	// BackoffBase and BackoffMax are waitForPodsReady.requeuingStrategy's backoff, in trace seconds.
+	// BackoffBase and BackoffMax are waitForPodsReady.requeuingStrategy's backoff.
 	BackoffBase, BackoffMax float64
-	Scale                   float64
 }
 
-// timers makes Kueue's wall-time timers happen at their trace times. The clock jumps, so it
+// timers puts the timers of a Kueue that runs on wall time (one kueuelab does not run: the local
+// Kueue follows the trace clock, runtime/kueueclock) at their trace times. The clock jumps, so it
 // reaches a timer's trace time long before Kueue's wall timer fires: an alarm stops the clock at
 // the trace time, and a hold keeps it there until Kueue has acted (evicted the workload whose pods
-// were not ready in time, requeued the workload whose backoff ended). Kueue computes its timers
-// from API timestamps of one-second resolution, so it may also act up to a wall second early;
-// the settings are refused at speedups where that second would matter (runtime/experiment).
+// were not ready in time, requeued the workload whose backoff ended), which takes the timer's
+// whole duration in wall time. Kueue computes its timers from API timestamps of one-second
+// resolution, so it may also act up to a wall second early.
 type timers struct {
 	cfg KueueTimers
 	clk *simclock.Clock
@@ -56,7 +54,7 @@ func newTimers(cfg KueueTimers, clk *simclock.Clock) *timers {
 // limit is how long a fired timer may hold the clock: Kueue's wall timer plus its one-second
 // timestamp resolution and some slack for a busy machine.
 func (t *timers) limit(traceSec float64) time.Duration {
-	return time.Duration(traceSec/t.cfg.Scale*float64(time.Second)) + 10*time.Second
+	return time.Duration(traceSec*float64(time.Second)) + 10*time.Second
 }
 
 // released: the unit no longer holds quota (or finished): its PodsReady timer is moot.
@@ -85,7 +83,10 @@ func (t *timers) workload(u *unit, wl *kueue.Workload, now float64) {
 		} else if t.cfg.PodsReadyTimeout > 0 && (ready == nil || ready.Reason == kueue.WorkloadWaitForStart || ready.Reason == "PodsReady") {
 			want, due = "podsready", u.admitted+t.cfg.PodsReadyTimeout
 		}
-	case requeued != nil && requeued.Status == "False" && wl.Status.RequeueState != nil && wl.Status.RequeueState.RequeueAt != nil:
+	case requeued != nil && requeued.Status == "False" && wl.Status.RequeueState != nil &&
+		(wl.Status.RequeueState.RequeueAt != nil || t.by[u.key] != nil && t.by[u.key].kind == "backoff"):
+		// Kueue clears requeueAt when the backoff ends and sets Requeued True in a second write:
+		// the backoff is over for the runner only then.
 		n := ptr.Deref(wl.Status.RequeueState.Count, 1)
 		backoff := t.cfg.BackoffBase * math.Pow(2, float64(n-1))
 		if t.cfg.BackoffMax > 0 {

@@ -73,8 +73,9 @@ func (v *queueView) add(e queueEntry, d int) {
 // entry is where Kueue keeps a Workload: ok is false when it keeps it nowhere (finished,
 // deactivated, waiting out a requeue backoff, or queued to a LocalQueue that does not exist).
 // A Workload evicted with a requeuing backoff (waitForPodsReady) has Requeued=False until the
-// backoff ends: Kueue counts it in no queue gauge until then, and the runner's Kueue timers, not
-// the settler, hold the clock for the backoff's end.
+// backoff ends: Kueue counts it in no queue gauge until then; the trace clock stops at the
+// backoff's end as at any of Kueue's timers (runtime/kueueclock; on a Kueue that keeps wall time,
+// the runner's Kueue timers).
 func (v *queueView) entry(wl *kueue.Workload, deleted bool) (queueEntry, bool) {
 	if deleted || meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 		return queueEntry{}, false
@@ -132,9 +133,9 @@ const (
 // of what it saw (a reservation's pods) after, and a read in between would agree with Kueue and
 // end the settling before the hold that takes over exists.
 func kueueCheck(src MetricsSource, counts func() (pending, reserving map[string]int)) func(ctx context.Context) (bool, string, error) {
-	families := map[string]bool{metricPending: true, metricReserving: true}
+	families := map[string][]string{metricPending: {"cluster_queue", "status"}, metricReserving: {"cluster_queue", "status"}}
 	return func(ctx context.Context) (bool, string, error) {
-		m, err := readMetrics(ctx, src, families, "cluster_queue", "status")
+		m, err := readMetrics(ctx, src, families)
 		if err != nil {
 			return false, "", fmt.Errorf("read Kueue metrics: %w", err)
 		}
@@ -248,9 +249,9 @@ const (
 // lists the pods the watcher last saw parked: one the view shows bound has not been seen bound by
 // the watcher yet, which then owes its start a hold (the view and the watcher are two informers).
 func schedulerCheck(src MetricsSource, v *podView, parked func() []types.UID) func(ctx context.Context) (bool, string, error) {
-	families := map[string]bool{metricSchedPending: true, metricSchedCache: true}
+	families := map[string][]string{metricSchedPending: {"queue", "type"}, metricSchedCache: {"queue", "type"}}
 	return func(ctx context.Context) (bool, string, error) {
-		m, err := readMetrics(ctx, src, families, "queue", "type")
+		m, err := readMetrics(ctx, src, families)
 		if err != nil {
 			return false, "", fmt.Errorf("read kube-scheduler metrics: %w", err)
 		}
@@ -295,14 +296,14 @@ const schedulerGaugePeriod = 1100 * time.Millisecond
 // already knew. A scheduler that does not publish its cache size is not waited for. The gauge is
 // refreshed once a second (schedulerGaugePeriod); no reading before notBefore is trusted.
 func waitSchedulerNodes(ctx context.Context, src MetricsSource, cs kubernetes.Interface, notBefore time.Time, timeout time.Duration) error {
-	families := map[string]bool{metricSchedCache: true}
+	families := map[string][]string{metricSchedCache: {"type"}}
 	var why string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if time.Now().Before(notBefore) {
 			why = "kube-scheduler's cache gauge has not refreshed since the nodes changed"
 			return false, nil
 		}
-		m, err := readMetrics(ctx, src, families, "type")
+		m, err := readMetrics(ctx, src, families)
 		if err != nil {
 			why = err.Error()
 			return false, nil

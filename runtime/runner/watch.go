@@ -100,16 +100,19 @@ type unit struct {
 	// conds turns its Workload's conditions into events.
 	conds    kueuewl.Tracker
 	expected int // pods of the Workload's pod sets
-	reserved bool
-	evicted  bool // Evicted=True now
-	finished bool
-	admitted float64              // trace time of the current quota reservation
-	created  map[types.UID]bool   // pods seen since the current quota reservation
-	pods     map[string]*podState // its pods the watcher knows, by namespace/name
-	live     int                  // pods not terminal and not being deleted
-	running  int
-	allUp    bool    // every expected pod has run since the current reservation
-	lastEnd  float64 // trace time the last of its pods ended (0: none yet)
+	// kueueTracks: the Workload has a PodsReady condition (Kueue runs waitForPodsReady);
+	// kueueReady: it is True.
+	kueueTracks, kueueReady bool
+	reserved                bool
+	evicted                 bool // Evicted=True now
+	finished                bool
+	admitted                float64              // trace time of the current quota reservation
+	created                 map[types.UID]bool   // pods seen since the current quota reservation
+	pods                    map[string]*podState // its pods the watcher knows, by namespace/name
+	live                    int                  // pods not terminal and not being deleted
+	running                 int
+	allUp                   bool    // every expected pod has run since the current reservation
+	lastEnd                 float64 // trace time the last of its pods ended (0: none yet)
 	// succeeded counts its pods that succeeded since the current reservation; recoverFrom is the
 	// restart attempt whose pods a recovery waits for (see restartAttempt).
 	succeeded   int
@@ -260,6 +263,9 @@ func holdEvict(u *unit) simclock.Key  { return simclock.Key{Kind: simclock.KindE
 func holdRecover(u *unit) simclock.Key {
 	return simclock.Key{Kind: simclock.KindRecover, ID: u.key}
 }
+func holdPodsReady(u *unit) simclock.Key {
+	return simclock.Key{Kind: simclock.KindPodsReady, ID: u.key}
+}
 func holdOrphans(u *unit) simclock.Key { return simclock.Key{Kind: simclock.KindOrphans, ID: u.key} }
 
 // holdSeen is the watcher's own hold on a pod's start. The agent ends the start hold when its
@@ -388,8 +394,28 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 		w.clk.Hold(holdEvict(u))
 		w.clk.Release(holdRecover(u)) // Kueue took over: the owner no longer replaces pods
 	}
+	ready := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPodsReady)
+	u.kueueTracks, u.kueueReady = ready != nil, ready != nil && ready.Status == metav1.ConditionTrue
+	w.syncPodsReady(u)
 	if w.timers != nil {
 		w.timers.workload(u, wl, now)
+	}
+}
+
+// syncPodsReady holds the clock while every pod of an admitted Workload runs and its PodsReady
+// condition does not say so yet. With waitForPodsReady (on by default from Kueue v0.19; Kueue
+// then gives every Workload the condition), Kueue counts its timeout from the admission until its
+// job reconciler marks the pods ready, after the job's own status says so (a JobSet's ready
+// replicated jobs, a Kubeflow job's Running condition): if the clock moved on before that write, a
+// Workload whose pods all run in no trace time could time out.
+func (w *watcher) syncPodsReady(u *unit) {
+	if !u.kueueTracks {
+		return
+	}
+	if u.reserved && !u.evicted && !u.finished && u.expected > 0 && u.running >= u.expected && !u.kueueReady {
+		w.clk.Hold(holdPodsReady(u))
+	} else {
+		w.clk.Release(holdPodsReady(u))
 	}
 }
 
@@ -409,6 +435,7 @@ func (w *watcher) endUnit(u *unit) {
 	w.clk.Release(holdFinish(u))
 	w.clk.Release(holdEvict(u))
 	w.clk.Release(holdRecover(u))
+	w.clk.Release(holdPodsReady(u))
 	w.clearOrphans(u)
 	if w.timers != nil {
 		w.timers.released(u)
@@ -545,7 +572,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		if u == nil {
 			return
 		}
-		st = &podState{unit: u, uid: p.UID, gpus: podGPUs(&p.Spec), attempt: restartAttempt(p)}
+		st = &podState{unit: u, uid: p.UID, gpus: kueuewl.PodGPUs(&p.Spec), attempt: restartAttempt(p)}
 		w.pods[key] = st
 		u.pods[key] = st
 		if !deleted && p.DeletionTimestamp == nil && !podTerminal(p) {
@@ -583,9 +610,11 @@ func (w *watcher) onPod(o any, deleted bool) {
 		u.running++
 		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key, Node: p.Spec.NodeName})
 		w.allPodsUp(u, now)
+		w.syncPodsReady(u)
 	case !running && st.running:
 		st.running = false
 		u.running--
+		w.syncPodsReady(u)
 		at := now
 		if t, ok := annotatedTime(p, contract.FinishedTraceSec); ok && podTerminal(p) {
 			at = t

@@ -29,8 +29,11 @@ type Check struct {
 	Value string `yaml:"value,omitempty"`
 	// Than is another measurement to compare with; its fields default to this check's. Times
 	// scales it (default 1): "op: <, than: {variant: b}, times: 0.5" is "less than half of b's".
+	// Plus (a number or a duration) is added after Times: "op: <=, than: {variant: b}, plus: 1s"
+	// allows a difference no larger than one second, e.g. one of Kueue's requeue batches.
 	Than  *Operand `yaml:"than,omitempty"`
 	Times float64  `yaml:"times,omitempty"`
+	Plus  string   `yaml:"plus,omitempty"`
 	// YoungDaly checks a sweep instead: see YoungDalyCheck.
 	YoungDaly *YoungDalyCheck `yaml:"youngDaly,omitempty"`
 }
@@ -118,6 +121,13 @@ func (c *Check) check(variants map[string]bool, e *experiment.Experiment) error 
 	if c.Times < 0 {
 		errs = append(errs, fmt.Errorf("times: must be > 0, got %g", c.Times))
 	}
+	if c.Plus != "" {
+		if c.Than == nil {
+			errs = append(errs, errors.New("plus: only with than"))
+		} else if _, err := number(c.Plus); err != nil {
+			errs = append(errs, fmt.Errorf("plus: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -204,6 +214,11 @@ func (c *Check) evaluate(s *Scenario, data map[string]*variantData) Result {
 		}
 		r.Expected = fmt.Sprintf("%s %s (%s = %s)", c.Op, times2(times, o.String()), o, show(b))
 		b *= times
+		if c.Plus != "" {
+			plus, _ := number(c.Plus)
+			r.Expected = fmt.Sprintf("%s %s + %s (%s = %s)", c.Op, times2(times, o.String()), c.Plus, o, show(b/times))
+			b += plus
+		}
 	} else {
 		b, _ = number(c.Value)
 		r.Expected = fmt.Sprintf("%s %s", c.Op, c.Value)

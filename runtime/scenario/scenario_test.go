@@ -51,6 +51,8 @@ func TestParse(t *testing.T) {
 		{"variant: a, metric: jctP50", "variant: z, metric: jctP50", `expect[1]: variant: no variant "z"`},
 		{"op: \">\", value: 1h}", "op: \"=>\", value: 1h}", `expect[0]: op: "=>"`},
 		{"value: 1h}", "value: soon}", `expect[0]: value: "soon"`},
+		{"value: 1h}", "value: 1h, plus: 1s}", "expect[0]: plus: only with than"},
+		{"times: 0.5}", "times: 0.5, plus: later}", `expect[1]: plus: "later"`},
 		{"metric: state, workload: w1", "metric: state", "expect[2]: workload: metric state is about one workload"},
 		{"- name: c\n  workloads: {checkpointInterval: 1h, checkpointCost: 1m}\n", "", "youngDaly: needs at least two variants"},
 		{"variants:", "variantz: []\nvariants:", "sc/scenario.yaml:10: variantz: unknown field"},
@@ -129,6 +131,17 @@ func TestEvaluate(t *testing.T) {
 		r := s.Checks[i].evaluate(s, data)
 		if r.Pass != want[i] {
 			t.Errorf("check %q: pass %v, want %v (%+v)", r.Name, r.Pass, want[i], r)
+		}
+	}
+	// plus: a's 100 against 0.3 × b's 300 plus 10 s (the boundary) or plus 9 s.
+	for _, tc := range []struct {
+		plus string
+		pass bool
+	}{{"10s", true}, {"9", false}} {
+		c := s.Checks[1]
+		c.Op, c.Times, c.Plus = "<=", 0.3, tc.plus
+		if r := c.evaluate(s, data); r.Pass != tc.pass {
+			t.Errorf("plus %s: pass %v, want %v (%+v)", tc.plus, r.Pass, tc.pass, r)
 		}
 	}
 	// Young/Daly: 8 GPUs and a node at 1000× the Llama 3 rates fail every ~6.3 h; with 1 min

@@ -44,7 +44,7 @@ func TestLibraryOnSimEngine(t *testing.T) {
 				if !e.FaultsOf(v).Empty() {
 					t.Skipf("variant %s injects faults, which the sim engine does not model", v.Name)
 				}
-				if _, err := sim.KueueConfigFromFields(v.KueueConfig.Fields(1)); err != nil {
+				if _, err := sim.KueueConfigFromFields(v.KueueConfig.Fields()); err != nil {
 					t.Skipf("variant %s: %v", v.Name, err)
 				}
 			}

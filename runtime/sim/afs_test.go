@@ -32,7 +32,8 @@ teams:
 // waits for it, the one of the team that did not run queued first. Without admission fair sharing
 // the queue is FIFO. With it, the LocalQueue reconciler (run by the sim on the virtual clock)
 // samples each team's decayed usage while the first workload runs: team-b's earlier use has
-// decayed away, team-a's current one counts, and team-b goes first although it queued last.
+// decayed away, team-a's current one counts, and team-b goes first although it queued last. Each waits
+// for Kueue's inadmissible-requeue batch after the quota frees.
 func TestAdmissionFairSharing(t *testing.T) {
 	ws := []*trace.Workload{
 		wl("b1", "team-b", 0, trace.SingleGPUTraining, 100, 8, 1),
@@ -59,9 +60,11 @@ func TestAdmissionFairSharing(t *testing.T) {
 			if tc.first == "b2" {
 				first, second = b2, a2
 			}
-			if *first.Admitted != 2100 || *second.Admitted != 2200 {
-				t.Errorf("%s admitted at %g, %s at %g; want %s at 2100 and the other at 2200",
-					first.ID, *first.Admitted, second.ID, *second.Admitted, tc.first)
+			// a1 ends at 2100; the first waits for the requeue batch, runs 100 s, and the second
+			// waits for the next batch.
+			if w1, w2 := 2100.0+requeueBatchSec, 2100.0+requeueBatchSec+100+requeueBatchSec; *first.Admitted != w1 || *second.Admitted != w2 {
+				t.Errorf("%s admitted at %g, %s at %g; want %s at %g and the other at %g",
+					first.ID, *first.Admitted, second.ID, *second.Admitted, tc.first, w1, w2)
 			}
 		})
 	}

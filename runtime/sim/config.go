@@ -8,8 +8,6 @@ import (
 
 	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 
-	"github.com/kueuelab/kueuelab/runtime/replay"
-	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
 
@@ -18,10 +16,17 @@ import (
 type KueueConfig struct {
 	FairSharing          *config.FairSharing          `json:"fairSharing,omitempty"`
 	AdmissionFairSharing *config.AdmissionFairSharing `json:"admissionFairSharing,omitempty"`
-	// WaitForPodsReady is refused: Kueue's all-or-nothing admission runs in its workload
-	// controller's reconciler, whose clock cannot be made virtual in v0.15.0.
+	// WaitForPodsReady is on in Kueue v0.19 whether or not the section is given (its defaults:
+	// 30 min timeout, recoveryTimeout = timeout, requeuing backoff 60 s doubling to 3,600 s);
+	// blockAdmission is not modelled.
 	WaitForPodsReady *config.WaitForPodsReady `json:"waitForPodsReady,omitempty"`
+	// FeatureGates: of Kueue's gates the sim models DisableWaitForPodsReady alone (waitForPodsReady
+	// cannot be turned off by configuration in v0.19).
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 }
+
+// disableWaitForPodsReady is Kueue's gate that turns waitForPodsReady off.
+const disableWaitForPodsReady = "DisableWaitForPodsReady"
 
 // KueueConfigFromFields reads top-level Configuration fields, as experiment variants give them
 // to the cluster engine (runtime/experiment KueueConfig.Fields, with durations in trace time),
@@ -38,15 +43,20 @@ func KueueConfigFromFields(fields map[string]any) (KueueConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&k); err != nil {
-		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing and admissionFairSharing)", err)
+		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing and waitForPodsReady)", err)
 	}
 	return k, k.check()
 }
 
 func (k KueueConfig) check() error {
 	var errs []error
-	if k.WaitForPodsReady != nil {
-		errs = append(errs, fmt.Errorf("kueue config: %w", replay.Require(results.EngineSim, replay.KueueTimers)))
+	for g := range k.FeatureGates {
+		if g != disableWaitForPodsReady {
+			errs = append(errs, fmt.Errorf("kueue config: featureGates: the sim engine models %s alone, not %s", disableWaitForPodsReady, g))
+		}
+	}
+	if w := k.WaitForPodsReady; w != nil && w.BlockAdmission != nil && *w.BlockAdmission {
+		errs = append(errs, errors.New("kueue config: waitForPodsReady.blockAdmission: the sim engine does not model it (Kueue's scheduler then waits, blocked, for the admitted pods); use the cluster engine"))
 	}
 	if a := k.AdmissionFairSharing; a != nil {
 		if a.UsageHalfLifeTime.Duration < 0 || a.UsageSamplingInterval.Duration < 0 {
@@ -59,6 +69,13 @@ func (k KueueConfig) check() error {
 // options returns the kueuelib options, with Kueue's own defaults filled in.
 func (k KueueConfig) options() (kueuelib.Options, error) {
 	cfg := config.Configuration{FairSharing: k.FairSharing, AdmissionFairSharing: k.AdmissionFairSharing}
+	if k.WaitForPodsReady != nil {
+		cfg.WaitForPodsReady = k.WaitForPodsReady.DeepCopy()
+	}
 	config.SetDefaults_Configuration(&cfg)
-	return kueuelib.Options{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing}, nil
+	if k.FeatureGates[disableWaitForPodsReady] {
+		cfg.WaitForPodsReady = nil
+	}
+	return kueuelib.Options{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing,
+		WaitForPodsReady: cfg.WaitForPodsReady}, nil
 }

@@ -6,14 +6,15 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
 )
 
-// Kueue's scheduler loop (pkg/util/wait.UntilWithBackoff in v0.15.0): a cycle that admits nothing
-// returns SlowDown (kueuelib's Cycle: keepGoing false), and the loop then backs off 1 ms, 2 ms, 4 ms, … up to 100 ms between cycle
+// Kueue's scheduler loop (pkg/util/wait.UntilWithBackoff): a cycle that admits nothing returns
+// SlowDown (kueuelib's Cycle: keepGoing false), and the loop then backs off 1 ms, 2 ms, 4 ms, 8 ms,
+// then 10 ms (the cap, 100 ms before v0.19) between cycle
 // starts until a cycle admits again. The timer for an iteration's wait is armed before its cycle
 // runs, from the previous cycle's signal (apimachinery's wait.BackoffUntil, not sliding), so a
 // backoff takes effect one cycle late; the cycler keeps that order.
 const (
 	backoffInitialSec = 0.001
-	backoffMaxSec     = 0.1
+	backoffMaxSec     = 0.01
 )
 
 // scheduler is what the cycler drives: Kueue (kueuelib.Kueue) in a run, a fake in tests.

@@ -22,6 +22,10 @@ import (
 //   - Evicted (preempted): the job stops — its pods are deleted — and, once they are gone, the
 //     Workload's quota is released with Requeued set as jobframework sets it
 //     (pkg/controller/jobframework reconciler, "handle eviction"); the handlers requeue it.
+//   - waitForPodsReady: the job reconciler's PodsReady condition follows the pods (False,
+//     WaitForStart, at admission and when the admission is gone; True once every pod runs),
+//     and Kueue's workload reconciler, run on the virtual clock (Kueue.Reconcile), evicts a
+//     Workload whose pods were not ready in time and requeues it after its backoff.
 //   - Every pod done: the job is finished and so is its Workload (Kueue.Finish), Succeeded or,
 //     when a pod failed, Failed (the rendered jobs allow no retries); the handlers release its
 //     quota and the sim forgets it.
@@ -29,10 +33,23 @@ import (
 // drain delivers Kueue's Workload writes to the workload controller's handlers and then to the
 // lifecycle, until none is left.
 func (s *sim) drain() {
-	for s.kq.Store.HasChanges() {
-		for _, c := range s.kq.Store.TakeChanges() {
-			s.kq.Deliver(c)
-			s.react(c)
+	for {
+		for s.kq.Store.HasChanges() {
+			s.pods.batch(func() {
+				for _, c := range s.kq.Store.TakeChanges() {
+					s.kq.Deliver(c)
+					s.react(c)
+				}
+			})
+		}
+		// The workload controller reconciles what its handlers queued; its writes go round again.
+		ran, err := s.kq.Reconcile()
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		if !ran && !s.kq.Store.HasChanges() {
+			return
 		}
 	}
 }
@@ -66,6 +83,10 @@ func (s *sim) react(c kueuelib.Change) {
 	}
 	if !kueuelib.IsAdmitted(old) && kueuelib.IsAdmitted(cur) {
 		w.startEv = s.loop.After(s.cfg.Timing.PodStartSec, func() { s.pods.start(w, cur) })
+		s.syncPodsReady(w, false)
+	}
+	if kueuelib.IsAdmitted(old) && !kueuelib.IsAdmitted(cur) && !kueuelib.IsFinished(cur) {
+		s.syncPodsReady(w, false)
 	}
 	if kueuelib.HasQuotaReservation(old) && !kueuelib.HasQuotaReservation(cur) {
 		s.unreserve(w)
@@ -151,6 +172,14 @@ func (s *sim) stopEvicted(w *kwl, cur *kueue.Workload) {
 	s.pods.stopAll(w, "Evicted")
 	if err := s.kq.ReleaseEvicted(cur); err != nil {
 		s.fail(fmt.Errorf("release evicted workload %s: %w", w.key, err))
+	}
+}
+
+// syncPodsReady plays the job reconciler's PodsReady condition (waitForPodsReady): the job's
+// pods are all ready (running) or not.
+func (s *sim) syncPodsReady(w *kwl, ready bool) {
+	if err := s.kq.SyncPodsReady(w.key, ready); err != nil {
+		s.fail(fmt.Errorf("workload %s: PodsReady: %w", w.key, err))
 	}
 }
 

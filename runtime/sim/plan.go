@@ -49,7 +49,7 @@ type plan struct {
 
 func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 	spec := cfg.Spec
-	objs, err := spec.Objects(rcluster.Options{KueueAPI: rcluster.KueueV1beta2})
+	objs, err := spec.Objects(rcluster.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,30 @@ type podRole struct {
 	// gangs keeps the finished members of a gang in the engine until the gang is done: a
 	// finished member still counts as present for the others (as the agent does).
 	gangs map[string][]*pod
+	// batching defers retries while one batch of Kueue's writes is played (see batch); deferred
+	// holds the nodes freed meanwhile, in order.
+	batching int
+	deferred []int
+}
+
+// batch plays f, one batch of Kueue's writes, and tries the waiting pods on the nodes freed by it
+// only afterwards. Kueue evicts every victim of a preemption in the same scheduling cycle, so on
+// a cluster the first victim's pods have not left its node (pods terminate with a grace period)
+// when the others' jobs are suspended: a waiting pod of another victim must not start on that
+// node in between.
+func (p *podRole) batch(f func()) {
+	p.batching++
+	f()
+	if p.batching--; p.batching > 0 {
+		return
+	}
+	nodes := p.deferred
+	p.deferred = nil
+	for i, n := range nodes {
+		if !slices.Contains(nodes[:i], n) {
+			p.retry(n)
+		}
+	}
 }
 
 func newPodRole(nodes []*corev1.Node, cat *hw.Catalog, scoring kubesched.Strategy, seed uint64) (*podRole, error) {
@@ -291,9 +316,12 @@ func (p *podRole) bind(pd *pod, node int) {
 	w := pd.w
 	w.running++
 	s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvPodRunning, Object: pd.key, Node: p.ks.NodeName(node)})
-	if w.trial < 0 && !w.allRunning && w.running >= w.expected {
+	if !w.allRunning && w.running >= w.expected {
 		w.allRunning = true
-		s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvAllPodsRunning})
+		if w.trial < 0 {
+			s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvAllPodsRunning})
+		}
+		s.syncPodsReady(w, true)
 	}
 }
 
@@ -302,6 +330,10 @@ func (p *podRole) bind(pd *pod, node int) {
 // can fit on now (kube-scheduler would find it the only feasible node).
 func (p *podRole) retry(node int) {
 	if len(p.pending) == 0 {
+		return
+	}
+	if p.batching > 0 {
+		p.deferred = append(p.deferred, node)
 		return
 	}
 	kept := p.pending[:0]

@@ -36,24 +36,25 @@ type Kind string
 
 // Hold kinds. Each names the party that places it and the event that ends it.
 const (
-	KindSubmit   Kind = "submit"   // runner: a created object whose Kueue Workload is not there yet
-	KindKueue    Kind = "kueue"    // runner: Kueue's queues have not settled on what the API shows
-	KindPods     Kind = "pods"     // runner: quota reserved, not all of the Workload's pods created
-	KindSchedule Kind = "schedule" // runner: kube-scheduler has not settled on the unbound pods
-	KindStart    Kind = "start"    // runner → agent: a pod not yet Running and started by the agent
-	KindSeen     Kind = "seen"     // runner: a pod owed its start that the runner's own informer has not shown Running
-	KindGone     Kind = "gone"     // runner → agent: a deleted pod the agent still simulates
-	KindDone     Kind = "done"     // agent → runner: a completed pod not yet seen terminal
-	KindFinish   Kind = "finish"   // runner: a Workload whose pods are done is not Finished yet
-	KindEvict    Kind = "evict"    // runner: an evicted Workload still holds quota
-	KindTrials   Kind = "trials"   // runner: an experiment's next trial Jobs are owed
-	KindTimer    Kind = "timer"    // runner: a Kueue timer is due in trace time, Kueue has not acted
-	KindOutage   Kind = "outage"   // runner: a control-plane component is down or not ready
-	KindFault    Kind = "fault"    // runner: an injected fault's own steps (node NotReady, pods evicted or failed) not yet seen
-	KindRecover  Kind = "recover"  // runner: a running workload lost a pod; its owner owes the replacement (or the workload's end)
-	KindOrphans  Kind = "orphans"  // runner: a workload's quota is released, pods of its last admission are still not being deleted
-	KindSetup    Kind = "setup"    // runner: the run is being prepared
-	kindAlarm    Kind = "alarm"    // internal: a fired alarm whose owner has not finished
+	KindSubmit    Kind = "submit"    // runner: a created object whose Kueue Workload is not there yet
+	KindKueue     Kind = "kueue"     // runner: Kueue's queues have not settled on what the API shows
+	KindPods      Kind = "pods"      // runner: quota reserved, not all of the Workload's pods created
+	KindSchedule  Kind = "schedule"  // runner: kube-scheduler has not settled on the unbound pods
+	KindStart     Kind = "start"     // runner → agent: a pod not yet Running and started by the agent
+	KindSeen      Kind = "seen"      // runner: a pod owed its start that the runner's own informer has not shown Running
+	KindGone      Kind = "gone"      // runner → agent: a deleted pod the agent still simulates
+	KindDone      Kind = "done"      // agent → runner: a completed pod not yet seen terminal
+	KindFinish    Kind = "finish"    // runner: a Workload whose pods are done is not Finished yet
+	KindEvict     Kind = "evict"     // runner: an evicted Workload still holds quota
+	KindTrials    Kind = "trials"    // runner: an experiment's next trial Jobs are owed
+	KindTimer     Kind = "timer"     // runner: a Kueue timer is due in trace time, Kueue has not acted
+	KindOutage    Kind = "outage"    // runner: a control-plane component is down or not ready
+	KindFault     Kind = "fault"     // runner: an injected fault's own steps (node NotReady, pods evicted or failed) not yet seen
+	KindRecover   Kind = "recover"   // runner: a running workload lost a pod; its owner owes the replacement (or the workload's end)
+	KindPodsReady Kind = "podsready" // runner: every pod of an admitted Workload runs, Kueue's PodsReady condition does not say so yet
+	KindOrphans   Kind = "orphans"   // runner: a workload's quota is released, pods of its last admission are still not being deleted
+	KindSetup     Kind = "setup"     // runner: the run is being prepared
+	kindAlarm     Kind = "alarm"     // internal: a fired alarm whose owner has not finished
 )
 
 // Key names one hold.
@@ -129,6 +130,8 @@ type Clock struct {
 	quietAt  time.Time // wall time since which nothing blocks (zero while blocked)
 	blockAt  time.Time // wall time since which something blocks (zero while unblocked)
 	kick     chan struct{}
+	follower Follower
+	follow   *Alarm // the follower's earliest timer
 	stats    Stats
 	kindWall map[Kind]time.Time // since when each kind has had an active hold
 }
@@ -225,6 +228,7 @@ func (c *Clock) Stop() {
 	c.now, c.base = c.current(w), w
 	c.stopped = true
 	c.moving = false
+	c.publish(w)
 	c.poke()
 }
 
@@ -458,6 +462,7 @@ func (c *Clock) blockChanged(w time.Time) {
 			c.now = c.advanced(w)
 			c.base = w
 			c.moving = false
+			c.publish(w)
 		}
 		c.blockAt, c.quietAt = w, time.Time{}
 	case !b && !c.blockAt.IsZero():
@@ -564,6 +569,8 @@ func (c *Clock) step(w time.Time) time.Duration {
 		return c.stepWall(w)
 	}
 	c.sync(w)
+	c.syncFollower(w)
+	defer c.publish(w)
 	next := time.Duration(-1)
 	soonest := func(d time.Duration) {
 		if d < 0 {
@@ -641,6 +648,9 @@ func (c *Clock) fire(a *Alarm, w time.Time) {
 		c.blockChanged(w)
 	}
 	close(a.ch)
+	if a == c.follow {
+		c.follower.Reached(a.t)
+	}
 }
 
 // stepWall is step without holds: trace time is rate × wall time and alarms fire when it passes them.
@@ -704,10 +714,15 @@ func (a *Alarm) Set(t float64) {
 	defer c.mu.Unlock()
 	w := c.wall.Now()
 	c.sync(w)
+	a.unfire(w)
+	a.setLocked(t, w)
+}
+
+func (a *Alarm) setLocked(t float64, w time.Time) {
+	c := a.c
 	if math.IsNaN(t) {
 		t = math.Inf(1)
 	}
-	a.unfire(w)
 	if a.armed && a.t == t {
 		return
 	}
@@ -729,6 +744,7 @@ func (a *Alarm) Set(t float64) {
 		a.armed = true
 		heap.Push(&c.alarms, a)
 	}
+	c.publish(w)
 	c.poke()
 }
 
@@ -747,12 +763,18 @@ func (a *Alarm) Stop() {
 	defer c.mu.Unlock()
 	w := c.wall.Now()
 	a.unfire(w)
+	a.stopLocked(w)
+}
+
+func (a *Alarm) stopLocked(w time.Time) {
+	c := a.c
 	if a.armed {
 		if c.moving {
 			c.now, c.base = c.advanced(w), w
 		}
 		heap.Remove(&c.alarms, a.idx)
 		a.armed = false
+		c.publish(w)
 		c.poke()
 	}
 }

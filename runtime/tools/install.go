@@ -187,11 +187,16 @@ func writeK8sWrapper(ctx context.Context, r runner, dir string, c Component) err
 	}
 	staging := "v0." + strings.TrimPrefix(c.Version, "v1.")
 	var replaces []string
+	// The wrapper takes kubernetes' go and godebug lines: a main module's go line sets the
+	// language version and the GODEBUG defaults its build links in.
+	var header []string
 	inReplace := false
 	sc := bufio.NewScanner(bytes.NewReader(gomod))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
+		case strings.HasPrefix(line, "go ") || strings.HasPrefix(line, "godebug "):
+			header = append(header, line)
 		case line == "replace (":
 			inReplace = true
 		case inReplace && line == ")":
@@ -204,8 +209,11 @@ func writeK8sWrapper(ctx context.Context, r runner, dir string, c Component) err
 	if len(replaces) == 0 {
 		return fmt.Errorf("no replace block in %s/go.mod", kdir)
 	}
+	if len(header) == 0 {
+		return fmt.Errorf("no go line in %s/go.mod", kdir)
+	}
 	pkgs := []string{"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"}
-	return writeWrapper(ctx, r, dir, "go 1.24.0\n\ngodebug default=go1.24", c.Module+" "+c.Version, replaces, pkgs...)
+	return writeWrapper(ctx, r, dir, strings.Join(header, "\n\n"), c.Module+" "+c.Version, replaces, pkgs...)
 }
 
 // writeWrapper writes go.mod and a tools.go importing pkgs, then tidies the wrapper module.

@@ -71,8 +71,8 @@ const JobSyncBatchPeriodEnv = "KUEUELAB_JOB_SYNC_BATCH_PERIOD"
 const JobPodFailureBackOffEnv = "KUEUELAB_JOB_POD_FAILURE_BACKOFF"
 
 // KueueCycleBackoffEnv caps the backoff of kueuelab's Kueue scheduler after a scheduling cycle that
-// admitted nothing (a Go duration; unset: upstream's 1 ms doubling to 100 ms). The patch
-// patches/kueue-v0.15.0-cycle-backoff.patch makes Kueue's constant read it.
+// admitted nothing (a Go duration; unset: upstream's 1 ms doubling to 10 ms). The patch
+// patches/kueue-v0.19.2-cycle-backoff.patch makes Kueue's constant read it.
 const KueueCycleBackoffEnv = "KUEUELAB_KUEUE_CYCLE_BACKOFF_MAX"
 
 // kcmMain is upstream's cmd/kube-controller-manager main plus two settings. The Job controller
@@ -129,8 +129,8 @@ type Set struct {
 
 // Manifest modules of the infrastructure: KWOK's stages and Stage CRD, Kueue's CRDs and webhooks.
 const (
-	KWOKModule  = "sigs.k8s.io/kwok@v0.7.0"
-	KueueModule = "sigs.k8s.io/kueue@v0.15.0"
+	KWOKModule  = "sigs.k8s.io/kwok@" + kwokVersion
+	KueueModule = "sigs.k8s.io/kueue@" + KueueVersion
 )
 
 // ManifestModules lists the modules `up` reads manifests from (the infrastructure's, and every
@@ -152,20 +152,33 @@ func ManifestModules() []string {
 	return out
 }
 
-const k8sVersion = "v1.34.2"
+// The pinned versions of the infrastructure. Kubernetes is the release whose client libraries
+// Kueue v0.19.2 is built against (k8s.io/api v0.36.2). etcd stays at 3.5.21: Kubernetes 1.36's API
+// server runs on it (kubeadm's own default is 3.6.8, its floor for an external etcd 3.5.24; the
+// API server itself checks only the features it uses), and it is one binary less to rebuild.
+const (
+	k8sVersion   = "v1.36.2"
+	etcdVersion  = "v3.5.21"
+	kwokVersion  = "v0.7.0"
+	KueueVersion = "v0.19.2"
+)
 
-// SetName names the cache directory of the pinned binaries. It is the name of the first set and
-// stays so: components added later (Trainer, KubeRay) carry their version in their file name
-// instead, so adding one builds that binary alone and never the others (TestAddedComponentsAreAdditive).
-const SetName = "k8s-1.34.2_etcd-3.5.21_kwok-0.7.0_kueue-0.15.0_jobset-0.10.1_to-1.9.3_mpi-0.7.0"
+// SetName names the cache directory of the pinned binaries; it records the version of every
+// infrastructure component and of the operators there were when the set was made. A component
+// added to the set later, or whose build changes (a patch), carries its version and build in its
+// file name instead, so that change builds that binary alone and never the others
+// (TestAddedComponentsAreAdditive). A new Kubernetes or Kueue release is a new set.
+const SetName = "k8s-1.36.2_etcd-3.5.21_kwok-0.7.0_kueue-0.19.2_jobset-0.12.0_to-1.9.3_mpi-0.8.2_trainer-2.2.1_kuberay-1.6.2"
 
 // Pinned is the version set kueuelab is tested with: the infrastructure and the operator of
 // every kind in render's registry.
 func Pinned() Set {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(k8sVersion, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
 	k8sLD := []string{
 		"-X k8s.io/component-base/version.gitVersion=" + k8sVersion,
-		"-X k8s.io/component-base/version.gitMajor=1",
-		"-X k8s.io/component-base/version.gitMinor=34",
+		"-X k8s.io/component-base/version.gitMajor=" + major,
+		"-X k8s.io/component-base/version.gitMinor=" + minor,
 		"-X k8s.io/component-base/version.gitTreeState=clean",
 		"-X k8s.io/client-go/pkg/version.gitVersion=" + k8sVersion,
 	}
@@ -178,23 +191,26 @@ func Pinned() Set {
 	// kube-scheduler breaks a tie between the best nodes by node name instead of at random, so
 	// a replay places pods the same way each time (and as the sim engine's kube-scheduler does).
 	sched := k8s("kube-scheduler")
-	sched.File, sched.patches = "kube-scheduler-tiebyname", []string{"kubernetes-v1.34.2-scheduler-tie-by-name.patch"}
+	sched.File, sched.patches = "kube-scheduler-tiebyname", []string{"kubernetes-" + k8sVersion + "-scheduler-tie-by-name.patch"}
 	set := Set{
 		Name: SetName,
 		Components: []Component{
-			{Name: "etcd", Module: "go.etcd.io/etcd/server/v3", Version: "v3.5.21",
+			{Name: "etcd", Module: "go.etcd.io/etcd/server/v3", Version: etcdVersion,
 				Package: "go.etcd.io/etcd/server/v3", method: wrapperModule},
 			k8s("kube-apiserver"),
 			kcm,
 			sched,
-			{Name: "kwok", Module: "sigs.k8s.io/kwok", Version: "v0.7.0",
+			{Name: "kwok", Module: "sigs.k8s.io/kwok", Version: kwokVersion,
 				Package: "sigs.k8s.io/kwok/cmd/kwok", method: goInstall},
-			// Upstream's Kueue with one constant made settable (KueueCycleBackoffEnv) and its
+			// Upstream's Kueue with one constant made settable (KueueCycleBackoffEnv), its
 			// creation and reservation times kept to the nanosecond (the precise-times patch says
-			// why); its own file name so the cache keeps other builds and builds this one alone.
-			{Name: "kueue", File: "kueue-v0.15.0-kueuelab2", Module: "sigs.k8s.io/kueue", Version: "v0.15.0", Package: "./cmd/kueue",
-				method: sourceCopy, patches: []string{"kueue-v0.15.0-cycle-backoff.patch", "kueue-v0.15.0-precise-times.patch"},
-				ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v0.15.0"}},
+			// why), and its clocks following a replay's trace clock while one runs (the
+			// trace-clock patch, runtime/kueueclock); its own file name so the cache keeps other
+			// builds and builds this one alone.
+			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab5", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
+				method: sourceCopy, patches: []string{"kueue-" + KueueVersion + "-cycle-backoff.patch", "kueue-" + KueueVersion + "-precise-times.patch",
+					"kueue-" + KueueVersion + "-trace-clock.patch"},
+				ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=" + KueueVersion}},
 		},
 	}
 	for _, op := range render.DefaultRegistry().Operators() {

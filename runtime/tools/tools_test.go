@@ -82,25 +82,36 @@ func TestBinDirPrecedence(t *testing.T) {
 	}
 }
 
-// TestAddedComponentsAreAdditive: the cache dir keeps the first set's name, so a component whose
-// version that name does not record must carry the version in its file name; otherwise a
-// version bump would silently reuse the old binary, and adding a component would need a new dir
-// (and a 14-minute rebuild of everything).
+// TestAddedComponentsAreAdditive: the set's cache dir is named by SetName, which records the version
+// of every infrastructure component (a new Kubernetes, etcd, KWOK or Kueue is a new set, built
+// whole). Every other component records its version in the set name or in its file name, so a
+// version bump never silently reuses the old binary, and adding or bumping an operator builds that
+// binary alone instead of a new dir (and a 40-minute rebuild of everything).
 func TestAddedComponentsAreAdditive(t *testing.T) {
 	set := Pinned()
 	if set.Name != SetName {
 		t.Fatalf("set name %q, want SetName", set.Name)
 	}
+	infra := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kueue"}
 	files := map[string]string{}
 	for _, c := range set.Components {
 		v := strings.TrimPrefix(c.Version, "v")
-		if !strings.Contains(set.Name, "-"+v) && !strings.Contains(c.FileName(), c.Version) {
+		inName := strings.Contains(set.Name, "-"+v)
+		switch {
+		case slices.Contains(infra, c.Name) && !inName:
+			t.Errorf("infrastructure component %s %s: the set name does not record its version", c.Name, c.Version)
+		case !inName && !strings.Contains(c.FileName(), c.Version):
 			t.Errorf("component %s %s: neither the set name nor its file name %q records its version", c.Name, c.Version, c.FileName())
 		}
 		if prev, dup := files[c.FileName()]; dup {
 			t.Errorf("components %s and %s share the file name %s", prev, c.Name, c.FileName())
 		}
 		files[c.FileName()] = c.Name
+	}
+	for _, name := range infra {
+		if !slices.Contains(set.Names(), name) {
+			t.Errorf("the set has no %s", name)
+		}
 	}
 }
 
@@ -117,7 +128,7 @@ func TestManifestModulesCoverOperatorsAndCRDs(t *testing.T) {
 }
 
 // TestPatchesApply applies every component's patch to the files it touches in the pinned module's
-// source, so a version bump that moves the patched code fails here rather than in a 14-minute
+// source, so a version bump that moves the patched code fails here rather than in a 40-minute
 // tools build.
 func TestPatchesApply(t *testing.T) {
 	patch := testutil.Command(t, "patch") // the tools build needs it too, so CI has it
@@ -138,10 +149,13 @@ func TestPatchesApply(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				prev := ""
 				for _, line := range strings.Split(string(p), "\n") {
 					f, ok := strings.CutPrefix(line, "+++ b/")
-					if !ok {
-						continue
+					created := prev == "--- /dev/null"
+					prev = line
+					if !ok || created {
+						continue // a file the patch creates
 					}
 					f, _, _ = strings.Cut(f, "\t")
 					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {

@@ -38,11 +38,10 @@ func kinds(ns, queue string) []kindCase {
 		{
 			// Completing the launcher finishes an MPIJob; cleanPodPolicy Running removes the workers.
 			obj: mpi, pods: map[string]string{"training.kubeflow.org/job-name": mpi.Name}, podCount: 3,
+			// mpi-operator v0.8.2 creates the launcher Job while the MPIJob is still suspended and on
+			// resume copies the admitted template's nodeSelector into it: every pod, the launcher's
+			// too, carries the flavor's.
 			toFinish: map[string]string{"training.kubeflow.org/job-name": mpi.Name, "training.kubeflow.org/job-role": "launcher"},
-			// mpi-operator v0.7.0 usually creates the launcher Job while the MPIJob is still suspended
-			// (both launcher creation policies) and on resume only flips its suspend flag, so the
-			// launcher pod keeps the template from before Kueue injected the flavor's nodeSelector.
-			selected: map[string]string{"training.kubeflow.org/job-name": mpi.Name, "training.kubeflow.org/job-role": "worker"},
 		},
 	}
 }

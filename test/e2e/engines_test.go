@@ -43,10 +43,25 @@ priorityClasses:
 // enginesTrace: two eco 8-GPU workloads (e1 at 0 s and e2 at 10 s, 1 h each) fill a node each; at
 // 60 s a standard two-pod gang g (2 × 8 GPUs, 30 min) needs 8 GPUs of quota more than is free,
 // so Kueue preempts the newer eco workload, e2, which is requeued. g's quota is reserved at once,
-// but one of its pods waits for a node until e1 ends at 3,600 s, and the gang starts only then.
-// e2, first in the queue, gets its quota back at 3,600 s and waits for a node until g ends at
-// 5,400 s; it starts over (no checkpoint) and ends at 9,000 s. A Katib experiment k (two 1-GPU
-// trials of 10 min, eco) submitted at 120 s waits behind e2 for quota until g ends.
+// but one of its pods waits for a node until e1 ends at 3,600 s. With Kueue v0.19's defaults
+// (waitForPodsReady on: 30 min timeout, backoff 60 s doubling; inadmissible workloads return in
+// 1 s batches) that makes, step by step:
+//   - 1,860 s: g's pods were not ready 30 min after its admission: evicted (PodsReadyTimeout);
+//     requeued when its 60 s backoff ends, at 1,920 s.
+//   - 1,861 s (the requeue batch after g released its quota): e2 gets quota and runs on the node
+//     g's first pod left.
+//   - 1,920 s: g, back, preempts e2 (the 8 GPUs it lacks) and is admitted; its first pod runs,
+//     the second waits for e1's node until 3,600 s: ready before its second timeout (3,720 s),
+//     so g ends at 5,400 s.
+//   - 3,601 s (the batch after e1 ended): e2 gets quota back and waits for a node until g ends at
+//     5,400 s (its own timeout would be 5,401 s); it starts over and ends at 9,000 s.
+//   - A Katib experiment k (two 1-GPU trials of 10 min, eco) submitted at 3,700 s waits for
+//     quota; at 5,401 s (the batch after g ended) its trials get it and run on the node g left; k
+//     ends at 6,001 s.
+//
+// No two workloads get quota at the same instant while they compete for one node: which of their
+// pods kube-scheduler places first is then the order their operators create them in, a race on
+// a real cluster as on the cluster engine (the sim places them in admission order).
 func enginesTrace() *trace.Trace {
 	profile := trace.Profile{CPUUtilization: 0.2, GPUUtilization: 0.8}
 	group := func(role string, n, gpus int) trace.PodGroup {
@@ -64,7 +79,7 @@ func enginesTrace() *trace.Trace {
 		mk("e1", 0, 3600, trace.SingleGPUTraining, trace.IntentEco, group("main", 1, 8)),
 		mk("e2", 10, 3600, trace.SingleGPUTraining, trace.IntentEco, group("main", 1, 8)),
 		g,
-		mk("k", 120, 600, trace.HPOExperiment, trace.IntentEco, group("trial", 1, 1), group("trial", 1, 1)),
+		mk("k", 3700, 600, trace.HPOExperiment, trace.IntentEco, group("trial", 1, 1), group("trial", 1, 1)),
 	}}
 }
 
@@ -173,7 +188,7 @@ func TestEnginesAgreeStepByStep(t *testing.T) {
 			t.Errorf("%s: the engines' steps differ\ncluster: %v\nsim:     %v", id, cs[id], ss[id])
 		}
 		if cr, sr := runsOf(c, id), runsOf(s, id); !slices.Equal(cr, sr) {
-			t.Errorf("%s: pods started at %v on the cluster, at %v in the sim", id, cr, sr)
+			t.Errorf("%s: pods started at %v on the cluster, at %v in the sim (steps: %v)", id, cr, sr, cs[id])
 		}
 	}
 }
@@ -205,13 +220,20 @@ func checkEnginesExpectations(t *testing.T, d *results.Dir) {
 		{"e2", results.EvEvicted, 0, 60},
 		{"e2", results.EvPreempted, 0, 60},
 		{"e2", results.EvRequeued, 0, 60},
-		{"e2", results.EvQuotaReserved, 1, 3600},
-		{"e2", results.EvAllPodsRunning, 1, 5400},
+		{"e2", results.EvQuotaReserved, 1, 1861},
+		{"e2", results.EvAllPodsRunning, 1, 1861},
+		{"e2", results.EvPreempted, 1, 1920},
+		{"e2", results.EvQuotaReserved, 2, 3601},
+		{"e2", results.EvAllPodsRunning, 2, 5400},
 		{"e2", results.EvFinished, 0, 9000},
 		{"g", results.EvQuotaReserved, 0, 60},
+		{"g", results.EvEvicted, 0, 1860},
+		{"g", results.EvRequeued, 0, 1920},
+		{"g", results.EvQuotaReserved, 1, 1920},
 		{"g", results.EvAllPodsRunning, 0, 3600},
 		{"g", results.EvFinished, 0, 5400},
-		{"k", results.EvFinished, 0, 6000},
+		{"k", results.EvQuotaReserved, 0, 5401},
+		{"k", results.EvFinished, 0, 6001},
 	} {
 		if got := at(c.id, c.typ, c.n); math.Abs(got-c.want) > 0.001 {
 			t.Errorf("%s: %s #%d at %.3f s, want %.0f s (steps: %v)", c.id, c.typ, c.n+1, got, c.want, steps[c.id])

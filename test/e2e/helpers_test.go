@@ -158,8 +158,8 @@ func awaitPodsRunning(t *testing.T, ns string, labels map[string]string, want in
 		if err := shared.client.Get(t.Context(), client.ObjectKey{Name: p.Spec.NodeName}, &node); err != nil {
 			t.Fatalf("pod %s: node %q: %v", p.Name, p.Spec.NodeName, err)
 		}
-		// A pod without the flavor's nodeSelector (mpi-operator's launcher, see kinds) may go to
-		// any KWOK node, such as the nodes of other tests' specs on the shared cluster.
+		// A pod outside selected, without the flavor's nodeSelector, may go to any KWOK node, such
+		// as the nodes of other tests' specs on the shared cluster.
 		onFlavor := selected == nil || labelsMatch(p.Labels, selected)
 		if node.Annotations["kwok.x-k8s.io/node"] != "fake" || (onFlavor && node.Labels[gpuProduct] != cluster.GPUProduct) {
 			t.Errorf("pod %s runs on %s, not a KWOK %s node", p.Name, node.Name, cluster.GPUProduct)

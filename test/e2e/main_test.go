@@ -14,7 +14,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/experiment"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
+	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -26,9 +28,15 @@ type env struct {
 	scheme     *runtime.Scheme
 	// up are the options the cluster was started with: Up with them again (changed) reconfigures it.
 	up localcluster.Options
+	// timers are Kueue v0.19's default timers (waitForPodsReady) in trace time, as `kueuelab run`
+	// gives the local cluster and the runner.
+	timers runner.KueueTimers
 }
 
 var shared *env // set once by TestMain before any test runs, read-only afterwards
+
+// timers are the cluster's Kueue timers, from TestMain's start to runTests.
+var timers runner.KueueTimers
 
 func TestMain(m *testing.M) {
 	// The cluster runs its stand-ins (the Ray job API) as this test binary.
@@ -72,7 +80,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	t0 := time.Now()
-	opts := localcluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout}
+	// Kueue v0.19's defaults in trace time, as `kueuelab run` starts the local cluster.
+	kc := (*experiment.KueueConfig)(nil).WithKueueDefaults()
+	timers = kc.Timers()
+	opts := localcluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout,
+		KueueConfig: kc.Fields()}
 	cl, err := localcluster.Up(ctx, opts)
 	code := 1
 	if err != nil {
@@ -106,7 +118,7 @@ func runTests(m *testing.M, cl *localcluster.Cluster, opts localcluster.Options)
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	shared = &env{kubeconfig: cl.State.Kubeconfig(), state: cl.State, client: c, scheme: scheme, up: opts}
+	shared = &env{kubeconfig: cl.State.Kubeconfig(), state: cl.State, client: c, scheme: scheme, up: opts, timers: timers}
 	t0 := time.Now()
 	code := m.Run()
 	fmt.Printf("e2e: tests took %s\n", time.Since(t0).Round(100*time.Millisecond))

@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -127,7 +129,14 @@ func TestRunSurvivesControlPlaneFaults(t *testing.T) {
 					worst, worstID = math.Abs(ex), r.ID
 				}
 				if math.Abs(ex) > math.Max(0.01*r.IdealSec, 1) {
-					t.Errorf("%s (%s) took %.3f trace s for %.3f s of work (%+.3f) with %s killed mid-run", r.ID, r.Family, jct, r.IdealSec, ex, tc.victim)
+					var steps []string
+					for _, e := range d.Events {
+						if e.Workload == r.ID {
+							steps = append(steps, fmt.Sprintf("%.0f %s %s", e.T, e.Type, e.Reason))
+						}
+					}
+					t.Errorf("%s (%s) took %.3f trace s for %.3f s of work (%+.3f) with %s killed mid-run; its events: %s",
+						r.ID, r.Family, jct, r.IdealSec, ex, tc.victim, strings.Join(steps, ", "))
 				}
 			}
 			t.Logf("worst |JCT − ideal| %.3f trace s (%s)", worst, worstID)

@@ -134,10 +134,11 @@ func wholeNodeWait(t *testing.T, d *results.Dir, team string) results.Wait {
 }
 
 // TestPlacementQuotaHeldIdle: under kube-scheduler's default scoring (LeastAllocated) the one-GPU
-// pods spread, the 8-GPU workload waits admitted with its quota held until the long pods on one
-// node end, and the summary reports its GPU-hours and the scheduler's reason; under MostAllocated
-// on GPUs the one-GPU pods pack, the workload runs as soon as the short pods free the other node,
-// and no quota is held idle. The event-driven clock makes both exact to the trace second.
+// pods spread, the 8-GPU workload waits admitted with its quota held until Kueue's
+// waitForPodsReady timeout evicts it, again after each requeue, until the long pods on one node
+// end, and the summary reports its GPU-hours and the scheduler's reason; under MostAllocated on
+// GPUs the one-GPU pods pack, the workload runs as soon as the short pods free the other node, and
+// no quota is held idle. The event-driven clock makes both exact to the trace second.
 func TestPlacementQuotaHeldIdle(t *testing.T) {
 	t.Cleanup(func() {
 		// Later tests expect upstream's default scoring.
@@ -159,12 +160,35 @@ func TestPlacementQuotaHeldIdle(t *testing.T) {
 	t.Logf("LeastAllocated: %.2f GPU-h held idle, whole-node workload waited %.0f s admitted (%s)", li.GPUHours, lw.LongestSec, lw.Reason)
 	t.Logf("MostAllocated:  %.2f GPU-h held idle, whole-node workload waited %.0f s admitted", mi.GPUHours, mw.LongestSec)
 
-	// Kueue admits it when the second short pod ends (90 + 1,800 s) and it runs when the last
-	// long pod on one node does (60 + 10,800 s): 8,970 s, exactly, on the event-driven clock.
-	const want = 60 + 3*3600 - (90 + 1800)
-	if math.Abs(lw.LongestSec-want) > 1 || math.Abs(li.GPUHours-8*want/3600.0) > 0.01 {
-		t.Errorf("LeastAllocated: the whole-node workload waited %.1f s admitted, %.3f GPU-h held idle; want %d s, %.3f GPU-h",
-			lw.LongestSec, li.GPUHours, want, 8*want/3600.0)
+	// Kueue admits it one requeue batch (1 s) after the second short pod ends (90 + 1,800 s) and
+	// it runs when the last long pod on one node does (60 + 10,800 s). In between, Kueue v0.19's
+	// default waitForPodsReady (the cluster's, in trace time: 30 min timeout, backoff 60 s
+	// doubling) evicts it each time it has waited 1,800 s admitted and requeues it 60, 120, 240 and
+	// 480 s later: admitted at 1,891, 3,751, 5,671, 7,711 and 9,991 s, held idle 4 × 1,800 + 869 s.
+	timeout, backoff := shared.timers.PodsReadyTimeout, shared.timers.BackoffBase
+	admit, runs := 90+1800+1.0, 60+3*3600.0
+	var idle float64
+	var evicted []float64
+	for admit+timeout <= runs {
+		idle += timeout
+		evicted = append(evicted, admit+timeout)
+		admit += timeout + backoff*math.Pow(2, float64(len(evicted)-1))
+	}
+	idle += runs - admit
+	if math.Abs(lw.LongestSec-timeout) > 1 || math.Abs(li.GPUHours-8*idle/3600) > 0.01 {
+		t.Errorf("LeastAllocated: the whole-node workload waited %.1f s admitted, %.3f GPU-h held idle; want %.0f s, %.3f GPU-h",
+			lw.LongestSec, li.GPUHours, timeout, 8*idle/3600)
+	}
+	var got []float64
+	for _, r := range least.Workloads {
+		if r.ID == "place-least-whole-node" {
+			for _, e := range r.Evictions {
+				got = append(got, e.T)
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(evicted) {
+		t.Errorf("LeastAllocated: the whole-node workload was evicted at %v, want at %v (its PodsReady timeouts)", got, evicted)
 	}
 	if !lw.Unschedulable || !strings.HasPrefix(lw.Reason, "Insufficient nvidia.com/gpu") {
 		t.Errorf("LeastAllocated: unschedulable %v, reason %q: want kube-scheduler's Insufficient nvidia.com/gpu", lw.Unschedulable, lw.Reason)

@@ -17,6 +17,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 var (
@@ -122,19 +123,31 @@ func TestRunOnAnotherCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cluster install: %v", err)
 	}
-	for _, want := range []string{"ok  Kueue integration kubeflow.org/mpijob", "ok  Kueue v0.15.0 metrics via https://", "applied 7 KWOK stages (4 of KWOK's, 3 of kueuelab's: pod completion", "KWOK nodes Ready"} {
+	// The bare cluster's Configuration (the ConfigMap, as Kueue's manifests hold it) has no
+	// waitForPodsReady section: Kueue v0.19 runs its defaults, on wall time.
+	for _, want := range []string{"ok  Kueue integration kubeflow.org/mpijob", "ok  Kueue " + tools.KueueVersion + " metrics via https://",
+		"ok  Kueue configuration (ConfigMap kueue-system/kueue-manager-config key controller_manager_config.yaml, config.kueue.x-k8s.io/v1beta2), carried into every replay: clientConnection qps 300 burst 500; waitForPodsReady timeout 30m0s, recoveryTimeout 30m0s",
+		"applied 7 KWOK stages (4 of KWOK's, 3 of kueuelab's: pod completion", "KWOK nodes Ready"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("install output lacks %q", want)
 		}
 	}
 	dir := filepath.Join(t.TempDir(), "results")
-	if _, err := cli(t, ctx, "", nil, append([]string{"run", "--kubeconfig", kc, "--trace", tracePath, "--cluster", specPath,
-		"--out", dir, "--timeout", "10m", "--stall-timeout", "2m"}, metrics...)...); err != nil {
+	out, err = cli(t, ctx, "", nil, append([]string{"run", "--kubeconfig", kc, "--trace", tracePath, "--cluster", specPath,
+		"--out", dir, "--timeout", "10m", "--stall-timeout", "2m"}, metrics...)...)
+	if err != nil {
 		t.Fatalf("run --kubeconfig: %v", err)
+	}
+	if want := "Kueue " + tools.KueueVersion + " (its kueue_build_info)"; !strings.Contains(out, want) {
+		t.Errorf("run output lacks %q", want)
 	}
 	remote, err := results.Load(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if k := remote.Summary.Meta.Kueue; k == nil || k.Version != tools.KueueVersion || k.ClientQPS != 300 || k.Clock != results.ClockWall ||
+		k.WaitForPodsReady == nil || k.WaitForPodsReady.TimeoutSec != 1800 {
+		t.Errorf("summary's kueue section %+v, want the cluster's Kueue with its default waitForPodsReady on wall time", k)
 	}
 	checkCounts(t, tr, remote)
 	if s := remote.Summary.Meta; s.HoldsExpired != 0 || s.LateSteps != 0 {

@@ -55,7 +55,7 @@ func TestRenderDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusterObjs, err := spec.Objects(rcluster.Options{KueueAPI: "v1beta1"})
+	clusterObjs, err := spec.Objects(rcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

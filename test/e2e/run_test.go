@@ -157,7 +157,7 @@ func runInProcess(t *testing.T, tr *trace.Trace, tracePath string, spec *rcluste
 	dir := t.TempDir()
 	keepRun(t, dir)
 	cfg, err := runner.NewInProcess(t.Context(), runner.InProcess{REST: rc, Local: shared.state, Spec: spec, Seed: 1,
-		ClockTrace: filepath.Join(dir, "clock.trace")})
+		ClockTrace: filepath.Join(dir, "clock.trace"), Timers: shared.timers})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 )
 
 // Scoring strategy types (NodeResourcesFitArgs.scoringStrategy.type).
@@ -518,7 +519,8 @@ func untolerated(taints []corev1.Taint, tolerations []corev1.Toleration) (corev1
 		}
 		ok := false
 		for j := range tolerations {
-			if tolerations[j].ToleratesTaint(t) {
+			// TaintTolerationComparisonOperators is alpha and off in kube-scheduler 1.36.
+			if tolerations[j].ToleratesTaint(klog.Background(), t, false) {
 				ok = true
 				break
 			}

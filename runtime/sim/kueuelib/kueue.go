@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +36,7 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/scheduler"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	afs "sigs.k8s.io/kueue/pkg/util/admissionfairsharing"
 	"sigs.k8s.io/kueue/pkg/util/routine"
@@ -53,6 +54,11 @@ type Options struct {
 	FairSharing *config.FairSharing
 	// AdmissionFairSharing, when set, turns admission fair sharing on.
 	AdmissionFairSharing *config.AdmissionFairSharing
+	// WaitForPodsReady, when set (with Kueue's defaults filled in), turns waitForPodsReady on:
+	// the workload controller evicts a Workload whose pods are not ready within the timeout and
+	// requeues it after a backoff. blockAdmission is not modelled (Kueue's scheduler then
+	// blocks its cycle on a condition variable until the admitted pods are ready).
+	WaitForPodsReady *config.WaitForPodsReady
 	// Seed draws the objects' UIDs.
 	Seed uint64
 }
@@ -80,6 +86,13 @@ type Kueue struct {
 	lqr         *core.LocalQueueReconciler
 	notified    []types.NamespacedName
 	notifiedSet map[types.NamespacedName]bool
+	// The inadmissible-workload requeuer (seam 4): the names Kueue notified, and those whose
+	// batch is waiting on the clock.
+	requeues *notified
+	// work is the workload controller's work queue (podsready.go).
+	work          *workQueue
+	cqBatches     map[kueue.ClusterQueueReference]bool
+	cohortBatches map[kueue.CohortReference]bool
 }
 
 // newMu guards the swap of routine.DefaultWrapper while a Scheduler is built.
@@ -99,8 +112,15 @@ func New(o Options) (*Kueue, error) {
 	}
 	st := NewStore(o.Scheme)
 	st.SetUIDSeed(o.Seed)
+	if w := o.WaitForPodsReady; w != nil && w.BlockAdmission != nil && *w.BlockAdmission {
+		return nil, errors.New("kueuelib: waitForPodsReady.blockAdmission is not modelled")
+	}
+	requeuing := config.EvictionTimestamp
+	if w := o.WaitForPodsReady; w != nil && w.RequeuingStrategy != nil && w.RequeuingStrategy.Timestamp != nil {
+		requeuing = *w.RequeuingStrategy.Timestamp
+	}
 	cacheOpts := []schdcache.Option{schdcache.WithPodsReadyTracking(false)}
-	queueOpts := []qcache.Option{qcache.WithClock(o.Clock), qcache.WithPodsReadyRequeuingTimestamp(config.EvictionTimestamp)}
+	queueOpts := []qcache.Option{qcache.WithClock(o.Clock), qcache.WithPodsReadyRequeuingTimestamp(requeuing)}
 	if o.FairSharing != nil {
 		cacheOpts = append(cacheOpts, schdcache.WithFairSharing(fairsharing.Enabled(o.FairSharing)))
 	}
@@ -111,21 +131,26 @@ func New(o Options) (*Kueue, error) {
 	k := &Kueue{}
 	clk := timerClock{WithDelayedExecution: o.Clock, k: k}
 	queueOpts[0] = qcache.WithClock(clk)
+	// One preemption-expectations store shared by the queues, the scheduler and the workload
+	// controller, as Kueue's main wires them.
+	expect := preemptexpectations.New()
+	queueOpts = append(queueOpts, qcache.WithPreemptionExpectations(expect))
 	cc := schdcache.New(st, cacheOpts...)
-	qm := qcache.NewManager(st, cc, queueOpts...)
+	qm, rq := qcache.NewManagerForUnitTestsWithRequeuer(st, cc, queueOpts...)
 
 	newMu.Lock()
 	saved := routine.DefaultWrapper
 	routine.DefaultWrapper = syncWrapper{}
 	s := scheduler.New(qm, cc, st, discardRecorder{},
-		scheduler.WithPodsReadyRequeuingTimestamp(config.EvictionTimestamp),
+		scheduler.WithPodsReadyRequeuingTimestamp(requeuing),
 		scheduler.WithFairSharing(o.FairSharing),
 		scheduler.WithAdmissionFairSharing(o.AdmissionFairSharing),
+		scheduler.WithPreemptionExpectations(expect),
 		scheduler.WithClock(nil, clk))
 	routine.DefaultWrapper = saved
 	newMu.Unlock()
 
-	var wopts []core.Option
+	wopts := []core.Option{core.WithPreemptionExpectations(expect)}
 	if afs.Enabled(o.AdmissionFairSharing) {
 		// The LocalQueue reconciler hears of every Workload event, as in Kueue's
 		// core.SetupControllers, and the handlers account admitted usage.
@@ -135,9 +160,19 @@ func New(o Options) (*Kueue, error) {
 	if err := setReconcilerClock(r, clk); err != nil {
 		return nil, err
 	}
+	if o.WaitForPodsReady != nil {
+		if err := setReconcilerWaitForPodsReady(r, o.WaitForPodsReady); err != nil {
+			return nil, err
+		}
+	}
+	requeues, err := bindNotified(rq)
+	if err != nil {
+		return nil, err
+	}
 	log := logr.Discard()
 	*k = Kueue{Store: st, cache: cc, queues: qm, sched: s, reconciler: r, clk: clk, opts: o,
-		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{}}
+		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{},
+		work: newWorkQueue(), requeues: requeues, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{}}
 	k.newLocalQueueReconciler()
 	return k, nil
 }
@@ -153,6 +188,7 @@ func (c timerClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return c.WithDelayedExecution.AfterFunc(d, func() {
 		c.k.headsKnown = false
 		f()
+		c.k.batchRequeues()
 	})
 }
 
@@ -214,6 +250,9 @@ func (k *Kueue) add(o client.Object) error {
 		return err
 	}
 	switch x := o.(type) {
+	case *corev1.Node:
+		// Kueue's TAS node controller feeds its node cache from Node events.
+		k.cache.TASCache().SyncNode(x)
 	case *kueue.ResourceFlavor:
 		k.cache.AddOrUpdateResourceFlavor(k.log, x)
 	case *kueue.Topology:
@@ -281,7 +320,39 @@ func (k *Kueue) Cycle() (keepGoing bool, err error) {
 	}
 	k.cycles++
 	k.headsKnown = false
-	return schedule(k.sched, k.ctx) == wait.KeepGoing, nil
+	keepGoing = schedule(k.sched, k.ctx) == wait.KeepGoing
+	k.batchRequeues()
+	return keepGoing, nil
+}
+
+// batchRequeues starts a batch for each ClusterQueue and root Cohort Kueue notified since the
+// last call that has none waiting: one batch period later, on the clock, its inadmissible
+// workloads move back to the heaps, as the real requeuer's delaying queue does (a name already
+// waiting is not added again).
+func (k *Kueue) batchRequeues() {
+	period := requeueBatchPeriod()
+	for name := range k.requeues.cqs {
+		if !k.cqBatches[name] {
+			k.cqBatches[name] = true
+			// timerClock marks the heads changed and collects what the move notified.
+			k.clk.AfterFunc(period, func() {
+				delete(k.cqBatches, name)
+				requeueWorkloadsCQ(k.ctx, k.queues, name)
+			})
+		}
+	}
+	for name := range k.requeues.cohorts {
+		if !k.cohortBatches[name] {
+			k.cohortBatches[name] = true
+			// timerClock marks the heads changed and collects what the move notified.
+			k.clk.AfterFunc(period, func() {
+				delete(k.cohortBatches, name)
+				requeueWorkloadsCohort(k.ctx, k.queues, name)
+			})
+		}
+	}
+	clear(k.requeues.cqs)
+	clear(k.requeues.cohorts)
 }
 
 // Cycles is the number of cycles run.
@@ -291,14 +362,19 @@ func (k *Kueue) Cycles() int64 { return k.cycles }
 // would (create, update or delete), which update the queues and the cache.
 func (k *Kueue) Deliver(c Change) {
 	k.headsKnown = false
+	var queue bool
 	switch {
 	case c.Old == nil:
-		k.reconciler.Create(event.TypedCreateEvent[*kueue.Workload]{Object: c.New})
+		queue = k.reconciler.Create(event.TypedCreateEvent[*kueue.Workload]{Object: c.New})
 	case c.New == nil:
-		k.reconciler.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: c.Old})
+		queue = k.reconciler.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: c.Old})
 	default:
-		k.reconciler.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: c.Old, ObjectNew: c.New})
+		queue = k.reconciler.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: c.Old, ObjectNew: c.New})
 	}
+	if queue {
+		k.work.add(c.Key())
+	}
+	k.batchRequeues()
 }
 
 func activeCondition() metav1.Condition {
@@ -308,9 +384,7 @@ func activeCondition() metav1.Condition {
 // discardRecorder drops Kueue's Kubernetes events; the sim records its own.
 type discardRecorder struct{}
 
-var _ record.EventRecorder = discardRecorder{}
+var _ events.EventRecorder = discardRecorder{}
 
-func (discardRecorder) Event(runtime.Object, string, string, string)          {}
-func (discardRecorder) Eventf(runtime.Object, string, string, string, ...any) {}
-func (discardRecorder) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
+func (discardRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {
 }

@@ -162,7 +162,7 @@ func TestAdmitBorrowPreempt(t *testing.T) {
 	}
 	evicted := 0
 	for _, c := range changes {
-		if c.Old != nil && c.New != nil && workload.IsEvicted(c.New) && !workload.IsEvicted(c.Old) {
+		if c.Old != nil && c.New != nil && IsEvicted(c.New) && !IsEvicted(c.Old) {
 			evicted++
 			if c.New.Name != w2.Name {
 				t.Errorf("evicted %s, want the borrower %s", c.New.Name, w2.Name)

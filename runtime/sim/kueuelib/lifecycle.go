@@ -8,6 +8,9 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/workload"
+	"sigs.k8s.io/kueue/pkg/workload/evict"
+	"sigs.k8s.io/kueue/pkg/workload/finish"
+	"sigs.k8s.io/kueue/pkg/workload/patching"
 )
 
 // The Workload predicates and writes the caller needs to play Kueue's workload controller and job
@@ -23,27 +26,29 @@ func HasQuotaReservation(wl *kueue.Workload) bool { return workload.HasQuotaRese
 func IsAdmitted(wl *kueue.Workload) bool { return workload.IsAdmitted(wl) }
 
 // IsEvicted is Kueue's workload.IsEvicted: wl's Evicted condition is True.
-func IsEvicted(wl *kueue.Workload) bool { return workload.IsEvicted(wl) }
+func IsEvicted(wl *kueue.Workload) bool { return evict.IsEvicted(wl) }
 
 // IsFinished is Kueue's workload.IsFinished: wl's Finished condition is True.
-func IsFinished(wl *kueue.Workload) bool { return workload.IsFinished(wl) }
+func IsFinished(wl *kueue.Workload) bool { return finish.IsFinished(wl) }
 
 // ReleaseEvicted clears the admission of an evicted Workload cur whose job has stopped, as Kueue's
 // job reconciler does once the job is suspended (pkg/controller/jobframework, "handle eviction"):
-// in one workload.PatchAdmissionStatus, workload.SetRequeuedCondition with the Evicted
+// in one patching.PatchAdmissionStatus, workload.SetRequeuedCondition with the Evicted
 // condition's reason and message — Requeued True when Kueue preempted the Workload or its node
-// failed, False otherwise — and workload.UnsetQuotaReservationWithCondition (reason Pending, the
-// eviction's message). cur is not modified; the write is in the Store's changes.
+// failed, False otherwise — and workload.UnsetQuotaReservationWithCondition (reason
+// PendingEvaluation, or Pending without the unadmitted-reasons gate; the eviction's message). cur is not modified; the write is in the Store's changes.
 func (k *Kueue) ReleaseEvicted(cur *kueue.Workload) error {
 	evCond := apimeta.FindStatusCondition(cur.Status.Conditions, kueue.WorkloadEvicted)
 	if evCond == nil {
 		return errors.New("the workload has no Evicted condition")
 	}
 	wl := cur.DeepCopy()
-	return workload.PatchAdmissionStatus(k.ctx, k.Store, wl, k.clk, func(wl *kueue.Workload) (bool, error) {
+	return patching.PatchAdmissionStatus(k.ctx, k.Store, wl, k.clk, func(wl *kueue.Workload) (bool, error) {
 		setRequeued := evCond.Reason == kueue.WorkloadEvictedByPreemption || evCond.Reason == kueue.WorkloadEvictedDueToNodeFailures
 		updated := workload.SetRequeuedCondition(wl, evCond.Reason, evCond.Message, setRequeued)
-		if workload.UnsetQuotaReservationWithCondition(wl, "Pending", evCond.Message, k.clk.Now()) {
+		//lint:ignore SA1019 Kueue's own fallback reason while its UnadmittedWorkloadsObservability gate is off
+		reason := workload.UnadmittedWorkloadReasonWithFallback(kueue.WorkloadQuotaReservedReasonPendingEvaluation, kueue.WorkloadPending)
+		if workload.UnsetQuotaReservationWithCondition(wl, reason, evCond.Message, k.clk.Now()) {
 			updated = true
 		}
 		return updated, nil
@@ -51,7 +56,7 @@ func (k *Kueue) ReleaseEvicted(cur *kueue.Workload) error {
 }
 
 // Finish declares the job of the stored Workload key finished, as Kueue's job reconciler does:
-// workload.Finish sets the Finished condition, reason Failed when failed and Succeeded otherwise,
+// finish.Finish sets the Finished condition, reason Failed when failed and Succeeded otherwise,
 // with message msg. With the WorkloadRequestUseMergePatch feature gate on, Finish writes into the
 // object it is given, so it gets a copy of the stored one; the server-side apply path only reads
 // it. The write is in the Store's changes.
@@ -67,5 +72,5 @@ func (k *Kueue) Finish(key types.NamespacedName, failed bool, msg string) error 
 	if features.Enabled(features.WorkloadRequestUseMergePatch) {
 		cur = cur.DeepCopy()
 	}
-	return workload.Finish(k.ctx, k.Store, cur, reason, msg, k.clk)
+	return finish.Finish(k.ctx, k.Store, cur, reason, msg, k.clk)
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 	"unsafe"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
+	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	"sigs.k8s.io/kueue/pkg/controller/core"
@@ -15,9 +18,9 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
-// KueueVersion is the Kueue module version whose unexported code the three seams below reach.
+// KueueVersion is the Kueue module version whose unexported code the seams below reach.
 // They are checked by TestSeams; a different Kueue version must be checked again before use.
-const KueueVersion = "v0.15.0"
+const KueueVersion = "v0.19.2"
 
 // Seam 1: one scheduling cycle. Kueue runs (*Scheduler).schedule in a loop behind a real-time
 // backoff (Start → wait.UntilWithBackoff); its unit tests call schedule directly, from inside the
@@ -114,5 +117,87 @@ func setReconcilerClock(r *core.WorkloadReconciler, c clock.Clock) error {
 		return fmt.Errorf("kueue %s seam: core.WorkloadReconciler has no field clock of type clock.Clock", KueueVersion)
 	}
 	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(c))
+	return nil
+}
+
+// Seam 4: the inadmissible-workload requeuer. Kueue's queue manager notifies a requeuer when
+// something may make inadmissible workloads admissible (quota freed, a queue changed); the real
+// one (qcache.NewRequeuer) puts the ClusterQueue or root Cohort on a delaying workqueue with the
+// batch period (getRequeueBatchPeriod: 1 s, or 10 s under SchedulerLongRequeueInterval), so
+// notifications within a period are coalesced and the workloads move back to the heaps one
+// period after the first of them. Kueue's exported synchronous requeuer
+// (NewManagerForUnitTestsWithRequeuer) records the notified names in its unexported sets cqs
+// and cohorts; the sim reads and clears them after each step of Kueue's code and moves each
+// name's workloads one period later, on the virtual clock, with the functions the real
+// requeuer calls.
+//
+//go:linkname requeueBatchPeriod sigs.k8s.io/kueue/pkg/cache/queue.getRequeueBatchPeriod
+func requeueBatchPeriod() time.Duration
+
+//go:linkname requeueWorkloadsCQ sigs.k8s.io/kueue/pkg/cache/queue.requeueWorkloadsCQ
+func requeueWorkloadsCQ(ctx context.Context, m *qcache.Manager, name kueue.ClusterQueueReference) int
+
+//go:linkname requeueWorkloadsCohort sigs.k8s.io/kueue/pkg/cache/queue.requeueWorkloadsCohort
+func requeueWorkloadsCohort(ctx context.Context, m *qcache.Manager, name kueue.CohortReference) int
+
+// notified is the synchronous requeuer's pending names.
+type notified struct {
+	cqs     map[kueue.ClusterQueueReference]sets.Empty
+	cohorts map[kueue.CohortReference]sets.Empty
+}
+
+// bindNotified finds the sets of the requeuer rq (a *qcache.testInadmissibleWorkloadRequeuer).
+func bindNotified(rq any) (*notified, error) {
+	v := reflect.ValueOf(rq)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("kueue %s seam: the requeuer is %T, not a pointer to a struct", KueueVersion, rq)
+	}
+	field := func(name string) (reflect.Value, error) {
+		f := v.Elem().FieldByName(name)
+		if !f.IsValid() {
+			return f, fmt.Errorf("kueue %s seam: the requeuer has no field %s", KueueVersion, name)
+		}
+		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem(), nil
+	}
+	cqs, err := field("cqs")
+	if err != nil {
+		return nil, err
+	}
+	cohorts, err := field("cohorts")
+	if err != nil {
+		return nil, err
+	}
+	n := &notified{}
+	c, ok := cqs.Interface().(sets.Set[kueue.ClusterQueueReference])
+	if !ok {
+		return nil, fmt.Errorf("kueue %s seam: the requeuer's cqs is %s", KueueVersion, cqs.Type())
+	}
+	h, ok := cohorts.Interface().(sets.Set[kueue.CohortReference])
+	if !ok {
+		return nil, fmt.Errorf("kueue %s seam: the requeuer's cohorts is %s", KueueVersion, cohorts.Type())
+	}
+	n.cqs, n.cohorts = c, h
+	return n, nil
+}
+
+// Seam 5: waitForPodsReady in the workload controller. Kueue's core.SetupControllers gives the
+// reconciler its waitForPodsReady settings through core.WithWaitForPodsReady, whose argument's
+// type is unexported, built from the Configuration by the unexported core.waitForPodsReady. The
+// sim calls that function (linknamed; its result is a pointer, taken here untyped) and sets the
+// reconciler's unexported field waitForPodsReady to it, checked against the field's type.
+//
+//go:linkname waitForPodsReadySettings sigs.k8s.io/kueue/pkg/controller/core.waitForPodsReady
+func waitForPodsReadySettings(cfg *config.WaitForPodsReady) unsafe.Pointer
+
+func setReconcilerWaitForPodsReady(r *core.WorkloadReconciler, cfg *config.WaitForPodsReady) error {
+	f := reflect.ValueOf(r).Elem().FieldByName("waitForPodsReady")
+	if !f.IsValid() || f.Kind() != reflect.Pointer || f.Type().Elem().Name() != "waitForPodsReadyConfig" {
+		return fmt.Errorf("kueue %s seam: core.WorkloadReconciler has no field waitForPodsReady of type *waitForPodsReadyConfig", KueueVersion)
+	}
+	p := waitForPodsReadySettings(cfg)
+	if p == nil {
+		return fmt.Errorf("kueue %s seam: waitForPodsReady is off (the DisableWaitForPodsReady gate?)", KueueVersion)
+	}
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.NewAt(f.Type().Elem(), p))
 	return nil
 }

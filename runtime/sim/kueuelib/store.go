@@ -24,8 +24,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/constants"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
-	tasindexer "sigs.k8s.io/kueue/pkg/controller/tas/indexer"
-	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
 )
 
 // Change is one write to a Workload, as an informer would deliver it: Old is nil for a create,
@@ -273,16 +271,6 @@ func (s *Store) List(_ context.Context, list client.ObjectList, opts ...client.L
 			}
 		}
 		return nil
-	case *corev1.NodeList:
-		// Kueue's topology-aware scheduling lists the ready, schedulable nodes of a flavor every
-		// cycle and only reads them: the items share their maps with the stored nodes.
-		for _, o := range s.sortedObjects(reflect.TypeOf(&corev1.Node{})) {
-			n := o.(*corev1.Node)
-			if match(n, func(f string) string { return nodeField(n, f) }) {
-				l.Items = append(l.Items, *n)
-			}
-		}
-		return nil
 	}
 	// Every other list: the items of that type the store holds (none for kinds the sim does not
 	// model), so Kueue sees an empty cluster of them.
@@ -327,22 +315,6 @@ func (f fieldSet) Has(k string) bool   { return f(k) != "" }
 func (f fieldSet) Get(k string) string { return f(k) }
 
 var _ fields.Fields = fieldSet(nil)
-
-// nodeField is the value of the field indexes Kueue's topology-aware scheduling registers for
-// Nodes (pkg/controller/tas/indexer).
-func nodeField(n *corev1.Node, f string) string {
-	switch f {
-	case tasindexer.ReadyNode:
-		if utiltas.IsNodeStatusConditionTrue(n.Status.Conditions, corev1.NodeReady) {
-			return "true"
-		}
-	case tasindexer.SchedulableNode:
-		if !n.Spec.Unschedulable {
-			return "true"
-		}
-	}
-	return ""
-}
 
 // workloadField is the value of the field indexes Kueue's manager registers for Workloads.
 func workloadField(w *kueue.Workload, f string) string {
@@ -438,7 +410,7 @@ func (s *Store) Patch(_ context.Context, obj client.Object, patch client.Patch, 
 	})
 }
 
-// Apply implements client.Writer; Kueue v0.15.0's scheduling path does not use apply
+// Apply implements client.Writer; the scheduling path the sim runs does not use apply
 // configurations.
 func (s *Store) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {
 	return fmt.Errorf("store: apply configurations are not modelled")
@@ -556,9 +528,20 @@ func (w statusWriter) Patch(_ context.Context, obj client.Object, patch client.P
 	return w.s.write(wl, func(cur *kueue.Workload) { applyStatus(cur, wl, manager) })
 }
 
+// Apply implements client.SubResourceWriter; the scheduling path the sim runs writes status by
+// patch and update only.
+func (w statusWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+	return fmt.Errorf("store: status apply configurations are not modelled")
+}
+
 type subResource struct {
 	s   *Store
 	sub string
+}
+
+// Apply implements client.SubResourceClient (see statusWriter.Apply).
+func (r subResource) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+	return fmt.Errorf("store: %s apply configurations are not modelled", r.sub)
 }
 
 func (r subResource) Get(_ context.Context, obj, _ client.Object, _ ...client.SubResourceGetOption) error {

@@ -11,6 +11,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/workload"
+	"sigs.k8s.io/kueue/pkg/workload/finish"
+	"sigs.k8s.io/kueue/pkg/workload/patching"
 
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
 )
@@ -53,7 +55,7 @@ func TestStoreAppliesKueueWrites(t *testing.T) {
 	admission := &kueue.Admission{ClusterQueue: "qa"}
 	// Admit, as the scheduler does.
 	cur := st.Workload(key).DeepCopy()
-	if err := workload.PatchAdmissionStatus(ctx, st, cur, clk, func(w *kueue.Workload) (bool, error) {
+	if err := patching.PatchAdmissionStatus(ctx, st, cur, clk, func(w *kueue.Workload) (bool, error) {
 		workload.SetQuotaReservation(w, admission, clk)
 		return workload.SyncAdmittedCondition(w, clk.Now()), nil
 	}); err != nil {
@@ -64,7 +66,7 @@ func TestStoreAppliesKueueWrites(t *testing.T) {
 		t.Fatalf("after admission: %+v", got.Status)
 	}
 	// Another manager's single condition merges.
-	if err := workload.UpdateStatus(ctx, st, got, kueue.WorkloadPodsReady, metav1.ConditionTrue, "PodsReady", "ready", "job-controller", clk); err != nil {
+	if err := workload.SetConditionAndUpdate(ctx, st, got, kueue.WorkloadPodsReady, metav1.ConditionTrue, "PodsReady", "ready", "job-controller", clk); err != nil {
 		t.Fatal(err)
 	}
 	if c := cond(st.Workload(key), kueue.WorkloadPodsReady); c == nil || c.Status != metav1.ConditionTrue || !workload.IsAdmitted(st.Workload(key)) {
@@ -73,7 +75,7 @@ func TestStoreAppliesKueueWrites(t *testing.T) {
 	// Releasing quota: the admission manager's apply without Admitted removes it and the
 	// admission, keeps PodsReady (another manager's).
 	cur = st.Workload(key).DeepCopy()
-	if err := workload.PatchAdmissionStatus(ctx, st, cur, clk, func(w *kueue.Workload) (bool, error) {
+	if err := patching.PatchAdmissionStatus(ctx, st, cur, clk, func(w *kueue.Workload) (bool, error) {
 		return workload.UnsetQuotaReservationWithCondition(w, "Pending", "evicted", clk.Now()), nil
 	}); err != nil {
 		t.Fatal(err)
@@ -90,10 +92,10 @@ func TestStoreAppliesKueueWrites(t *testing.T) {
 		t.Fatal("TakeChanges returned changes twice")
 	}
 	// Finish, then forget: gone without a Change.
-	if err := workload.Finish(ctx, st, st.Workload(key).DeepCopy(), kueue.WorkloadFinishedReasonSucceeded, "done", clk); err != nil {
+	if err := finish.Finish(ctx, st, st.Workload(key).DeepCopy(), kueue.WorkloadFinishedReasonSucceeded, "done", clk); err != nil {
 		t.Fatal(err)
 	}
-	if !workload.IsFinished(st.Workload(key)) {
+	if !IsFinished(st.Workload(key)) {
 		t.Fatal("Finish did not set Finished")
 	}
 	st.Forget(key)

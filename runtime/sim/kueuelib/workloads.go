@@ -76,7 +76,7 @@ func (k *Kueue) WorkloadFor(obj client.Object, created metav1.Time) (*kueue.Work
 		return nil, fmt.Errorf("kueue integration for %s holds a %s, not a %s", gvk, dst.Type(), src.Type())
 	}
 	dst.Elem().Set(src.Elem())
-	wl, err := jobframework.ConstructWorkload(k.ctx, k.Store, job, nil)
+	wl, err := jobframework.ConstructWorkload(k.ctx, k.Store, job, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s/%s: workload: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}

@@ -1,0 +1,158 @@
+package kueueclock
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kueuelab/kueuelab/runtime/simclock"
+)
+
+// TestLayoutMatchesThePatch reads the word layout out of the Kueue patch that maps the same file:
+// the two sides must agree word for word.
+func TestLayoutMatchesThePatch(t *testing.T) {
+	paths, err := filepath.Glob("../tools/patches/kueue-*-trace-clock.patch")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no trace-clock patch: %v", err)
+	}
+	want := []string{"Seq", "Mode", "Epoch", "Now", "Base", "Rate", "Cap", "Next", "Done", "Release"}
+	if words != len(want) {
+		t.Fatalf("%d words here, the test knows %d", words, len(want))
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?s)\+\tWordSeq\s+= iota.*?\+\tWords\n`).Find(b)
+		if m == nil {
+			t.Fatalf("%s: no word list", p)
+		}
+		var got []string
+		for _, w := range regexp.MustCompile(`\+\tWord(\w+)`).FindAllSubmatch(m, -1) {
+			if string(w[1]) != "s" {
+				got = append(got, string(w[1]))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s lays out %v, this package %v", p, got, want)
+		}
+		if !strings.Contains(string(b), `+const Env = "`+Env+`"`) {
+			t.Errorf("%s: Kueue reads another variable than %s", p, Env)
+		}
+	}
+}
+
+// kueue plays the patched Kueue's side of the file: it reads the position as the patch does and
+// writes its earliest timer and its progress.
+type kueue struct{ f *File }
+
+func (k kueue) now(w time.Time) float64 {
+	p := simclock.Position{Now: float64(k.f.load(wordNow)) / 1e9, Base: time.Unix(0, k.f.load(wordBase)),
+		Rate: math.Float64frombits(uint64(k.f.load(wordRate))), Cap: float64(k.f.load(wordCap)) / 1e9}
+	return p.At(w)
+}
+
+func TestFollowerStopsAtKueueTimersAndWaitsForItsWork(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clock")
+	if err := Create(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	k := kueue{f}
+	if f.load(wordMode) != 0 || f.load(wordNext) != math.MaxInt64 {
+		t.Fatalf("a new file must mean wall time and no timer: mode %d next %d", f.load(wordMode), f.load(wordNext))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := simclock.New(simclock.Options{})
+	settled := make(chan struct{}, 10)
+	fl := Attach(ctx, f, clk, func() { settled <- struct{}{} })
+	if f.load(wordMode) != 1 || f.load(wordEpoch)%int64(time.Second) != 0 {
+		t.Fatalf("mode %d epoch %d: want following, from a whole second", f.load(wordMode), f.load(wordEpoch))
+	}
+	f.store(wordDone, 0) // Kueue's timer loop has taken the clock up
+	if err := fl.WaitFollowing(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.load(wordRelease); got != 0 {
+		t.Fatalf("release %d at attach, want 0", got)
+	}
+	f.store(wordNext, 1860e9) // a PodsReady timeout at 1,860 s
+	end := clk.NewAlarm("end", simclock.OrderSubmission)
+	end.Set(3600)
+	clk.Start(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for clk.Now() < 1860 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	// Kueue has not reported its work done at 1,860: the clock cannot move on before it has.
+	if got := clk.Now(); got != 1860 {
+		t.Fatalf("clock at %g, want it to wait at Kueue's timer, 1860", got)
+	}
+	if got := k.now(time.Now()); got != 1860 {
+		t.Fatalf("Kueue reads %g, want 1860", got)
+	}
+	if got := f.load(wordRelease); got != 1860e9 {
+		t.Fatalf("Kueue may fire its timers through %d ns, want 1860e9", got)
+	}
+	if len(settled) != 0 {
+		t.Fatal("settled before Kueue was done")
+	}
+	f.store(wordNext, math.MaxInt64)
+	f.store(wordDone, 1860e9)
+	select {
+	case <-end.C():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the clock did not go on once Kueue was done (now %g)", clk.Now())
+	}
+	if len(settled) != 1 || k.now(time.Now()) != 3600 {
+		t.Fatalf("settled %d times, Kueue reads %g; want 1 and 3600", len(settled), k.now(time.Now()))
+	}
+	if st := fl.Stats(); st.Timers != 1 || st.LateAcks != 0 {
+		t.Fatalf("stats %+v, want one timer, no late ack", st)
+	}
+	end.Done()
+	fl.Detach()
+	if f.load(wordMode) != 0 {
+		t.Fatal("Kueue still follows after Detach")
+	}
+}
+
+func TestWaitFollowingNamesAKueueThatDoesNot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clock")
+	if err := Create(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fl := Attach(ctx, f, simclock.New(simclock.Options{}), nil)
+	if err := fl.WaitFollowing(ctx, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "did not take up the trace clock") {
+		t.Fatalf("err = %v, want the Kueue that does not follow named", err)
+	}
+}
+
+func TestOpenRefusesAShortFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clock")
+	if err := os.WriteFile(path, []byte("short"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "want 80") {
+		t.Fatalf("err = %v, want the size named", err)
+	}
+}

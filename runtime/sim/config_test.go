@@ -1,0 +1,51 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestKueueConfigWaitForPodsReady: Kueue v0.19's waitForPodsReady is on with its defaults unless
+// the DisableWaitForPodsReady gate is set; the sim models no other gate.
+func TestKueueConfigWaitForPodsReady(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fields  map[string]any
+		timeout time.Duration // 0: off
+		err     string
+	}{
+		{"defaults", nil, 30 * time.Minute, ""},
+		{"own timeout", map[string]any{"waitForPodsReady": map[string]any{"timeout": "10m"}}, 10 * time.Minute, ""},
+		{"gate off", map[string]any{"featureGates": map[string]any{"DisableWaitForPodsReady": true}}, 0, ""},
+		{"other gate", map[string]any{"featureGates": map[string]any{"TopologyAwareScheduling": false}}, 0,
+			"the sim engine models DisableWaitForPodsReady alone, not TopologyAwareScheduling"},
+		{"blockAdmission", map[string]any{"waitForPodsReady": map[string]any{"timeout": "10m", "blockAdmission": true}}, 0,
+			"waitForPodsReady.blockAdmission: the sim engine does not model it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := KueueConfigFromFields(tc.fields)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := k.options()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch w := o.WaitForPodsReady; {
+			case tc.timeout == 0 && w != nil:
+				t.Errorf("waitForPodsReady on (%v), want off", w.Timeout)
+			case tc.timeout != 0 && (w == nil || w.Timeout.Duration != tc.timeout || w.RecoveryTimeout == nil ||
+				w.RecoveryTimeout.Duration != tc.timeout || *w.RequeuingStrategy.BackoffBaseSeconds != 60 ||
+				*w.RequeuingStrategy.BackoffMaxSeconds != 3600):
+				t.Errorf("waitForPodsReady %+v, want timeout and recovery %v, backoff 60 s to 3600 s", w, tc.timeout)
+			}
+		})
+	}
+}
