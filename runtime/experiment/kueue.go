@@ -106,12 +106,6 @@ const (
 	defaultBackoffMax  = time.Hour
 )
 
-// timerField is one duration setting of the configuration.
-type timerField struct {
-	path  string        // its path in Kueue's Configuration
-	trace time.Duration // its value in trace time
-}
-
 func parsePositive(field, v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
@@ -131,16 +125,11 @@ func (k *KueueConfig) check() error {
 			errs = append(errs, fmt.Errorf("fairSharing.preemptionStrategies: %v is not one of %v", fs.PreemptionStrategies, validStrategies))
 		}
 	}
-	_, err := k.timerFields()
-	return errors.Join(append(errs, err)...)
+	return errors.Join(append(errs, k.checkDurations())...)
 }
 
-// timerFields lists the duration settings k sets, checked.
-func (k *KueueConfig) timerFields() ([]timerField, error) {
-	if k == nil {
-		return nil, nil
-	}
-	var out []timerField
+// checkDurations checks the duration settings k sets.
+func (k *KueueConfig) checkDurations() error {
 	var errs []error
 	add := func(path, v string, def time.Duration, whole bool) time.Duration {
 		d := def
@@ -151,12 +140,9 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 				return 0
 			}
 		}
-		if d > 0 {
-			if whole && d%time.Second != 0 {
-				errs = append(errs, fmt.Errorf("%s: Kueue takes whole seconds, got %s", path, d))
-				return 0
-			}
-			out = append(out, timerField{path: path, trace: d})
+		if whole && d%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("%s: Kueue takes whole seconds, got %s", path, d))
+			return 0
 		}
 		return d
 	}
@@ -190,7 +176,16 @@ func (k *KueueConfig) timerFields() ([]timerField, error) {
 		add("admissionFairSharing.usageHalfLifeTime", a.UsageHalfLifeTime, 0, false)
 		add("admissionFairSharing.usageSamplingInterval", a.UsageSamplingInterval, 5*time.Minute, false)
 	}
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// durationOr is v, a duration check has accepted, or def when v is empty.
+func durationOr(v string, def time.Duration) time.Duration {
+	if v == "" {
+		return def
+	}
+	d, _ := time.ParseDuration(v) // checked by check
+	return d
 }
 
 // Empty reports whether k changes nothing in Kueue's configuration. A waitForPodsReady with
@@ -209,13 +204,6 @@ func (k *KueueConfig) Fields() map[string]any {
 	if k == nil {
 		return out
 	}
-	dur := func(v string, def time.Duration) time.Duration {
-		d := def
-		if v != "" {
-			d, _ = time.ParseDuration(v) // checked by check
-		}
-		return d
-	}
 	if fs := k.FairSharing; fs != nil && fs.Enable {
 		s := fs.PreemptionStrategies
 		if len(s) == 0 {
@@ -227,12 +215,12 @@ func (k *KueueConfig) Fields() map[string]any {
 		out["featureGates"] = map[string]any{"DisableWaitForPodsReady": true}
 	}
 	if w := k.WaitForPodsReady; w != nil && w.Enable {
-		m := map[string]any{"timeout": dur(w.Timeout, 0).String()}
+		m := map[string]any{"timeout": durationOr(w.Timeout, 0).String()}
 		if w.BlockAdmission != nil {
 			m["blockAdmission"] = *w.BlockAdmission
 		}
 		if w.RecoveryTimeout != "" {
-			m["recoveryTimeout"] = dur(w.RecoveryTimeout, 0).String()
+			m["recoveryTimeout"] = durationOr(w.RecoveryTimeout, 0).String()
 		}
 		rs := w.RequeuingStrategy
 		if rs == nil {
@@ -240,8 +228,8 @@ func (k *KueueConfig) Fields() map[string]any {
 		}
 		{
 			r := map[string]any{
-				"backoffBaseSeconds": int32(dur(rs.BackoffBase, defaultBackoffBase) / time.Second),
-				"backoffMaxSeconds":  int32(dur(rs.BackoffMax, defaultBackoffMax) / time.Second),
+				"backoffBaseSeconds": int32(durationOr(rs.BackoffBase, defaultBackoffBase) / time.Second),
+				"backoffMaxSeconds":  int32(durationOr(rs.BackoffMax, defaultBackoffMax) / time.Second),
 			}
 			if rs.Timestamp != "" {
 				r["timestamp"] = rs.Timestamp
@@ -254,8 +242,8 @@ func (k *KueueConfig) Fields() map[string]any {
 		out["waitForPodsReady"] = m
 	}
 	if a := k.AdmissionFairSharing; a != nil {
-		m := map[string]any{"usageHalfLifeTime": dur(a.UsageHalfLifeTime, 0).String(),
-			"usageSamplingInterval": dur(a.UsageSamplingInterval, 5*time.Minute).String()}
+		m := map[string]any{"usageHalfLifeTime": durationOr(a.UsageHalfLifeTime, 0).String(),
+			"usageSamplingInterval": durationOr(a.UsageSamplingInterval, 5*time.Minute).String()}
 		if len(a.ResourceWeights) > 0 {
 			m["resourceWeights"] = a.ResourceWeights
 		}
@@ -283,13 +271,7 @@ func (k *KueueConfig) Timers() runner.KueueTimers {
 		return t
 	}
 	w := k.WaitForPodsReady
-	sec := func(v string, def time.Duration) float64 {
-		d := def
-		if v != "" {
-			d, _ = time.ParseDuration(v)
-		}
-		return d.Seconds()
-	}
+	sec := func(v string, def time.Duration) float64 { return durationOr(v, def).Seconds() }
 	t.PodsReadyTimeout = sec(w.Timeout, 0)
 	t.RecoveryTimeout = sec(w.RecoveryTimeout, 0)
 	rs := w.RequeuingStrategy
