@@ -8,8 +8,8 @@
 // trace clock stops at, and the trace time through which its timers have fired and the work they
 // queued has finished, which the trace clock waits for there. Kueue fires a timer only once the
 // runner has released its time (wordRelease): the events of one instant happen in the trace
-// clock's order (simclock.Order), Kueue's timers after the pods that end then. The two processes share the file's
-// pages, so a move of the trace clock is in Kueue's next read of the time.
+// clock's order (simclock.Order), Kueue's timers after the pods that end then. The two processes
+// share the file's pages, so a move of the trace clock is in Kueue's next read of the time.
 package kueueclock
 
 import (

@@ -59,7 +59,9 @@ func (k kueue) now(w time.Time) float64 {
 	return p.At(w)
 }
 
-func TestFollowerStopsAtKueueTimersAndWaitsForItsWork(t *testing.T) {
+// newFile is a new clock file, mapped until the test ends.
+func newFile(t *testing.T) *File {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "clock")
 	if err := Create(path); err != nil {
 		t.Fatal(err)
@@ -68,7 +70,12 @@ func TestFollowerStopsAtKueueTimersAndWaitsForItsWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+func TestFollowerStopsAtKueueTimersAndWaitsForItsWork(t *testing.T) {
+	f := newFile(t)
 	k := kueue{f}
 	if f.load(wordMode) != 0 || f.load(wordNext) != math.MaxInt64 {
 		t.Fatalf("a new file must mean wall time and no timer: mode %d next %d", f.load(wordMode), f.load(wordNext))
@@ -130,15 +137,7 @@ func TestFollowerStopsAtKueueTimersAndWaitsForItsWork(t *testing.T) {
 }
 
 func TestWaitFollowingNamesAKueueThatDoesNot(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "clock")
-	if err := Create(path); err != nil {
-		t.Fatal(err)
-	}
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := newFile(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fl := Attach(ctx, f, simclock.New(simclock.Options{}), nil)

@@ -412,16 +412,19 @@ func (w *watcher) syncPodsReady(u *unit) {
 	if !u.kueueTracks {
 		return
 	}
-	if u.reserved && !u.evicted && !u.finished && u.expected > 0 && u.running >= u.expected && !u.kueueReady {
+	if u.reserved && !u.evicted && !u.finished && u.allRunning() && !u.kueueReady {
 		w.clk.Hold(holdPodsReady(u))
 	} else {
 		w.clk.Release(holdPodsReady(u))
 	}
 }
 
+// allRunning reports whether every expected pod of u runs.
+func (u *unit) allRunning() bool { return u.expected > 0 && u.running >= u.expected }
+
 // allPodsUp reports all_pods_running once per reservation of u, when every expected pod runs.
 func (w *watcher) allPodsUp(u *unit, now float64) {
-	if u.trial == nil && u.reserved && !u.allUp && u.expected > 0 && u.running >= u.expected {
+	if u.trial == nil && u.reserved && !u.allUp && u.allRunning() {
 		u.allUp = true
 		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvAllPodsRunning})
 	}
