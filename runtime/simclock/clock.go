@@ -101,6 +101,7 @@ type Options struct {
 
 type hold struct {
 	kind    Kind
+	placed  time.Time
 	until   time.Time
 	expired bool
 }
@@ -294,7 +295,7 @@ func (c *Clock) HoldFor(k Key, limit time.Duration) {
 		return
 	}
 	c.sync(w)
-	c.holds[k] = &hold{kind: k.Kind, until: w.Add(limit)}
+	c.holds[k] = &hold{kind: k.Kind, placed: w, until: w.Add(limit)}
 	c.log(w, "hold", k.String())
 	c.stats.Placed++
 	c.activate(k.Kind, w)
@@ -444,10 +445,33 @@ func (c *Clock) deactivate(k Kind, w time.Time) {
 	c.byKind[k]--
 	if c.byKind[k] == 0 {
 		c.stats.ByKind[k] += w.Sub(c.kindWall[k])
+		if k == KindOutage {
+			c.resumeLimits(c.kindWall[k], w)
+		}
 		delete(c.kindWall, k)
 	}
 	c.active--
 	c.blockChanged(w)
+}
+
+// resumeLimits moves the limits of the holds and fired alarms on by the part of the outage from
+// since to w that each has waited through.
+func (c *Clock) resumeLimits(since, w time.Time) {
+	for _, h := range c.holds {
+		if h.kind != KindOutage && !h.expired {
+			h.until = h.until.Add(w.Sub(laterOf(since, h.placed)))
+		}
+	}
+	for a := range c.fired {
+		a.firedAt = a.firedAt.Add(w.Sub(laterOf(since, a.firedAt)))
+	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // blocked reports whether anything keeps the clock still.
@@ -512,7 +536,13 @@ func (c *Clock) sync(w time.Time) {
 	if c.disabled {
 		return
 	}
+	// A component that is down owes every step that waits for it: the holds' limits stop until
+	// the control plane is back (deactivate moves them on).
+	outage := c.byKind[KindOutage] > 0
 	for k, h := range c.holds {
+		if outage && h.kind != KindOutage {
+			continue
+		}
 		if !h.expired && !w.Before(h.until) {
 			c.log(w, "expire", k.String())
 			h.expired = true
@@ -524,7 +554,7 @@ func (c *Clock) sync(w time.Time) {
 		}
 	}
 	for a := range c.fired {
-		if !w.Before(a.firedAt.Add(c.maxHold)) {
+		if !outage && !w.Before(a.firedAt.Add(c.maxHold)) {
 			delete(c.fired, a)
 			c.stats.Expired[kindAlarm]++
 			c.blockChanged(w)
@@ -580,13 +610,16 @@ func (c *Clock) step(w time.Time) time.Duration {
 			next = d
 		}
 	}
+	outage := c.byKind[KindOutage] > 0
 	for _, h := range c.holds {
-		if !h.expired {
+		if !h.expired && (!outage || h.kind == KindOutage) {
 			soonest(h.until.Sub(w))
 		}
 	}
-	for a := range c.fired {
-		soonest(a.firedAt.Add(c.maxHold).Sub(w))
+	if !outage {
+		for a := range c.fired {
+			soonest(a.firedAt.Add(c.maxHold).Sub(w))
+		}
 	}
 	if c.blocked() {
 		return next

@@ -383,3 +383,38 @@ func TestExtendRenewsTheLimit(t *testing.T) {
 		t.Fatal("Extend placed a hold")
 	}
 }
+
+// TestOutageStopsTheLimits: while a component is down, the steps the clock waits for are owed by
+// it, not late: no hold's limit runs, and each resumes, once the outage ends, with what it had
+// left when the outage began (a hold placed during the outage with its whole limit).
+func TestOutageStopsTheLimits(t *testing.T) {
+	c, fc := newTest(Options{MaxHold: time.Second, Settle: -1})
+	a := c.NewAlarm("a", OrderCompletion)
+	a.Set(10)
+	before, during, down := Key{KindPods, "before"}, Key{KindPods, "during"}, Key{KindOutage, "kube-apiserver"}
+	c.Hold(before)
+	fc.Step(600 * time.Millisecond)
+	c.HoldFor(down, time.Minute)
+	fc.Step(200 * time.Millisecond)
+	c.Hold(during)
+	for range 10 { // 20 s down: ten times every limit
+		fc.Step(2 * time.Second)
+		if d := c.stepNow(fc); d == 0 {
+			t.Fatal("the driver spins during the outage")
+		}
+	}
+	if st := c.Stats(); st.ExpiredTotal() != 0 || c.Now() != 0 {
+		t.Fatalf("during the outage: now %g, expired %v", c.Now(), st.Expired)
+	}
+	c.Release(down)
+	fc.Step(500 * time.Millisecond) // "before" had 400 ms left, "during" its whole second
+	c.stepNow(fc)
+	if st := c.Stats(); st.Expired[KindPods] != 1 || !c.Held(during) || c.Now() != 0 {
+		t.Fatalf("500 ms after: now %g, expired %v", c.Now(), st.Expired)
+	}
+	fc.Step(500 * time.Millisecond)
+	c.stepNow(fc)
+	if st := c.Stats(); st.Expired[KindPods] != 2 || c.Now() != 10 {
+		t.Fatalf("1 s after: now %g, expired %v", c.Now(), st.Expired)
+	}
+}
