@@ -8,8 +8,12 @@
 // trace clock stops at, and the trace time through which its timers have fired and the work they
 // queued has finished, which the trace clock waits for there. Kueue fires a timer only once the
 // runner has released its time (wordRelease): the events of one instant happen in the trace
-// clock's order (simclock.Order), Kueue's timers after the pods that end then. The two processes
-// share the file's pages, so a move of the trace clock is in Kueue's next read of the time.
+// clock's order (simclock.Order), Kueue's timers after the pods that end then. A Workload change
+// may arm a timer (an admission, waitForPodsReady's timeout): the clock holds after each change
+// the runner sees until Kueue's workload controller has taken it in and its controllers owe no
+// work, and after a timer's work until the runner has seen the Workloads Kueue wrote
+// (Follower.Saw, Follower.Observed). The two processes share the file's pages, so a move of the trace clock is
+// in Kueue's next read of the time.
 package kueueclock
 
 import (
@@ -18,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,6 +47,9 @@ const (
 	wordNext           // Kueue: trace ns of its earliest timer, math.MaxInt64 when none
 	wordDone           // Kueue: trace ns through which its timers have fired and their work finished
 	wordRelease        // runner: trace ns through which Kueue may fire its timers
+	wordSeen           // Kueue: the highest Workload resourceVersion its workload controller has taken in
+	wordBusy           // Kueue: reconciles owed (queued or running) and fired timers whose work is not done
+	wordWrote          // Kueue: the highest resourceVersion of a Workload it has written
 	words
 )
 
@@ -151,17 +159,33 @@ func (f *File) next() (float64, bool) {
 // done is the trace time through which Kueue has fired its timers and finished their work.
 func (f *File) done() float64 { return float64(f.load(wordDone)) / 1e9 }
 
+// caughtUp reports whether Kueue's workload controller has taken in the Workload change at
+// resourceVersion rv and its controllers owe no work.
+func (f *File) caughtUp(rv int64) bool { return f.load(wordSeen) >= rv && f.load(wordBusy) <= 0 }
+
+// wrote is the resourceVersion of the newest Workload Kueue has written.
+func (f *File) wrote() int64 { return f.load(wordWrote) }
+
 // Follower is Kueue following a replay's clock.
 type Follower struct {
 	f       *File
 	clk     *simclock.Clock
 	settled func() // called once Kueue has done a timer's work: the Kueue settler's poke
 	reached chan float64
+	saw     chan struct{}
 
 	mu               sync.Mutex
 	timers, lateAcks int
 	longestAck       time.Duration
+	want             int64        // the newest Workload change Saw was told of
+	observed         atomic.Int64 // the newest Workload change the runner has handled (Observed)
+	holding          bool         // Saw's hold is placed
+	seen             int          // holds placed by Saw
+	lateSeen         int          // of which reached AckLimit
 }
+
+// seenKey is Saw's hold.
+var seenKey = simclock.Key{Kind: simclock.KindKueue, ID: "workload-controller"}
 
 // AckLimit bounds how long the clock waits at one of Kueue's timers for Kueue to say it has done
 // its work; a wait that reaches it is counted (Stats.LateAcks) and the clock goes on.
@@ -173,12 +197,105 @@ const ackPoll = 200 * time.Microsecond
 // Attach makes Kueue follow clk from trace time 0 until ctx ends or Detach; settled is called
 // (it may be nil) each time Kueue has done the work of the timers due, before the clock may move.
 func Attach(ctx context.Context, f *File, clk *simclock.Clock, settled func()) *Follower {
-	fl := &Follower{f: f, clk: clk, settled: settled, reached: make(chan float64, 1)}
+	fl := &Follower{f: f, clk: clk, settled: settled, reached: make(chan float64, 1), saw: make(chan struct{}, 1)}
+	// What Kueue wrote before the replay is not owed to it.
+	fl.observed.Store(f.wrote())
 	epoch := time.Now().Truncate(time.Second)
 	f.attach(epoch, clk.Position())
 	clk.Follow(fl)
 	go fl.run(ctx)
+	go fl.runSeen(ctx)
 	return fl
+}
+
+// Saw holds the clock until Kueue's workload controller has taken in the Workload change at
+// resourceVersion rv (the API's etcd revision) and Kueue's controllers owe no work: an admission
+// arms waitForPodsReady's timeout in that reconcile, and the clock must stop at it. A resource
+// version that is not a number (an API server that is not etcd's) places no hold.
+func (fl *Follower) Saw(rv string) {
+	v, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return
+	}
+	fl.mu.Lock()
+	if v <= fl.want {
+		fl.mu.Unlock()
+		return
+	}
+	fl.want = v
+	if fl.settledOn(v) {
+		fl.mu.Unlock()
+		return
+	}
+	if !fl.holding {
+		fl.holding = true
+		fl.seen++
+		fl.clk.Hold(seenKey)
+	}
+	fl.mu.Unlock()
+	select {
+	case fl.saw <- struct{}{}:
+	default:
+	}
+}
+
+// Observed tells the follower that the runner has handled the Workload change at resourceVersion
+// rv (recorded its events, placed its holds): Kueue's writes up to rv have been seen.
+func (fl *Follower) Observed(rv string) {
+	v, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return
+	}
+	for {
+		old := fl.observed.Load()
+		if v <= old || fl.observed.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// writesSeen reports whether the runner has handled every Workload Kueue has written.
+func (fl *Follower) writesSeen() bool { return fl.f.wrote() <= fl.observed.Load() }
+
+// settledOn reports whether Kueue has taken in the Workload change at rv, owes no work, and the
+// runner has seen what Kueue wrote.
+func (fl *Follower) settledOn(rv int64) bool { return fl.f.caughtUp(rv) && fl.writesSeen() }
+
+// runSeen releases Saw's hold once Kueue has caught up, or after AckLimit.
+func (fl *Follower) runSeen(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-fl.saw:
+		}
+		start := time.Now()
+		for {
+			fl.mu.Lock()
+			want := fl.want
+			fl.mu.Unlock()
+			late := time.Since(start) > AckLimit
+			if late || fl.settledOn(want) {
+				fl.mu.Lock()
+				if fl.want == want {
+					if fl.holding && late {
+						fl.lateSeen++
+					}
+					fl.holding = false
+					fl.clk.Release(seenKey)
+					fl.mu.Unlock()
+					break
+				}
+				fl.mu.Unlock()
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(ackPoll):
+			}
+		}
+	}
 }
 
 // Detach returns Kueue to wall time.
@@ -213,7 +330,7 @@ func (fl *Follower) run(ctx context.Context) {
 		}
 		start := time.Now()
 		late := false
-		for fl.f.done() < t-1e-9 {
+		for fl.f.done() < t-1e-9 || !fl.writesSeen() {
 			if time.Since(start) > AckLimit {
 				late = true
 				break
@@ -245,13 +362,15 @@ type Stats struct {
 	// LateAcks counts the stops at which Kueue did not report its work done within AckLimit.
 	LateAcks   int
 	LongestAck time.Duration
+	// Seen counts Saw's holds; LateSeen those that reached AckLimit before Kueue caught up.
+	Seen, LateSeen int
 }
 
 // Stats reports the follower's stops.
 func (fl *Follower) Stats() Stats {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	return Stats{Timers: fl.timers, LateAcks: fl.lateAcks, LongestAck: fl.longestAck}
+	return Stats{Timers: fl.timers, LateAcks: fl.lateAcks, LongestAck: fl.longestAck, Seen: fl.seen, LateSeen: fl.lateSeen}
 }
 
 // WaitFollowing waits until Kueue has taken up the trace clock (its timer loop reports progress

@@ -2,6 +2,7 @@ package kueueclock
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ func TestLayoutMatchesThePatch(t *testing.T) {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no trace-clock patch: %v", err)
 	}
-	want := []string{"Seq", "Mode", "Epoch", "Now", "Base", "Rate", "Cap", "Next", "Done", "Release"}
+	want := []string{"Seq", "Mode", "Epoch", "Now", "Base", "Rate", "Cap", "Next", "Done", "Release", "Seen", "Busy", "Wrote"}
 	if words != len(want) {
 		t.Fatalf("%d words here, the test knows %d", words, len(want))
 	}
@@ -151,7 +152,77 @@ func TestOpenRefusesAShortFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("short"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "want 80") {
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("want %d", Size)) {
 		t.Fatalf("err = %v, want the size named", err)
+	}
+}
+
+// TestSawHoldsUntilKueueTookTheChangeIn: after a Workload change the clock holds until Kueue's
+// workload controller has taken in that resource version, no reconcile is owed and the runner has
+// handled every Workload Kueue wrote; a change Kueue has already taken in places no hold, and
+// neither does a resource version that is not a number.
+func TestSawHoldsUntilKueueTookTheChangeIn(t *testing.T) {
+	f := newFile(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := simclock.New(simclock.Options{})
+	fl := Attach(ctx, f, clk, nil)
+	f.store(wordDone, 0)
+	held := func() bool { return clk.Held(seenKey) }
+	await := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 5s: %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	f.store(wordSeen, 100)
+	fl.Saw("100")
+	if held() {
+		t.Fatal("held for a change Kueue has taken in")
+	}
+	fl.Saw("not-a-number")
+	if held() {
+		t.Fatal("held for a resource version that is not a number")
+	}
+
+	fl.Saw("120")
+	if !held() {
+		t.Fatal("no hold for a change Kueue has not taken in")
+	}
+	f.store(wordBusy, 1) // Kueue has queued the reconcile
+	f.store(wordSeen, 120)
+	time.Sleep(10 * ackPoll)
+	if !held() {
+		t.Fatal("released while the reconcile is owed")
+	}
+	fl.Saw("130") // a newer change while the first is held
+	f.store(wordBusy, 0)
+	time.Sleep(10 * ackPoll)
+	if !held() {
+		t.Fatal("released before Kueue took the newer change in")
+	}
+	f.store(wordSeen, 131)
+	await("the hold released once Kueue caught up", func() bool { return !held() })
+
+	// Kueue wrote a Workload (an eviction) the runner has not handled yet.
+	f.store(wordWrote, 140)
+	fl.Saw("135")
+	if !held() {
+		t.Fatal("no hold while Kueue's write is unseen")
+	}
+	f.store(wordSeen, 140)
+	time.Sleep(10 * ackPoll)
+	if !held() {
+		t.Fatal("released before the runner handled Kueue's write")
+	}
+	fl.Observed("140")
+	await("the hold released once the runner handled the write", func() bool { return !held() })
+	if st := fl.Stats(); st.Seen != 2 || st.LateSeen != 0 {
+		t.Errorf("stats %+v, want two waits, none late", st)
 	}
 }

@@ -415,9 +415,13 @@ func WriteFiles(dir string, recs []Record, s *Summary) error {
 // KueueClockMeta is what the local Kueue's timers on the trace clock did: the trace clock stopped
 // at Timers of them; at LateAcks Kueue did not report its work done within the wait's limit (each
 // is a timer whose effect may have come after the clock moved on: the residual); LongestAckSec is
-// the longest wall wait for Kueue at one.
+// the longest wall wait for Kueue at one. WorkloadWaits counts the holds after a Workload change
+// until Kueue's workload controller had taken it in (the reconcile that arms a timer), LateWorkloadWaits
+// those that reached the same limit first.
 type KueueClockMeta struct {
-	Timers        int     `json:"timers"`
-	LateAcks      int     `json:"lateAcks"`
-	LongestAckSec float64 `json:"longestAckSec"`
+	Timers            int     `json:"timers"`
+	LateAcks          int     `json:"lateAcks"`
+	LongestAckSec     float64 `json:"longestAckSec"`
+	WorkloadWaits     int     `json:"workloadWaits"`
+	LateWorkloadWaits int     `json:"lateWorkloadWaits"`
 }

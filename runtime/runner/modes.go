@@ -159,6 +159,9 @@ func (f *holdFollower) watching(ctx context.Context, w *watcher) error {
 			return err
 		}
 		f.kueue = fl
+		w.mu.Lock()
+		w.kueueClock = fl
+		w.mu.Unlock()
 	}
 	return nil
 }
@@ -204,7 +207,8 @@ func (f *holdFollower) meta(m *results.Meta) {
 	}
 	if f.kueue != nil {
 		st := f.kueue.Stats()
-		m.KueueClock = &results.KueueClockMeta{Timers: st.Timers, LateAcks: st.LateAcks, LongestAckSec: st.LongestAck.Seconds()}
+		m.KueueClock = &results.KueueClockMeta{Timers: st.Timers, LateAcks: st.LateAcks, LongestAckSec: st.LongestAck.Seconds(),
+			WorkloadWaits: st.Seen, LateWorkloadWaits: st.LateSeen}
 	}
 }
 

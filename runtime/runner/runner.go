@@ -422,6 +422,10 @@ func reportClock(out io.Writer, clk *simclock.Clock, meta *results.Meta) {
 			fmt.Fprintf(out, "holds that reached their limit (the first %d): %s\n", len(cs.FirstExpired), strings.Join(cs.FirstExpired, "; "))
 		}
 	}
+	if k := meta.KueueClock; k != nil {
+		fmt.Fprintf(out, "kueue on the trace clock: %d stops at its timers (%d not acknowledged within the limit, longest wait %.1fs); %d waits for it to take in a Workload change (%d reached the limit)\n",
+			k.Timers, k.LateAcks, k.LongestAckSec, k.WorkloadWaits, k.LateWorkloadWaits)
+	}
 	if meta.Outages > 0 || len(meta.Restarts) > 0 {
 		var rs []string
 		for _, k := range slices.Sorted(maps.Keys(meta.Restarts)) {

@@ -67,15 +67,19 @@ type watcher struct {
 	queues *queueView // nil without Kueue's metrics
 	reader client.Reader
 
-	mu      sync.Mutex
-	units   map[string]*unit // by unit key: the workload id, or id#n for trial n
-	byWL    map[types.UID]*unit
-	pods    map[string]*podState // by namespace/name
-	unsched map[types.UID]bool   // pods the scheduler rejected (parked), over all units
-	late    lateStats
-	changed time.Time     // wall time of the last informer event
-	faults  faultObserver // nil without fault injection
-	resync  *resyncer     // nil: orphaned pods are held for, their owners not asked to resync
+	mu sync.Mutex
+	// kueueClock is the local Kueue on the trace clock (nil: Kueue keeps wall time): the clock
+	// holds after a Workload change until Kueue has taken it in, and after Kueue's writes until
+	// this watcher has handled them.
+	kueueClock kueueWorkloads
+	units      map[string]*unit // by unit key: the workload id, or id#n for trial n
+	byWL       map[types.UID]*unit
+	pods       map[string]*podState // by namespace/name
+	unsched    map[types.UID]bool   // pods the scheduler rejected (parked), over all units
+	late       lateStats
+	changed    time.Time     // wall time of the last informer event
+	faults     faultObserver // nil without fault injection
+	resync     *resyncer     // nil: orphaned pods are held for, their owners not asked to resync
 	// guard sees every event the watcher emits; loop receives the first preemption loop it finds
 	// (results.LoopGuard): the run ends with it.
 	guard results.LoopGuard
@@ -256,6 +260,12 @@ func unitKey(id string, tr *trialRef) string {
 	return id + "#" + strconv.Itoa(tr.n)
 }
 
+// kueueWorkloads is kueueclock.Follower's side for Workload changes.
+type kueueWorkloads interface {
+	Saw(resourceVersion string)
+	Observed(resourceVersion string)
+}
+
 // Hold keys of a unit and of a pod.
 func holdPods(u *unit) simclock.Key   { return simclock.Key{Kind: simclock.KindPods, ID: u.key} }
 func holdFinish(u *unit) simclock.Key { return simclock.Key{Kind: simclock.KindFinish, ID: u.key} }
@@ -288,6 +298,12 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.changed = time.Now()
+	if w.kueueClock != nil {
+		if !deleted {
+			w.kueueClock.Saw(wl.ResourceVersion)
+		}
+		defer w.kueueClock.Observed(wl.ResourceVersion)
+	}
 	// Kueue owes a decision when a Workload enters, leaves or moves within its queues while any
 	// Workload waits in them (without the view, on every change). With nothing pending, a finish
 	// or an admission leaves Kueue nothing to decide; the next poke's comparison still waits for
