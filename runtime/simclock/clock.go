@@ -454,6 +454,11 @@ func (c *Clock) deactivate(k Kind, w time.Time) {
 	c.blockChanged(w)
 }
 
+// limitRuns reports whether the limits of holds of kind k (and of fired alarms, kindAlarm) run
+// now: a component that is down owes every step that waits for it, so only the outage's own
+// hold's limit runs until the control plane is back (resumeLimits then moves the others on).
+func (c *Clock) limitRuns(k Kind) bool { return k == KindOutage || c.byKind[KindOutage] == 0 }
+
 // resumeLimits moves the limits of the holds and fired alarms on by the part of the outage from
 // since to w that each has waited through.
 func (c *Clock) resumeLimits(since, w time.Time) {
@@ -536,11 +541,8 @@ func (c *Clock) sync(w time.Time) {
 	if c.disabled {
 		return
 	}
-	// A component that is down owes every step that waits for it: the holds' limits stop until
-	// the control plane is back (deactivate moves them on).
-	outage := c.byKind[KindOutage] > 0
 	for k, h := range c.holds {
-		if outage && h.kind != KindOutage {
+		if !c.limitRuns(h.kind) {
 			continue
 		}
 		if !h.expired && !w.Before(h.until) {
@@ -554,7 +556,7 @@ func (c *Clock) sync(w time.Time) {
 		}
 	}
 	for a := range c.fired {
-		if !outage && !w.Before(a.firedAt.Add(c.maxHold)) {
+		if c.limitRuns(kindAlarm) && !w.Before(a.firedAt.Add(c.maxHold)) {
 			delete(c.fired, a)
 			c.stats.Expired[kindAlarm]++
 			c.blockChanged(w)
@@ -610,13 +612,12 @@ func (c *Clock) step(w time.Time) time.Duration {
 			next = d
 		}
 	}
-	outage := c.byKind[KindOutage] > 0
 	for _, h := range c.holds {
-		if !h.expired && (!outage || h.kind == KindOutage) {
+		if !h.expired && c.limitRuns(h.kind) {
 			soonest(h.until.Sub(w))
 		}
 	}
-	if !outage {
+	if c.limitRuns(kindAlarm) {
 		for a := range c.fired {
 			soonest(a.firedAt.Add(c.maxHold).Sub(w))
 		}
