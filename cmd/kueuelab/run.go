@@ -99,7 +99,7 @@ fails (restart policy Never) or restarts in place (OnFailure); the workload's ow
 its own failure policy (the trace's maxRestarts) and Kueue follows. faults.jsonl lists each fault.
 The sim engine does not model faults: --faults needs --engine cluster.
 
---engine sim replays the same trace, cluster spec and mapping through Kueue v0.15.0's own
+--engine sim replays the same trace, cluster spec and mapping through Kueue v0.19.2's own
 scheduler, imported as a library, in virtual time: no cluster, no processes, the same results
 files. ` + simHelp,
 		Example: `  kueuelab run --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml

@@ -1,4 +1,4 @@
-// Package sim is the sim engine: it replays a trace through Kueue v0.15.0's own admission code
+// Package sim is the sim engine: it replays a trace through Kueue v0.19.2's own admission code
 // (runtime/sim/kueuelib) in a discrete-event loop over virtual time (runtime/sim/des), with no
 // API server and no processes, and records the run in the same results files as the cluster
 // engine (runtime/results).

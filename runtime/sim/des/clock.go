@@ -7,7 +7,7 @@ import (
 )
 
 // Epoch is the wall time of trace second 0 in the virtual clock. It lies in the past on purpose:
-// a few places in Kueue v0.15.0 compare times against the real clock instead of an injected one
+// a few places in Kueue v0.19.2 compare times against the real clock instead of an injected one
 // (the queue manager's ClusterQueue backoff check, the workload controller's time.Until of
 // requeueAt); against a past epoch every such comparison finds the wait over, and the sim
 // decides when a backoff ends on the virtual clock instead (see runtime/sim/kueuelib).

@@ -1,4 +1,4 @@
-// Package kueuelib runs Kueue v0.15.0's admission code as a library, in virtual time: its
+// Package kueuelib runs Kueue v0.19.2's admission code as a library, in virtual time: its
 // scheduler cache, queue manager, scheduler (with preemption, cohorts, borrowing and lending, fair
 // sharing and admission fair sharing) and the workload controller's event handlers, all wired to
 // an in-memory API (Store) and a caller's clock. The caller plays the controllers' remaining parts

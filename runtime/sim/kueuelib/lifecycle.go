@@ -14,7 +14,7 @@ import (
 )
 
 // The Workload predicates and writes the caller needs to play Kueue's workload controller and job
-// reconciler around the scheduler. Each is Kueue's own function (pkg/workload in v0.15.0, split
+// reconciler around the scheduler. Each is Kueue's own function (pkg/workload, split
 // into subpackages by v0.19), named here so that a Kueue version that moves or changes them is
 // met in this package alone.
 

@@ -108,7 +108,7 @@ func (h *heads) count() int {
 }
 
 // Seam 3: the workload controller's clock. core.WorkloadReconciler keeps its clock in the
-// unexported field clock, always the real clock in v0.15.0 (no option sets it); its event handlers
+// unexported field clock, always the real clock in v0.19.2 (no option sets it); its event handlers
 // read it when they account admission fair sharing usage (updateAfsConsumedUsage). The sim sets
 // it to the virtual clock, so the handlers run Kueue's own code on virtual time.
 func setReconcilerClock(r *core.WorkloadReconciler, c clock.Clock) error {

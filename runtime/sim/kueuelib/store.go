@@ -35,7 +35,7 @@ type Change struct {
 // Store is the in-memory API server the sim gives Kueue's code as its client.Client. It holds the
 // cluster objects (namespaces, priority classes, flavors, cohorts, queues, topologies) and the
 // Workloads, serves Get and List from them, and applies Kueue's writes to Workloads the way the
-// API server would for the requests Kueue v0.15.0 makes: server-side-apply patches of a
+// API server would for the requests Kueue v0.19.2 makes: server-side-apply patches of a
 // Workload's status (the admission fields by field manager kueue-admission, single conditions
 // by others), merge patches and updates. Every Workload write is queued as a Change, which the
 // sim delivers to Kueue's workload controller event handlers, as the informer would.
@@ -102,7 +102,7 @@ func splitmix(x uint64) uint64 {
 // second it would on a cluster. Condition times and creation times keep the sub-second order the
 // sim gives them: Kueue orders by them (FIFO by creation, preemption victims by reservation), and
 // the cluster engine's Kueue keeps both to the nanosecond too (runtime/tools/patches/
-// kueue-v0.15.0-precise-times.patch), so ties that an API server would make at one second, and
+// kueue-v0.19.2-precise-times.patch), so ties that an API server would make at one second, and
 // Kueue would break by heap position or UID, are ordered as the trace orders them on both engines.
 func apiTimes(wl *kueue.Workload) {
 	if rs := wl.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !rs.RequeueAt.IsZero() {
@@ -509,7 +509,7 @@ func (s *Store) replace(obj client.Object) error {
 	return nil
 }
 
-// Patch applies a status patch: a server-side apply of a partial Workload (how Kueue v0.15.0
+// Patch applies a status patch: a server-side apply of a partial Workload (how Kueue v0.19.2
 // writes admission, eviction, finish and single conditions by default) or a merge patch whose
 // result the caller holds in obj (the WorkloadRequestUseMergePatch gate).
 func (w statusWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
@@ -567,7 +567,7 @@ func (r subResource) Patch(ctx context.Context, obj client.Object, patch client.
 }
 
 // admissionConditions are the condition types Kueue's admission field manager owns
-// (pkg/workload admissionManagedConditions in v0.15.0): an apply by that manager that omits one
+// (pkg/workload/patching admissionManagedConditions in v0.19.2): an apply by that manager that omits one
 // removes it, as server-side apply removes fields a manager stops applying.
 var admissionConditions = []string{
 	kueue.WorkloadQuotaReserved, kueue.WorkloadEvicted, kueue.WorkloadAdmitted, kueue.WorkloadPreempted,
