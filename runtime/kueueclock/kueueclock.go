@@ -208,15 +208,17 @@ func Attach(ctx context.Context, f *File, clk *simclock.Clock, settled func()) *
 	return fl
 }
 
-// Saw holds the clock until Kueue's workload controller has taken in the Workload change at
-// resourceVersion rv (the API's etcd revision) and Kueue's controllers owe no work: an admission
-// arms waitForPodsReady's timeout in that reconcile, and the clock must stop at it. A resource
-// version that is not a number (an API server that is not etcd's) places no hold.
-func (fl *Follower) Saw(rv string) {
+// Revision is a resourceVersion as the etcd revision it is; ok is false for one that is not a
+// number (an API server that is not etcd's), which the follower cannot order.
+func Revision(rv string) (v int64, ok bool) {
 	v, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		return
-	}
+	return v, err == nil
+}
+
+// Saw holds the clock until Kueue's workload controller has taken in the Workload change at
+// revision v (see Revision) and Kueue's controllers owe no work: an admission arms
+// waitForPodsReady's timeout in that reconcile, and the clock must stop at it.
+func (fl *Follower) Saw(v int64) {
 	fl.mu.Lock()
 	if v <= fl.want {
 		fl.mu.Unlock()
@@ -239,13 +241,9 @@ func (fl *Follower) Saw(rv string) {
 	}
 }
 
-// Observed tells the follower that the runner has handled the Workload change at resourceVersion
-// rv (recorded its events, placed its holds): Kueue's writes up to rv have been seen.
-func (fl *Follower) Observed(rv string) {
-	v, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		return
-	}
+// Observed tells the follower that the runner has handled the Workload change at revision
+// v (recorded its events, placed its holds): Kueue's writes up to v have been seen.
+func (fl *Follower) Observed(v int64) {
 	for {
 		old := fl.observed.Load()
 		if v <= old || fl.observed.CompareAndSwap(old, v) {

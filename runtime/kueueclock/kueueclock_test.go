@@ -181,16 +181,18 @@ func TestSawHoldsUntilKueueTookTheChangeIn(t *testing.T) {
 	}
 
 	f.store(wordSeen, 100)
-	fl.Saw("100")
+	fl.Saw(100)
 	if held() {
 		t.Fatal("held for a change Kueue has taken in")
 	}
-	fl.Saw("not-a-number")
-	if held() {
-		t.Fatal("held for a resource version that is not a number")
+	if _, ok := Revision("not-a-number"); ok {
+		t.Fatal("a resource version that is not a number taken for a revision")
+	}
+	if v, ok := Revision("120"); !ok || v != 120 {
+		t.Fatalf("Revision(\"120\") = %d, %v", v, ok)
 	}
 
-	fl.Saw("120")
+	fl.Saw(120)
 	if !held() {
 		t.Fatal("no hold for a change Kueue has not taken in")
 	}
@@ -200,7 +202,7 @@ func TestSawHoldsUntilKueueTookTheChangeIn(t *testing.T) {
 	if !held() {
 		t.Fatal("released while the reconcile is owed")
 	}
-	fl.Saw("130") // a newer change while the first is held
+	fl.Saw(130) // a newer change while the first is held
 	f.store(wordBusy, 0)
 	time.Sleep(10 * ackPoll)
 	if !held() {
@@ -211,7 +213,7 @@ func TestSawHoldsUntilKueueTookTheChangeIn(t *testing.T) {
 
 	// Kueue wrote a Workload (an eviction) the runner has not handled yet.
 	f.store(wordWrote, 140)
-	fl.Saw("135")
+	fl.Saw(135)
 	if !held() {
 		t.Fatal("no hold while Kueue's write is unseen")
 	}
@@ -220,7 +222,7 @@ func TestSawHoldsUntilKueueTookTheChangeIn(t *testing.T) {
 	if !held() {
 		t.Fatal("released before the runner handled Kueue's write")
 	}
-	fl.Observed("140")
+	fl.Observed(140)
 	await("the hold released once the runner handled the write", func() bool { return !held() })
 	if st := fl.Stats(); st.Seen != 2 || st.LateSeen != 0 {
 		t.Errorf("stats %+v, want two waits, none late", st)

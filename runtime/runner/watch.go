@@ -22,6 +22,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/kueueclock"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
@@ -262,8 +263,8 @@ func unitKey(id string, tr *trialRef) string {
 
 // kueueWorkloads is kueueclock.Follower's side for Workload changes.
 type kueueWorkloads interface {
-	Saw(resourceVersion string)
-	Observed(resourceVersion string)
+	Saw(revision int64)
+	Observed(revision int64)
 }
 
 // Hold keys of a unit and of a pod.
@@ -298,11 +299,11 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.changed = time.Now()
-	if w.kueueClock != nil {
+	if rv, ok := kueueclock.Revision(wl.ResourceVersion); ok && w.kueueClock != nil {
 		if !deleted {
-			w.kueueClock.Saw(wl.ResourceVersion)
+			w.kueueClock.Saw(rv)
 		}
-		defer w.kueueClock.Observed(wl.ResourceVersion)
+		defer w.kueueClock.Observed(rv)
 	}
 	// Kueue owes a decision when a Workload enters, leaves or moves within its queues while any
 	// Workload waits in them (without the view, on every change). With nothing pending, a finish
