@@ -207,7 +207,7 @@ func Pinned() Set {
 			// why), and its clocks following a replay's trace clock while one runs (the
 			// trace-clock patch, runtime/kueueclock); its own file name so the cache keeps other
 			// builds and builds this one alone.
-			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab10", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
+			{Name: "kueue", File: "kueue-" + KueueVersion + "-kueuelab13", Module: "sigs.k8s.io/kueue", Version: KueueVersion, Package: "./cmd/kueue",
 				method: sourceCopy, patches: []string{"kueue-" + KueueVersion + "-cycle-backoff.patch", "kueue-" + KueueVersion + "-precise-times.patch",
 					"kueue-" + KueueVersion + "-trace-clock.patch"},
 				ldflags: []string{"-X sigs.k8s.io/kueue/pkg/version.GitVersion=" + KueueVersion}},
