@@ -1,9 +1,13 @@
 package sim
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
 
 // TestKueueConfigWaitForPodsReady: Kueue v0.19's waitForPodsReady is on with its defaults unless
@@ -45,6 +49,18 @@ func TestKueueConfigWaitForPodsReady(t *testing.T) {
 				w.RecoveryTimeout.Duration != tc.timeout || *w.RequeuingStrategy.BackoffBaseSeconds != 60 ||
 				*w.RequeuingStrategy.BackoffMaxSeconds != 3600):
 				t.Errorf("waitForPodsReady %+v, want timeout and recovery %v, backoff 60 s to 3600 s", w, tc.timeout)
+			}
+			// The summary says so, in trace seconds.
+			m := kueueMeta(o)
+			if m.Version != kueuelib.KueueVersion || m.Clock != results.ClockTrace {
+				t.Errorf("summary's Kueue %s on the %s clock, want %s on the trace clock", m.Version, m.Clock, kueuelib.KueueVersion)
+			}
+			want := (*results.PodsReadyMeta)(nil)
+			if tc.timeout != 0 {
+				want = &results.PodsReadyMeta{TimeoutSec: tc.timeout.Seconds(), RecoveryTimeoutSec: tc.timeout.Seconds(), BackoffBaseSec: 60, BackoffMaxSec: 3600}
+			}
+			if !reflect.DeepEqual(m.WaitForPodsReady, want) {
+				t.Errorf("summary's waitForPodsReady %+v, want %+v", m.WaitForPodsReady, want)
 			}
 		})
 	}

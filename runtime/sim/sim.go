@@ -152,6 +152,7 @@ type sim struct {
 	loop  *des.Loop
 	clk   des.Clock
 	kq    *kueuelib.Kueue
+	kueue *results.KueueMeta // the summary's account of kq
 	rec   *results.Recorder
 	evlog *results.EventLog
 
@@ -216,7 +217,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	s.recordLostEnergy()
 	meta := results.Meta{Engine: results.EngineSim, Trace: cfg.TraceName, Cluster: replay.SpecName(cfg.Spec),
 		WallSec: wall().Sub(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.cluster.GPUCapacity, Incomplete: incomplete,
-		States: s.rec.Counts().States}
+		States: s.rec.Counts().States, Kueue: s.kueue}
 	// The records are handed over, not copied: nothing records after this.
 	s.items, s.plan.items, s.plan.records = nil, nil, nil
 	recs, rerr := s.rec.Release()
@@ -293,7 +294,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if err != nil {
 		return nil, errors.Join(err, evlog.Close())
 	}
-	s := &sim{cfg: cfg, loop: loop, clk: loop.Clock(), kq: kq, rec: rec, evlog: evlog, plan: p, items: p.items,
+	s := &sim{cfg: cfg, loop: loop, clk: loop.Clock(), kq: kq, kueue: kueueMeta(kopts), rec: rec, evlog: evlog, plan: p, items: p.items,
 		wls: map[types.NamespacedName]*kwl{}, pods: pr, lostJ: map[string]float64{}}
 	for _, r := range p.records {
 		if r.Terminal() {

@@ -19,6 +19,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/kubesched"
+	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -169,6 +170,9 @@ func TestLoneWorkload(t *testing.T) {
 	}
 	if d.Summary.Engine != results.EngineSim || d.Summary.States[results.StateSucceeded] != 1 {
 		t.Errorf("summary engine %q, states %v", d.Summary.Engine, d.Summary.States)
+	}
+	if k := d.Summary.Kueue; k == nil || k.Version != kueuelib.KueueVersion {
+		t.Errorf("summary's Kueue %+v, want the linked %s named", k, kueuelib.KueueVersion)
 	}
 }
 
