@@ -27,7 +27,7 @@ figcaption { color: #555; font-size: .9em; }
 <body>
 <h1>kueuelab report · {{.R.Name}}</h1>
 <p class="meta">Generated {{.Generated}}. Baseline: <b>{{.R.Baseline}}</b>.
-Variants (finished repeats): {{range $i, $v := .R.Variants}}{{if $i}}, {{end}}{{$v}} ({{index $.R.Repeats $i}}){{end}}.
+Variants (finished repeats; what decided): {{range $i, $v := .R.Variants}}{{if $i}}, {{end}}{{$v}} ({{index $.R.Repeats $i}}; {{index $.R.Ran $i}}){{end}}.
 Each value is the mean over repeats with its 95% confidence interval (t-distribution; n/a with one repeat);
 deltas are against the baseline, with the paired 95% interval of the per-repeat differences (repeat k of every variant replays the same trace).
 Times are trace time.</p>

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,13 @@ func writeRun(t *testing.T, dir string, recs []results.Record, variant string, r
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sum := results.Summarize(recs, results.Meta{Trace: "t.jsonl", Cluster: "c.yaml", Speedup: 1000, GPUCapacity: 64})
+	// The small variant is an upgrade what-if's other side: it ran an older Kueue.
+	kueueVersion := "v0.19.2"
+	if variant == "small" {
+		kueueVersion = "v0.15.0"
+	}
+	sum := results.Summarize(recs, results.Meta{Trace: "t.jsonl", Cluster: "c.yaml", Speedup: 1000, GPUCapacity: 64,
+		Engine: results.EngineSim, Kueue: &results.KueueMeta{Version: kueueVersion}})
 	var b bytes.Buffer
 	if err := sum.WriteJSON(&b); err != nil {
 		t.Fatal(err)
@@ -158,6 +165,9 @@ func TestReportGolden(t *testing.T) {
 		t.Fatalf("loaded %s baseline %s, %d variants", in.Name, in.Baseline, len(in.Variants))
 	}
 	r := Compute(in)
+	if want := []string{"sim engine, Kueue v0.15.0", "sim engine, Kueue v0.19.2", "sim engine, Kueue v0.19.2"}; !slices.Equal(r.Ran, want) {
+		t.Errorf("what decided each variant: %q, want %q", r.Ran, want)
+	}
 	var got bytes.Buffer
 	if err := r.WriteJSON(&got); err != nil {
 		t.Fatal(err)

@@ -1,13 +1,16 @@
 package report
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"gonum.org/v1/gonum/stat"
@@ -22,7 +25,10 @@ type Report struct {
 	Baseline string   `json:"baseline"`
 	Variants []string `json:"variants"`
 	Repeats  []int    `json:"repeats"` // finished repeats per variant
-	Tables   []Table  `json:"tables"`
+	// Ran says per variant what decided: the engine and the Kueue version its runs' summaries
+	// name, e.g. "cluster engine, Kueue v0.19.2" (runs that differ are listed apart).
+	Ran    []string `json:"ran"`
+	Tables []Table  `json:"tables"`
 }
 
 // Table is one metric (in one scope: all workloads, a queue or a family) across the variants.
@@ -180,6 +186,7 @@ func Compute(in *Input) *Report {
 	for _, v := range in.Variants {
 		r.Variants = append(r.Variants, v.Name)
 		r.Repeats = append(r.Repeats, len(v.Runs))
+		r.Ran = append(r.Ran, ran(v))
 	}
 	queues, families := names(in, "queue"), names(in, "family")
 	for _, m := range []metric{ttaP50, ttaP95, ttaMean} {
@@ -210,6 +217,23 @@ func Compute(in *Input) *Report {
 	}
 	r.addFaultTables(in)
 	return r
+}
+
+// ran describes what decided v's runs: each distinct engine and Kueue version, in repeat order.
+func ran(v *Variant) string {
+	var seen []string
+	for _, run := range v.Runs {
+		d := cmp.Or(string(run.Summary.Engine), "unrecorded") + " engine"
+		if k := run.Summary.Kueue; k != nil && k.Version != "" {
+			d += ", Kueue " + k.Version
+		} else {
+			d += ", Kueue version not recorded"
+		}
+		if !slices.Contains(seen, d) {
+			seen = append(seen, d)
+		}
+	}
+	return strings.Join(seen, "; ")
 }
 
 // names lists the queues or families any run has, sorted.
@@ -407,6 +431,9 @@ func (t *Table) Title() string {
 func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "experiment %s: %d variants, baseline %s; mean over repeats, 95%% CI (t-distribution), delta vs baseline with paired 95%% CI\n",
 		r.Name, len(r.Variants), r.Baseline)
+	for i, v := range r.Variants {
+		fmt.Fprintf(w, "  %s: %s\n", v, r.Ran[i])
+	}
 	for _, t := range r.Tables {
 		fmt.Fprintf(w, "\n%s\n", t.Title())
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
