@@ -37,25 +37,18 @@ image: tools
 		--revision $$(git rev-parse HEAD) --out $(IMAGE_DIR)/kueuelab-runner-$(VERSION).tar
 
 ## test: everything CI proves — lint, unit tests, end-to-end tests on a real local control plane.
-## The tools come before the unit tests, some of which run them (below). Lint runs beside the
-## tools' build: on a fresh machine that build is 40 min of compiling other modules, with
-## downloads and links that leave a core idle; the build of kueuelab before them compiles the
-## packages vet needs once, for both.
-test:
-	$(MAKE) build
-	$(MAKE) -j2 lint tools
-	$(MAKE) unit
-	$(MAKE) e2e
+## The tools come before the unit tests, some of which run them (below).
+test: lint tools unit e2e
 
 ## unit: the unit tests. A few need the tools cache (the real kube-scheduler on a spec's scheduler
-## section), the Go module proxy or a host command (internal/testutil). `make test` builds the
-## tools before it; `make unit` alone does not build them (`make tools` does:
+## section), the Go module proxy or a host command (internal/testutil). Under `make test` unit
+## waits for `tools` (also with -j); `make unit` alone does not build them (`make tools` does:
 ## 40–60 min once on 2 cores), and those tests skip saying what is missing and how to get it, except under
 ## CI=true (CI sets it), where a missing prerequisite fails the test: CI provides them all.
 ## The log (hack/testlog) is go test's usual output plus every skipped test with its reason, and
 ## ends with go test's own last line; the whole `go test -json` stream is kept in
 ## $TMPDIR/kueuelab-unit.json. The exit code is go test's (the log's if only the log failed).
-unit:
+unit: $(if $(filter test,$(MAKECMDGOALS)),tools)
 	$(GO) test -count=1 -json $$($(GO) list ./... | grep -v /test/e2e) 2>&1 | tee $${TMPDIR:-/tmp}/kueuelab-unit.json | $(GO) run ./hack/testlog; \
 	codes=($${PIPESTATUS[@]}); if [ $${codes[0]} -ne 0 ]; then exit $${codes[0]}; fi; exit $$(( codes[1] | codes[2] ))
 
