@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,13 +48,7 @@ type KueueSettings struct {
 }
 
 // RemoteWaitForPodsReady is waitForPodsReady with Kueue's defaults filled in.
-type RemoteWaitForPodsReady struct {
-	Timeout, RecoveryTimeout time.Duration
-	BackoffBase, BackoffMax  time.Duration
-	BlockAdmission           bool
-	// Default: the Configuration has no waitForPodsReady section; Kueue v0.19 runs it anyway.
-	Default bool
-}
+type RemoteWaitForPodsReady = kueuewl.WaitForPodsReady
 
 // KueueConfigKey is the ConfigMap key of Kueue's manifests and chart.
 const KueueConfigKey = "controller_manager_config.yaml"
@@ -193,10 +186,7 @@ func (k *RemoteKueue) ReplayMeta(version string) *results.KueueMeta {
 	}
 	c := k.Config
 	m.Source, m.ClientQPS, m.ClientBurst = k.ConfigSource, float64(c.ClientQPS), int(c.ClientBurst)
-	if w := c.WaitForPodsReady; w != nil {
-		m.WaitForPodsReady = &results.PodsReadyMeta{TimeoutSec: w.Timeout.Seconds(), RecoveryTimeoutSec: w.RecoveryTimeout.Seconds(),
-			BackoffBaseSec: w.BackoffBase.Seconds(), BackoffMaxSec: w.BackoffMax.Seconds(), BlockAdmission: w.BlockAdmission}
-	}
+	m.WaitForPodsReady = c.WaitForPodsReady.Meta()
 	return m
 }
 
@@ -231,8 +221,8 @@ func parseKueueConfig(b []byte, gates map[string]bool) (*KueueSettings, error) {
 		LeaderElectionName: c.LeaderElectionName, ClientQPS: c.ClientQPS, ClientBurst: c.ClientBurst, FeatureGates: c.FeatureGates}
 	maps.Copy(s.FeatureGates, gates)
 	if w := c.WaitForPodsReady; w != nil && !s.FeatureGates[kueuewl.DisableWaitForPodsReady] {
-		s.WaitForPodsReady = &RemoteWaitForPodsReady{Timeout: w.Timeout, RecoveryTimeout: w.RecoveryTimeout,
-			BackoffBase: w.BackoffBase, BackoffMax: w.BackoffMax, BlockAdmission: w.BlockAdmission, Default: w.Default}
+		r := *w
+		s.WaitForPodsReady = &r
 	}
 	return s, nil
 }

@@ -14,6 +14,8 @@ import (
 	kueueconfigv1beta1 "sigs.k8s.io/kueue/apis/config/v1beta1"
 	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
 // Configuration is what kueuelab reads from a Kueue Configuration, as the Kueue it belongs to runs
@@ -87,17 +89,34 @@ func ParseConfiguration(b []byte) (*Configuration, error) {
 		s.ClientQPS, s.ClientBurst = ptr.Deref(cc.QPS, 0), ptr.Deref(cc.Burst, 0)
 	}
 	maps.Copy(s.FeatureGates, c.FeatureGates)
-	if w := c.WaitForPodsReady; w != nil {
-		r := &WaitForPodsReady{Timeout: w.Timeout.Duration, BlockAdmission: ptr.Deref(w.BlockAdmission, false),
-			Default: len(head.WaitForPodsReady) == 0 || string(head.WaitForPodsReady) == "null"}
-		if w.RecoveryTimeout != nil {
-			r.RecoveryTimeout = w.RecoveryTimeout.Duration
-		}
-		if rs := w.RequeuingStrategy; rs != nil {
-			r.BackoffBase = time.Duration(ptr.Deref(rs.BackoffBaseSeconds, 0)) * time.Second
-			r.BackoffMax = time.Duration(ptr.Deref(rs.BackoffMaxSeconds, 0)) * time.Second
-		}
-		s.WaitForPodsReady = r
+	if s.WaitForPodsReady = WaitForPodsReadyOf(c.WaitForPodsReady); s.WaitForPodsReady != nil {
+		s.WaitForPodsReady.Default = len(head.WaitForPodsReady) == 0 || string(head.WaitForPodsReady) == "null"
 	}
 	return s, nil
+}
+
+// WaitForPodsReadyOf is the settings of Kueue's waitForPodsReady section w (its defaults filled
+// in); nil when w is (off).
+func WaitForPodsReadyOf(w *kueueconfig.WaitForPodsReady) *WaitForPodsReady {
+	if w == nil {
+		return nil
+	}
+	r := &WaitForPodsReady{Timeout: w.Timeout.Duration, BlockAdmission: ptr.Deref(w.BlockAdmission, false)}
+	if w.RecoveryTimeout != nil {
+		r.RecoveryTimeout = w.RecoveryTimeout.Duration
+	}
+	if rs := w.RequeuingStrategy; rs != nil {
+		r.BackoffBase = time.Duration(ptr.Deref(rs.BackoffBaseSeconds, 0)) * time.Second
+		r.BackoffMax = time.Duration(ptr.Deref(rs.BackoffMaxSeconds, 0)) * time.Second
+	}
+	return r
+}
+
+// Meta is the summary's account of w, its durations in seconds; nil when w is (off).
+func (w *WaitForPodsReady) Meta() *results.PodsReadyMeta {
+	if w == nil {
+		return nil
+	}
+	return &results.PodsReadyMeta{TimeoutSec: w.Timeout.Seconds(), RecoveryTimeoutSec: w.RecoveryTimeout.Seconds(),
+		BackoffBaseSec: w.BackoffBase.Seconds(), BackoffMaxSec: w.BackoffMax.Seconds(), BlockAdmission: w.BlockAdmission}
 }

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/utils/ptr"
 	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
@@ -85,17 +85,6 @@ func (k KueueConfig) options() (kueuelib.Options, error) {
 // kueueMeta is the summary's account of the Kueue the sim runs with o (Kueue's defaults filled
 // in): the version its seams are checked on, which is the linked one.
 func kueueMeta(o kueuelib.Options) *results.KueueMeta {
-	m := &results.KueueMeta{Version: kueuelib.KueueVersion, Source: "the sim engine's Kueue configuration", Clock: results.ClockTrace}
-	if w := o.WaitForPodsReady; w != nil {
-		pr := &results.PodsReadyMeta{TimeoutSec: w.Timeout.Seconds(), BlockAdmission: ptr.Deref(w.BlockAdmission, false)}
-		if w.RecoveryTimeout != nil {
-			pr.RecoveryTimeoutSec = w.RecoveryTimeout.Seconds()
-		}
-		if rs := w.RequeuingStrategy; rs != nil {
-			pr.BackoffBaseSec = float64(ptr.Deref(rs.BackoffBaseSeconds, 0))
-			pr.BackoffMaxSec = float64(ptr.Deref(rs.BackoffMaxSeconds, 0))
-		}
-		m.WaitForPodsReady = pr
-	}
-	return m
+	return &results.KueueMeta{Version: kueuelib.KueueVersion, Source: "the sim engine's Kueue configuration", Clock: results.ClockTrace,
+		WaitForPodsReady: kueuewl.WaitForPodsReadyOf(o.WaitForPodsReady).Meta()}
 }
