@@ -68,8 +68,13 @@ func Create(path string) error {
 
 // File is the runner's mapping of the file.
 type File struct {
-	mem []byte
-	mu  sync.Mutex // one writer of the position
+	mu sync.Mutex // one writer of the position
+
+	// Informer handlers may still read the file while a run ends, so Close swaps the mapping for
+	// a copy of its last words under mapMu instead of leaving a hole behind a reader.
+	mapMu  sync.RWMutex
+	mem    []byte
+	mapped bool
 }
 
 // Open maps the file at path.
@@ -90,15 +95,43 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kueue trace clock %s: mmap: %w", path, err)
 	}
-	return &File{mem: mem}, nil
+	return &File{mem: mem, mapped: true}, nil
 }
 
-// Close unmaps the file.
-func (f *File) Close() error { return syscall.Munmap(f.mem) }
+// Close unmaps the file; reads and writes after it see the words as they were at Close and
+// reach no process.
+func (f *File) Close() error {
+	f.mapMu.Lock()
+	defer f.mapMu.Unlock()
+	if !f.mapped {
+		return nil
+	}
+	last := make([]int64, words)
+	for i := range last {
+		last[i] = atomic.LoadInt64(f.word(i))
+	}
+	err := syscall.Munmap(f.mem)
+	f.mem = unsafe.Slice((*byte)(unsafe.Pointer(&last[0])), Size)
+	f.mapped = false
+	if err != nil {
+		return fmt.Errorf("kueue trace clock: munmap: %w", err)
+	}
+	return nil
+}
 
-func (f *File) word(i int) *int64    { return (*int64)(unsafe.Pointer(&f.mem[i*8])) }
-func (f *File) load(i int) int64     { return atomic.LoadInt64(f.word(i)) }
-func (f *File) store(i int, v int64) { atomic.StoreInt64(f.word(i), v) }
+func (f *File) word(i int) *int64 { return (*int64)(unsafe.Pointer(&f.mem[i*8])) }
+
+func (f *File) load(i int) int64 {
+	f.mapMu.RLock()
+	defer f.mapMu.RUnlock()
+	return atomic.LoadInt64(f.word(i))
+}
+
+func (f *File) store(i int, v int64) {
+	f.mapMu.RLock()
+	defer f.mapMu.RUnlock()
+	atomic.StoreInt64(f.word(i), v)
+}
 
 func ns(sec float64) int64 {
 	if math.IsInf(sec, 1) || sec*1e9 >= math.MaxInt64 {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,5 +227,47 @@ func TestSawHoldsUntilKueueTookTheChangeIn(t *testing.T) {
 	await("the hold released once the runner handled the write", func() bool { return !held() })
 	if st := fl.Stats(); st.Seen != 2 || st.LateSeen != 0 {
 		t.Errorf("stats %+v, want two waits, none late", st)
+	}
+}
+
+// An informer handler may still ask the follower about a Workload while the run that mapped the
+// file closes it: the read must see the last words, not fault on an unmapped page.
+func TestReadsDuringCloseSeeTheLastWords(t *testing.T) {
+	for range 50 {
+		path := filepath.Join(t.TempDir(), "clock")
+		if err := Create(path); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.store(wordSeen, 7)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for range 2000 {
+					if !f.caughtUp(7) {
+						t.Error("a read during Close lost the words")
+						return
+					}
+				}
+			}()
+		}
+		close(start)
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if err := f.Close(); err != nil {
+			t.Fatalf("a second Close: %v", err)
+		}
+		if got := f.load(wordSeen); got != 7 {
+			t.Fatalf("after Close: seen %d, want the last word 7", got)
+		}
 	}
 }
