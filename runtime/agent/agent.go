@@ -302,18 +302,41 @@ func (a *Agent) Run(ctx context.Context) error {
 // every object marked dirty since the last sync, and arms the alarm at the next completion. The
 // acknowledgements of the runner's holds go out only after the alarm is armed, so the clock
 // cannot pass a completion of a pod just started.
+//
+// The dirty objects are read before the clock: nothing holds the clock for a change no one owes
+// a step for, so it may move while a sync runs, and a change read after the time would be
+// applied at a trace time before it happened (a gang member scheduled at 200 s started at the
+// 50 s the sync had read, under load).
 func (a *Agent) sync() {
 	t0 := time.Now()
+	nodes, pods, deleted := a.inbox.take()
+	nodeObjs := make(map[string]*corev1.Node, len(nodes))
+	for name := range nodes {
+		if n, err := a.nodes.Get(name); err == nil {
+			nodeObjs[name] = n
+		}
+	}
+	podObjs := make(map[string]*corev1.Pod, len(pods))
+	for key := range pods {
+		if p, err := a.pods.Pods(namespaceOf(key)).Get(nameOf(key)); err == nil {
+			podObjs[key] = p
+		}
+	}
 	now := a.trace.Now()
 	for _, f := range a.eng.AdvanceTo(now) {
 		a.finish(f)
 	}
-	nodes, pods, deleted := a.inbox.take()
 	for name := range nodes {
-		a.syncNode(name, pods)
+		a.syncNode(name, nodeObjs[name], pods)
 	}
 	for key := range pods {
-		a.syncPod(key, deleted[key])
+		p, seen := podObjs[key]
+		if !seen {
+			// A pod made dirty by its node's change (syncNode) is read now; it was not deleted
+			// since the read above or it would be dirty already.
+			p, _ = a.pods.Pods(namespaceOf(key)).Get(nameOf(key))
+		}
+		a.syncPod(key, p, deleted[key])
 	}
 	// Speeds and power of the new state, which the next completion time depends on.
 	for _, f := range a.eng.Tick(0) {
@@ -337,9 +360,9 @@ func (a *Agent) sync() {
 	a.publish()
 }
 
-func (a *Agent) syncNode(name string, dirtyPods map[string]struct{}) {
-	n, err := a.nodes.Get(name)
-	if err != nil {
+// syncNode applies the node n (nil: deleted) as read by sync.
+func (a *Agent) syncNode(name string, n *corev1.Node, dirtyPods map[string]struct{}) {
+	if n == nil {
 		return // deleted: the engine keeps the node; its pods leave through their own events
 	}
 	st := a.nodeState[name]
@@ -404,12 +427,12 @@ func (a *Agent) syncNode(name string, dirtyPods map[string]struct{}) {
 	a.log.Info("power cap", "node", name, "value", raw, "watts", applied)
 }
 
-func (a *Agent) syncPod(key string, deletedUID types.UID) {
+// syncPod applies the pod p under key (nil: gone) as read by sync.
+func (a *Agent) syncPod(key string, p *corev1.Pod, deletedUID types.UID) {
 	if len(a.cfg.Namespaces) > 1 && !slices.Contains(a.cfg.Namespaces, namespaceOf(key)) {
 		return // another run's pods (Config.Namespaces)
 	}
-	p, err := a.pods.Pods(namespaceOf(key)).Get(nameOf(key))
-	exists := err == nil
+	exists := p != nil
 	st := a.podState[key]
 	if st != nil && (!exists || p.UID != st.uid) {
 		a.forget(key, st)

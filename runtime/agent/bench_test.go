@@ -33,7 +33,7 @@ func benchAgent(b *testing.B, nodes, podsPerNode int, checkpoint time.Duration) 
 		if err := a.nodeInf.GetIndexer().Add(n); err != nil {
 			b.Fatal(err)
 		}
-		a.syncNode(n.Name, map[string]struct{}{})
+		a.syncNode(n.Name, n, map[string]struct{}{})
 		for j := range podsPerNode {
 			gang := 0
 			if j%4 == 0 {
@@ -46,7 +46,7 @@ func benchAgent(b *testing.B, nodes, podsPerNode int, checkpoint time.Duration) 
 			if err := a.podInf.GetIndexer().Add(p); err != nil {
 				b.Fatal(err)
 			}
-			a.syncPod(p.Namespace+"/"+p.Name, "")
+			a.syncPod(p.Namespace+"/"+p.Name, p, "")
 		}
 	}
 	return a, clk
