@@ -43,7 +43,7 @@ test: lint tools unit e2e
 ## unit: the unit tests. A few need the tools cache (the real kube-scheduler on a spec's scheduler
 ## section), the Go module proxy or a host command (internal/testutil). Under `make test` unit
 ## waits for `tools` (also with -j); `make unit` alone does not build them (`make tools` does:
-## 40–60 min once on 2 cores), and those tests skip saying what is missing and how to get it, except under
+## 37–39 min once on 2 cores), and those tests skip saying what is missing and how to get it, except under
 ## CI=true (CI sets it), where a missing prerequisite fails the test: CI provides them all.
 ## The log (hack/testlog) is go test's usual output plus every skipped test with its reason, and
 ## ends with go test's own last line; the whole `go test -json` stream is kept in

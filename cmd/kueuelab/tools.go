@@ -22,7 +22,7 @@ func newToolsCmd() *cobra.Command {
 through the Go module proxy with the local go toolchain into a versioned cache
 ($XDG_CACHE_HOME/kueuelab/bin/<set>, default ~/.cache/kueuelab/bin/<set>), skipping binaries
 that are present, so it is idempotent and an added operator builds alone. A cold build (empty
-Go module and build caches) took 39 minutes on 2 cores.`,
+Go module and build caches) took 37–39 minutes on 2 cores.`,
 		Example: "  kueuelab tools install\n  kueuelab tools install --bin-dir /opt/kueuelab/bin",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -40,7 +40,8 @@ func helmBinary(t *testing.T) string {
 		return bin
 	}
 	t.Logf("building helm %s into %s (once)", helmVersion, dir)
-	cmd := exec.Command("go", "install", "helm.sh/helm/v3/cmd/helm@"+helmVersion)
+	// As the tools are built (runtime/tools): no DWARF to write, none to link.
+	cmd := exec.Command("go", "install", "-trimpath", "-gcflags=all=-dwarf=false", "-ldflags=-s -w", "helm.sh/helm/v3/cmd/helm@"+helmVersion)
 	cmd.Env = append(os.Environ(), "GOBIN="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
