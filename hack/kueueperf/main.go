@@ -1,5 +1,6 @@
-// Command kueueperf writes the shape of Kueue v0.15.0's scheduler-performance baseline
-// (test/performance/scheduler/default_generator_config.yaml) as a kueuelab trace and cluster spec,
+// Command kueueperf writes the shape of Kueue's scheduler-performance baseline
+// (test/performance/scheduler/configs/baseline/generator.yaml in v0.19.2, the same numbers as
+// v0.15.0's default_generator_config.yaml) as a kueuelab trace and cluster spec,
 // so the same load runs through the real control plane as real Jobs with pods on KWOK nodes.
 //
 // The baseline: 5 cohorts × 6 ClusterQueues, each with 20 CPUs of nominal quota and a borrowing
@@ -9,17 +10,30 @@
 // workloads. Kueue's harness runs them as Workloads without pods in wall time; here a millisecond
 // of theirs is a millisecond of trace time, and each workload is a one-pod batch Job.
 //
+// With -arrivals, each workload is submitted when Kueue's harness saw it created in a run of its
+// own (the first_event_us column of the wlTimes.csv that hack/kueue-harness writes): the harness's
+// generator creates workloads from sleeping goroutines whose create calls stretch the nominal
+// intervals (60 s of nominal arrivals took ~99 s), so a replay of the nominal times asks a
+// different question than the harness answered.
+//
 //	go run ./hack/kueueperf -out /tmp/kueueperf   # writes trace.jsonl and cluster.yaml
+//	go run ./hack/kueueperf -out /tmp/kp1 -arrivals results/kueue-harness/baseline/run-1/wlTimes.csv
 package main
 
 import (
+	"encoding/csv"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
@@ -47,16 +61,35 @@ const (
 func main() {
 	out := flag.String("out", "kueueperf", "output directory")
 	scale := flag.Int("scale", 1, "divide every class's workload count by this (a smaller run of the same shape)")
+	arrivals := flag.String("arrivals", "", "a harness run's wlTimes.csv: submit each workload when the harness saw it created")
 	flag.Parse()
-	if err := run(*out, *scale); err != nil {
+	var at map[string]float64
+	if *arrivals != "" {
+		f, err := os.Open(*arrivals)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kueueperf:", err)
+			os.Exit(1)
+		}
+		at, err = readArrivals(*arrivals, f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kueueperf:", err)
+			os.Exit(1)
+		}
+	}
+	if err := run(*out, *scale, at); err != nil {
 		fmt.Fprintln(os.Stderr, "kueueperf:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string, scale int) error {
+// run writes the trace and the spec; at, when set, holds every workload's submit offset by id.
+func run(out string, scale int, at map[string]float64) error {
 	if scale < 1 {
 		return fmt.Errorf("-scale %d: want ≥ 1", scale)
+	}
+	if at != nil && scale != 1 {
+		return errors.New("-arrivals replays a whole harness run: -scale must be 1")
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -67,9 +100,17 @@ func run(out string, scale int) error {
 			ns := queueName(c, q)
 			for _, cl := range classes {
 				for i := range cl.count / scale {
+					id := workloadID(c, q, cl.name, i)
+					submit := float64(i) * cl.intervalMs / 1000
+					if at != nil {
+						var ok bool
+						if submit, ok = at[id]; !ok {
+							return fmt.Errorf("-arrivals: no row for the harness's workload %s", harnessName(c, q, cl.name, i))
+						}
+					}
 					wls = append(wls, &trace.Workload{
-						SchemaVersion: trace.SchemaVersion, WorkloadID: fmt.Sprintf("%s-%s-%03d", ns, cl.name, i),
-						SubmitTimeOffsetSec: float64(i) * cl.intervalMs / 1000, Namespace: ns,
+						SchemaVersion: trace.SchemaVersion, WorkloadID: id,
+						SubmitTimeOffsetSec: submit, Namespace: ns,
 						WorkloadType: trace.CPUPreprocess, DurationSec: cl.runtimeMs / 1000,
 						WorkloadClass:          trace.Class{CPU: "cpu.compute_bound"},
 						SharedIntensityProfile: trace.Profile{CPUUtilization: 0.9, MemoryIntensity: 0.2, IOIntensity: 0.1},
@@ -103,11 +144,87 @@ func run(out string, scale int) error {
 
 func queueName(c, q int) string { return fmt.Sprintf("c%d-q%d", c, q) }
 
+func workloadID(c, q int, class string, i int) string {
+	return fmt.Sprintf("%s-%s-%03d", queueName(c, q), class, i)
+}
+
+// harnessName is the namespace/name Kueue's harness gives the workload: its generator names a
+// ClusterQueue (and its namespace) cq-<queue set>-<queue>-cohort-<cohort> and a workload
+// <class>-<workload set>-<index>-<workload in set>; the baseline has one queue set and one
+// workload per set, and its sets are small, medium, large in that order.
+func harnessName(c, q int, class string, i int) string {
+	set := map[string]int{"small": 0, "medium": 1, "large": 2}[class]
+	return fmt.Sprintf("cq-0-%d-cohort-%d/%s-%d-%d-0", q, c, class, set, i)
+}
+
+var (
+	harnessNS   = regexp.MustCompile(`^cq-0-(\d+)-cohort-(\d+)$`)
+	harnessWork = regexp.MustCompile(`^(small|medium|large)-\d+-(\d+)-0$`)
+)
+
+// readArrivals reads a harness run's wlTimes.csv into submit offsets by kueuelab workload id, the
+// earliest first event at 0.
+func readArrivals(name string, r io.Reader) (map[string]float64, error) {
+	cr := csv.NewReader(r)
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fielderr.New(name, 1, "", "no header: %v", err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	for _, want := range []string{"namespace", "name", "first_event_us"} {
+		if _, ok := col[want]; !ok {
+			return nil, fielderr.New(name, 1, want, "missing column (a wlTimes.csv of hack/kueue-harness has it)")
+		}
+	}
+	us := map[string]int64{}
+	first := int64(-1)
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fielderr.New(name, line, "", "%v", err)
+		}
+		ns, wl := rec[col["namespace"]], rec[col["name"]]
+		m, w := harnessNS.FindStringSubmatch(ns), harnessWork.FindStringSubmatch(wl)
+		if m == nil {
+			return nil, fielderr.New(name, line, "namespace", "%q is not a baseline harness namespace (cq-0-<queue>-cohort-<cohort>)", ns)
+		}
+		if w == nil {
+			return nil, fielderr.New(name, line, "name", "%q is not a baseline harness workload (<class>-<set>-<index>-0)", wl)
+		}
+		q, _ := strconv.Atoi(m[1])
+		c, _ := strconv.Atoi(m[2])
+		i, _ := strconv.Atoi(w[2])
+		t, err := strconv.ParseInt(rec[col["first_event_us"]], 10, 64)
+		if err != nil || t <= 0 {
+			return nil, fielderr.New(name, line, "first_event_us", "%q: want Unix microseconds", rec[col["first_event_us"]])
+		}
+		id := workloadID(c, q, w[1], i)
+		if _, dup := us[id]; dup {
+			return nil, fielderr.New(name, line, "name", "%s/%s appears twice", ns, wl)
+		}
+		us[id] = t
+		if first < 0 || t < first {
+			first = t
+		}
+	}
+	at := make(map[string]float64, len(us))
+	for id, t := range us {
+		at[id] = float64(t-first) / 1e6
+	}
+	return at, nil
+}
+
 // spec is the cluster: the baseline's queues, and CPU nodes enough for every cohort to use its
 // whole quota (5 × 6 × 20 = 600 CPUs nominal) with room for the pods.
 func spec() string {
 	var b strings.Builder
-	b.WriteString(`# Kueue v0.15.0's scheduler-performance baseline shape (hack/kueueperf).
+	b.WriteString(`# Kueue's scheduler-performance baseline shape (hack/kueueperf).
 apiVersion: kueuelab.io/v1alpha1
 kind: ClusterSpec
 metadata:
