@@ -316,11 +316,9 @@ func (a *Agent) sync() {
 			nodeObjs[name] = n
 		}
 	}
-	podObjs := make(map[string]*corev1.Pod, len(pods))
+	podObjs := make(map[string]*corev1.Pod, len(pods)) // nil: gone
 	for key := range pods {
-		if p, err := a.pods.Pods(namespaceOf(key)).Get(nameOf(key)); err == nil {
-			podObjs[key] = p
-		}
+		podObjs[key], _ = a.pods.Pods(namespaceOf(key)).Get(nameOf(key))
 	}
 	now := a.trace.Now()
 	for _, f := range a.eng.AdvanceTo(now) {
@@ -330,10 +328,9 @@ func (a *Agent) sync() {
 		a.syncNode(name, nodeObjs[name], pods)
 	}
 	for key := range pods {
-		p, seen := podObjs[key]
-		if !seen {
-			// A pod made dirty by its node's change (syncNode) is read now; it was not deleted
-			// since the read above or it would be dirty already.
+		p, read := podObjs[key]
+		if !read {
+			// Made dirty by its node's change (syncNode), after the reads above.
 			p, _ = a.pods.Pods(namespaceOf(key)).Get(nameOf(key))
 		}
 		a.syncPod(key, p, deleted[key])

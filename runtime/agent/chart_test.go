@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/internal/testutil"
+	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 // helmVersion is the helm CLI the chart tests use, built from the Go module proxy (as hack/helm.sh does).
@@ -40,8 +41,7 @@ func helmBinary(t *testing.T) string {
 		return bin
 	}
 	t.Logf("building helm %s into %s (once)", helmVersion, dir)
-	// As the tools are built (runtime/tools): no DWARF to write, none to link.
-	cmd := exec.Command("go", "install", "-trimpath", "-gcflags=all=-dwarf=false", "-ldflags=-s -w", "helm.sh/helm/v3/cmd/helm@"+helmVersion)
+	cmd := exec.Command("go", slices.Concat([]string{"install"}, tools.GoBuildFlags(), []string{"helm.sh/helm/v3/cmd/helm@" + helmVersion})...)
 	cmd.Env = append(os.Environ(), "GOBIN="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -234,14 +234,7 @@ func TestSawHoldsUntilKueueTookTheChangeIn(t *testing.T) {
 // file closes it: the read must see the last words, not fault on an unmapped page.
 func TestReadsDuringCloseSeeTheLastWords(t *testing.T) {
 	for range 50 {
-		path := filepath.Join(t.TempDir(), "clock")
-		if err := Create(path); err != nil {
-			t.Fatal(err)
-		}
-		f, err := Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := newFile(t)
 		f.store(wordSeen, 7)
 		var wg sync.WaitGroup
 		start := make(chan struct{})

@@ -60,6 +60,14 @@ func (in Installer) Install(ctx context.Context, set Set) error {
 	return nil
 }
 
+// GoBuildFlags are the go build (or install) flags every tool is built with, ldflags added to
+// the linker's. The linker drops DWARF (-w), so the compiler need not write it: 7 % less wall time
+// for a cold build of kwok (farm-bench, A B A B: 207 s against 224 s), 4 % for the whole set
+// (37 min 17 s against 38 min 53 s), the same binaries otherwise.
+func GoBuildFlags(ldflags ...string) []string {
+	return []string{"-trimpath", "-gcflags=all=-dwarf=false", "-ldflags", strings.Join(append([]string{"-s", "-w"}, ldflags...), " ")}
+}
+
 func (in Installer) build(ctx context.Context, c Component, work, dst, logPath string) error {
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -67,9 +75,7 @@ func (in Installer) build(ctx context.Context, c Component, work, dst, logPath s
 	}
 	defer logf.Close()
 	r := runner{goBin: in.Go, log: logf}
-	// The linker drops DWARF (-w), so the compiler need not write it: 7 % less wall time for a
-	// cold build of kwok (farm-bench, A B A B: 207 s against 224 s), the same binary otherwise.
-	flags := []string{"-trimpath", "-gcflags=all=-dwarf=false", "-ldflags", strings.Join(append([]string{"-s", "-w"}, c.ldflags...), " ")}
+	flags := GoBuildFlags(c.ldflags...)
 	tmp := dst + ".tmp"
 	defer os.Remove(tmp)
 	switch c.method {
