@@ -266,8 +266,8 @@ func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, nodes []*corev1.
 				}
 				return false, err
 			}
-			if !nodeSchedulable(&n) {
-				waiting = name
+			if why := whyUnschedulable(&n); why != "" {
+				waiting = name + " (" + why + ")"
 				return false, nil
 			}
 			if r, ok := allocatableDiffers(want, &n); ok {
@@ -294,7 +294,8 @@ func WaitNodesSchedulable(ctx context.Context, rc *rest.Config, nodes []*corev1.
 // WaitNodesReady waits until every KWOK node is Ready and has no node.kubernetes.io/ taint, and
 // returns how many are.
 func WaitNodesReady(ctx context.Context, c client.Client, timeout time.Duration) (int, error) {
-	ready := 0
+	ready, total := 0, 0
+	var waiting string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var nodes corev1.NodeList
 		if err := c.List(ctx, &nodes); err != nil {
@@ -303,21 +304,23 @@ func WaitNodesReady(ctx context.Context, c client.Client, timeout time.Duration)
 			}
 			return false, err
 		}
-		ready = 0
-		total := 0
+		ready, total, waiting = 0, 0, ""
 		for _, n := range nodes.Items {
 			if n.Annotations[KWOKNodeAnnotation] != "fake" {
 				continue
 			}
 			total++
-			if nodeSchedulable(&n) {
+			why := whyUnschedulable(&n)
+			if why == "" {
 				ready++
+			} else if waiting == "" {
+				waiting = fmt.Sprintf("; %s: %s", n.Name, why)
 			}
 		}
 		return total > 0 && ready == total, nil
 	})
 	if err != nil {
-		return ready, fmt.Errorf("KWOK nodes not Ready and schedulable (%d are): %w", ready, err)
+		return ready, fmt.Errorf("KWOK nodes not Ready and schedulable (%d of %d are%s): %w", ready, total, waiting, err)
 	}
 	return ready, nil
 }
@@ -385,16 +388,23 @@ func quantity(l corev1.ResourceList, r corev1.ResourceName) string {
 	return "none"
 }
 
-func nodeSchedulable(n *corev1.Node) bool {
+func nodeSchedulable(n *corev1.Node) bool { return whyUnschedulable(n) == "" }
+
+// whyUnschedulable says what keeps the scheduler off n ("" when nothing does): the node
+// controller's condition taints or a Ready condition that is not True.
+func whyUnschedulable(n *corev1.Node) string {
 	for _, t := range n.Spec.Taints {
 		if strings.HasPrefix(t.Key, "node.kubernetes.io/") {
-			return false
+			return fmt.Sprintf("taint %s:%s", t.Key, t.Effect)
 		}
 	}
 	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-			return true
+		if cond.Type == corev1.NodeReady {
+			if cond.Status == corev1.ConditionTrue {
+				return ""
+			}
+			return fmt.Sprintf("Ready=%s (%s)", cond.Status, cond.Reason)
 		}
 	}
-	return false
+	return "no Ready condition"
 }

@@ -250,6 +250,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	if err := u.step("KWOK nodes Ready", func() error { _, err := cluster.WaitNodesReady(ctx, c, o.Timeout); return err }); err != nil {
+		// KWOK makes the nodes Ready and the node controller lifts their not-ready taints: their
+		// logs say which of the two did not happen.
+		for _, name := range []string{KWOK, ControllerManager} {
+			err = fmt.Errorf("%w\n--- last lines of %s ---\n%s", err, s.logFile(name), LogTail(s.logFile(name), 15))
+		}
 		return nil, err
 	}
 	fmt.Fprintf(out, "cluster %s up in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
