@@ -388,8 +388,6 @@ func quantity(l corev1.ResourceList, r corev1.ResourceName) string {
 	return "none"
 }
 
-func nodeSchedulable(n *corev1.Node) bool { return whyUnschedulable(n) == "" }
-
 // whyUnschedulable says what keeps the scheduler off n ("" when nothing does): the node
 // controller's condition taints or a Ready condition that is not True.
 func whyUnschedulable(n *corev1.Node) string {

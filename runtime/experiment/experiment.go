@@ -5,6 +5,7 @@
 package experiment
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/kueuelab/kueuelab/internal/yamldoc"
 	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/model/fielderr"
+	"github.com/kueuelab/kueuelab/runtime/controlplane"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim"
 )
@@ -59,6 +61,10 @@ type Experiment struct {
 	Engine results.Engine `yaml:"engine,omitempty"`
 	// Sim holds the sim engine's control-plane timing (engine: sim only).
 	Sim *SimTiming `yaml:"sim,omitempty"`
+	// ControlPlane is the control-plane model of every variant that does not give its own:
+	// "none" (the default: Kueue infinitely fast), "kueue" (the built-in model) or a
+	// control-plane file (relative to the experiment file; runtime/controlplane). Engine sim only.
+	ControlPlane string `yaml:"controlPlane,omitempty"`
 
 	file    string
 	timeout time.Duration
@@ -116,6 +122,8 @@ type Variant struct {
 	Faults *fault.Spec `yaml:"faults,omitempty"`
 	// Workloads change the trace's checkpointing and restart budget for this variant.
 	Workloads *WorkloadOverrides `yaml:"workloads,omitempty"`
+	// ControlPlane replaces the experiment's control-plane model for this variant.
+	ControlPlane string `yaml:"controlPlane,omitempty"`
 
 	line int
 }
@@ -281,10 +289,42 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 			}
 		}
 	}
+	e.validateControlPlanes(root, el)
 	if e.Baseline != "" && !seen[e.Baseline] {
 		el.add(line("baseline"), "baseline", "no variant named %q", e.Baseline)
 	}
 	e.validateFaults(root, el)
+}
+
+// ControlPlaneOf is the control-plane model of variant v (nil: none).
+func (e *Experiment) ControlPlaneOf(v *Variant) (*controlplane.Model, error) {
+	name := cmp.Or(v.ControlPlane, e.ControlPlane, controlplane.NoneName)
+	if name != controlplane.NoneName && name != controlplane.DefaultName {
+		name = e.path(name)
+	}
+	return controlplane.Resolve(name)
+}
+
+// validateControlPlanes loads every control-plane model the experiment names; they need the
+// sim engine.
+func (e *Experiment) validateControlPlanes(root *yaml.Node, el *errList) {
+	check := func(p yamldoc.Path, v *Variant) {
+		m, err := e.ControlPlaneOf(v)
+		switch {
+		case err != nil:
+			el.add(yamldoc.Line(root, p), p.String(), "%v", err)
+		case m != nil && e.Engine != results.EngineSim:
+			el.add(yamldoc.Line(root, p), p.String(), "a control-plane model needs engine: sim (the cluster engine does not apply one)")
+		}
+	}
+	if e.ControlPlane != "" {
+		check(yamldoc.Path{"controlPlane"}, &Variant{})
+	}
+	for i := range e.Variants {
+		if e.Variants[i].ControlPlane != "" {
+			check(yamldoc.Path{"variants", i, "controlPlane"}, &e.Variants[i])
+		}
+	}
 }
 
 // errList collects validation errors: fielderr's one shape, "file:line: path: reason".

@@ -180,6 +180,10 @@ func TestParseErrors(t *testing.T) {
 		{"unknown engine", header("engine: fast\nvariants: [{name: a}]\n"), []string{`exp.yaml:6: engine: engine "fast": want cluster or sim`}},
 		{"sim timing without sim", header("sim: {cycle: 1s}\nvariants: [{name: a}]\n"), []string{"exp.yaml:6: sim: sim timing needs engine: sim"}},
 		{"bad sim timing", header("engine: sim\nsim: {cycle: soon}\nvariants: [{name: a}]\n"), []string{"sim: cycle: want a duration"}},
+		{"control plane needs sim", header("controlPlane: kueue\nvariants: [{name: a}]\n"),
+			[]string{"exp.yaml:6: controlPlane: a control-plane model needs engine: sim"}},
+		{"control plane file missing", header("engine: sim\nvariants: [{name: a}, {name: b, controlPlane: nowhere.yaml}]\n"),
+			[]string{"exp.yaml:7: variants[1].controlPlane: control plane: open", "nowhere.yaml"}},
 		{"sim refuses faults", header("engine: sim\nfaults:\n  events:\n  - {at: 1h, node: h100-000}\nvariants: [{name: a}]\n"),
 			[]string{"exp.yaml:8: faults: the sim engine does not model faults: use the cluster engine"}},
 		{"sim refuses a variant's faults", header("engine: sim\nvariants:\n- name: a\n  faults: {events: [{at: 1h, node: h100-000}]}\n"),
@@ -504,7 +508,8 @@ variants:
 	}
 }
 
-// TestSimEngine runs a small experiment on the sim engine for real: two variants, no cluster.
+// TestSimEngine runs a small experiment on the sim engine for real: three variants, no cluster,
+// one with the built-in control-plane model and its own Kueue client rate.
 func TestSimEngine(t *testing.T) {
 	dir := t.TempDir()
 	abs, err := filepath.Abs(teams)
@@ -517,6 +522,9 @@ variants:
 - name: base
 - name: fair
   kueueConfig: {fairSharing: {enable: true}}
+- name: slow-client
+  controlPlane: kueue
+  kueueConfig: {clientConnection: {qps: 0.5, burst: 1}}
 `), teams, abs, 1)
 	expFile := filepath.Join(dir, "exp.yaml")
 	if err := os.WriteFile(expFile, []byte(doc), 0o644); err != nil {
@@ -533,13 +541,21 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Ran != 2 {
-		t.Fatalf("ran %d runs, want 2", o.Ran)
+	if o.Ran != 3 {
+		t.Fatalf("ran %d runs, want 3", o.Ran)
 	}
-	for _, v := range []string{"base", "fair"} {
+	for _, v := range []string{"base", "fair", "slow-client"} {
 		m, ok := ReadDone(filepath.Join(dir, "out", v, "r0"))
 		if !ok || m.Summary.Engine != results.EngineSim || m.Summary.Groups[0].Succeeded != 10 {
 			t.Errorf("%s: done marker %v, engine %q", v, ok, m.Summary.Engine)
+			continue
+		}
+		cp := m.Summary.Kueue.ControlPlane
+		switch {
+		case v != "slow-client" && cp != nil:
+			t.Errorf("%s ran with control plane %+v, want none", v, cp)
+		case v == "slow-client" && (cp == nil || cp.Name != "kueue" || cp.QPS != 0.5 || cp.Burst != 1):
+			t.Errorf("%s ran with control plane %+v, want the built-in one at the variant's 0.5 QPS, burst 1", v, cp)
 		}
 	}
 	if _, err := Run(t.Context(), e, Options{OutDir: filepath.Join(dir, "out2"), REST: &rest.Config{Host: "https://127.0.0.1:1"}}); err == nil {

@@ -24,6 +24,10 @@ type KueueConfig struct {
 	FairSharing          *KueueFairSharing     `yaml:"fairSharing,omitempty"`
 	WaitForPodsReady     *WaitForPodsReady     `yaml:"waitForPodsReady,omitempty"`
 	AdmissionFairSharing *AdmissionFairSharing `yaml:"admissionFairSharing,omitempty"`
+	// ClientConnection is Kueue's API client rate limit. On the sim engine a control-plane model
+	// turns it into trace time (runtime/controlplane); the cluster engine's Kueue runs with it,
+	// but its trace clock waits for Kueue whatever its rate.
+	ClientConnection *ClientConnection `yaml:"clientConnection,omitempty"`
 
 	// kueueDefaults marks a configuration completed by WithKueueDefaults: a waitForPodsReady
 	// with enable: false then turns Kueue's default off (its DisableWaitForPodsReady gate).
@@ -48,6 +52,7 @@ func (k *KueueConfig) WithKueueDefaults() *KueueConfig {
 	out := &KueueConfig{kueueDefaults: true}
 	if k != nil {
 		out.FairSharing, out.WaitForPodsReady, out.AdmissionFairSharing = k.FairSharing, k.WaitForPodsReady, k.AdmissionFairSharing
+		out.ClientConnection = k.ClientConnection
 	}
 	if out.WaitForPodsReady == nil {
 		no := false
@@ -125,7 +130,21 @@ func (k *KueueConfig) check() error {
 			errs = append(errs, fmt.Errorf("fairSharing.preemptionStrategies: %v is not one of %v", fs.PreemptionStrategies, validStrategies))
 		}
 	}
+	if c := k.ClientConnection; c != nil {
+		if c.QPS == 0 {
+			errs = append(errs, errors.New("clientConnection.qps: 0 (a negative qps turns client-side rate limiting off)"))
+		}
+		if c.QPS > 0 && c.Burst < 1 {
+			errs = append(errs, fmt.Errorf("clientConnection.burst: %d: client-go's token bucket needs a burst of at least 1", c.Burst))
+		}
+	}
 	return errors.Join(append(errs, k.checkDurations())...)
+}
+
+// ClientConnection is Kueue's Configuration clientConnection.
+type ClientConnection struct {
+	QPS   float32 `yaml:"qps"`
+	Burst int32   `yaml:"burst"`
 }
 
 // checkDurations checks the duration settings k sets.
@@ -249,12 +268,18 @@ func (k *KueueConfig) Fields() map[string]any {
 		}
 		out["admissionFairSharing"] = m
 	}
+	if c := k.ClientConnection; c != nil {
+		out["clientConnection"] = map[string]any{"qps": c.QPS, "burst": c.Burst}
+	}
 	return out
 }
 
 // Meta is the summary's account of the local cluster's Kueue running k.
 func (k *KueueConfig) Meta() *results.KueueMeta {
 	qps, burst := localcluster.KueueClientRate()
+	if c := k.ClientConnection; c != nil {
+		qps, burst = c.QPS, c.Burst
+	}
 	m := &results.KueueMeta{Version: tools.KueueVersion, Source: "the local cluster's Kueue configuration",
 		ClientQPS: float64(qps), ClientBurst: int(burst), Clock: results.ClockTrace}
 	if t := k.Timers(); t.PodsReadyTimeout > 0 {

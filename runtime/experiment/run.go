@@ -498,7 +498,11 @@ func simEngine(j *job) (*sim.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sim.Engine{Kueue: kc, Timing: tm}, nil
+	cp, err := j.exp.ControlPlaneOf(j.variant)
+	if err != nil {
+		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
+	}
+	return &sim.Engine{Kueue: kc, Timing: tm, ControlPlane: cp}, nil
 }
 
 // downIfPresent stops and purges a leftover cluster of the experiment's name, so every run

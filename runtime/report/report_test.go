@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/runtime/controlplane"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
@@ -61,8 +62,13 @@ func writeRun(t *testing.T, dir string, recs []results.Record, variant string, r
 	if variant == "small" {
 		kueueVersion = "v0.15.0"
 	}
+	kueue := &results.KueueMeta{Version: kueueVersion}
+	if variant == "big" && rep == 2 {
+		// One repeat of big ran with a control-plane model: the report lists it apart.
+		kueue.ControlPlane = &controlplane.Model{Name: "kueue-perf-harness", QPS: 50, Burst: 100}
+	}
 	sum := results.Summarize(recs, results.Meta{Trace: "t.jsonl", Cluster: "c.yaml", Speedup: 1000, GPUCapacity: 64,
-		Engine: results.EngineSim, Kueue: &results.KueueMeta{Version: kueueVersion}})
+		Engine: results.EngineSim, Kueue: kueue})
 	var b bytes.Buffer
 	if err := sum.WriteJSON(&b); err != nil {
 		t.Fatal(err)
@@ -165,7 +171,8 @@ func TestReportGolden(t *testing.T) {
 		t.Fatalf("loaded %s baseline %s, %d variants", in.Name, in.Baseline, len(in.Variants))
 	}
 	r := Compute(in)
-	if want := []string{"sim engine, Kueue v0.15.0", "sim engine, Kueue v0.19.2", "sim engine, Kueue v0.19.2"}; !slices.Equal(r.Ran, want) {
+	if want := []string{"sim engine, Kueue v0.15.0, control plane none", "sim engine, Kueue v0.19.2, control plane none",
+		"sim engine, Kueue v0.19.2, control plane none; sim engine, Kueue v0.19.2, control plane kueue-perf-harness (client 50 QPS, burst 100)"}; !slices.Equal(r.Ran, want) {
 		t.Errorf("what decided each variant: %q, want %q", r.Ran, want)
 	}
 	var got bytes.Buffer

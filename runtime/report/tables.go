@@ -219,15 +219,23 @@ func Compute(in *Input) *Report {
 	return r
 }
 
-// ran describes what decided v's runs: each distinct engine and Kueue version, in repeat order.
+// ran describes what decided v's runs: each distinct engine, Kueue version and control-plane
+// model, in repeat order.
 func ran(v *Variant) string {
 	var seen []string
 	for _, run := range v.Runs {
 		d := cmp.Or(string(run.Summary.Engine), "unrecorded") + " engine"
-		if k := run.Summary.Kueue; k != nil && k.Version != "" {
+		k := run.Summary.Kueue
+		if k != nil && k.Version != "" {
 			d += ", Kueue " + k.Version
 		} else {
 			d += ", Kueue version not recorded"
+		}
+		if k != nil && k.ControlPlane != nil {
+			m := k.ControlPlane
+			d += fmt.Sprintf(", control plane %s (client %g QPS, burst %d)", m.Name, m.QPS, m.Burst)
+		} else {
+			d += ", control plane none"
 		}
 		if !slices.Contains(seen, d) {
 			seen = append(seen, d)

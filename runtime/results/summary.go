@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/kueuelab/kueuelab/runtime/controlplane"
 )
 
 // Engine names the engine that replays a trace: the one type for the --engine flag, an
@@ -138,6 +140,9 @@ type KueueMeta struct {
 	// Kueue (runtime/kueueclock), ClockWall for a Kueue kueuelab does not run, whose timers the
 	// trace clock waits for in wall time.
 	Clock string `json:"clock,omitempty"`
+	// ControlPlane is the control-plane model the run's trace time charged Kueue's speed with
+	// (its rate limit filled in); nil: none, Kueue infinitely fast.
+	ControlPlane *controlplane.Model `json:"controlPlane,omitempty"`
 }
 
 // KueueMeta.Clock values.

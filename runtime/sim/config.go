@@ -25,6 +25,9 @@ type KueueConfig struct {
 	// FeatureGates: of Kueue's gates the sim models DisableWaitForPodsReady alone (waitForPodsReady
 	// cannot be turned off by configuration in v0.19).
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
+	// ClientConnection is Kueue's API client rate limit, which the control-plane model applies
+	// (no effect without one).
+	ClientConnection *config.ClientConnection `json:"clientConnection,omitempty"`
 }
 
 // disableWaitForPodsReady is Kueue's gate that turns waitForPodsReady off.
@@ -45,7 +48,7 @@ func KueueConfigFromFields(fields map[string]any) (KueueConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&k); err != nil {
-		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing and waitForPodsReady)", err)
+		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing, waitForPodsReady and clientConnection)", err)
 	}
 	return k, k.check()
 }
@@ -80,6 +83,17 @@ func (k KueueConfig) options() (kueuelib.Options, error) {
 	}
 	return kueuelib.Options{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing,
 		WaitForPodsReady: cfg.WaitForPodsReady}, nil
+}
+
+// clientRate is Kueue's client rate limit, Kueue's defaults filled in (a negative QPS turns
+// client-side rate limiting off, as in client-go).
+func (k KueueConfig) clientRate() (float64, int) {
+	cfg := config.Configuration{}
+	if k.ClientConnection != nil {
+		cfg.ClientConnection = k.ClientConnection.DeepCopy()
+	}
+	config.SetDefaults_Configuration(&cfg)
+	return float64(*cfg.ClientConnection.QPS), int(*cfg.ClientConnection.Burst)
 }
 
 // kueueMeta is the summary's account of the Kueue the sim runs with o (Kueue's defaults filled

@@ -26,14 +26,15 @@ type scheduler interface {
 
 // cycler plays Kueue's scheduler loop in virtual time. Each iteration of the loop arms its
 // backoff timer, then runs a cycle as soon as a ClusterQueue has a head (Kueue's Heads blocks
-// until then); the cycle takes cycleSec, and its decisions are made, by Kueue's own schedule, at
-// its end, after which done handles them. The next iteration begins when both the cycle and the
-// timer are over.
+// until then); the cycle computes for cycleSec() (asked when it starts), and its decisions are
+// made, by Kueue's own schedule, at its end, after which done hands its writes on and says when
+// the writes the cycle waits for are answered. The next iteration begins when the cycle, its
+// writes and the timer are over.
 type cycler struct {
 	loop     *des.Loop
 	k        scheduler
-	cycleSec float64
-	done     func()
+	cycleSec func() float64
+	done     func() float64
 	fail     func(error)
 	// blocked: the iteration waits in Heads for a head.
 	blocked bool
@@ -41,9 +42,11 @@ type cycler struct {
 	notBefore float64
 	// backoff is the wait the next iteration arms (0 after a cycle that admitted).
 	backoff float64
+	// writesSec is the time the cycles waited for their own writes, in all.
+	writesSec float64
 }
 
-func newCycler(loop *des.Loop, k scheduler, cycleSec float64, done func(), fail func(error)) *cycler {
+func newCycler(loop *des.Loop, k scheduler, cycleSec func() float64, done func() float64, fail func(error)) *cycler {
 	return &cycler{loop: loop, k: k, cycleSec: cycleSec, done: done, fail: fail, blocked: true}
 }
 
@@ -51,7 +54,7 @@ func newCycler(loop *des.Loop, k scheduler, cycleSec float64, done func(), fail 
 func (c *cycler) wake() {
 	if c.blocked && c.k.HasHeads() {
 		c.blocked = false
-		c.loop.After(c.cycleSec, c.end)
+		c.loop.After(c.cycleSec(), c.end)
 	}
 }
 
@@ -84,6 +87,7 @@ func (c *cycler) end() {
 	} else if c.backoff == 0 {
 		c.backoff = backoffInitialSec
 	}
-	c.done()
-	c.loop.At(math.Max(c.loop.Now(), c.notBefore), c.iterate)
+	answered := c.done()
+	c.writesSec += answered - c.loop.Now()
+	c.loop.At(math.Max(answered, c.notBefore), c.iterate)
 }

@@ -54,20 +54,24 @@ func TestCyclerBackoff(t *testing.T) {
 		name    string
 		cycle   float64
 		signals []bool
+		writes  float64   // how long after each cycle its writes are answered
 		want    []float64 // cycle end times
 	}{
-		{"keep going", 0.01, []bool{keepGoing, keepGoing, keepGoing}, []float64{0.01, 0.02, 0.03}},
-		{"slow down", 0, []bool{slowDown, slowDown, slowDown, slowDown, keepGoing, keepGoing, keepGoing},
+		{"keep going", 0.01, []bool{keepGoing, keepGoing, keepGoing}, 0, []float64{0.01, 0.02, 0.03}},
+		{"writes hold the next cycle", 0.01, []bool{keepGoing, keepGoing, keepGoing}, 0.02, []float64{0.01, 0.04, 0.07}},
+		// The 1, 2 and 4 ms backoff timers run out while the writes are answered.
+		{"writes hide the backoff", 0.01, []bool{slowDown, slowDown, slowDown, slowDown}, 0.005, []float64{0.01, 0.025, 0.04, 0.055}},
+		{"slow down", 0, []bool{slowDown, slowDown, slowDown, slowDown, keepGoing, keepGoing, keepGoing}, 0,
 			// The second iteration's timer was armed from no signal yet: 0. Then the waits are 1, 2
 			// and 4 ms; the fifth cycle admits, but its iteration's 8 ms timer was armed before it
 			// ran; then no wait.
 			[]float64{0, 0, 0.001, 0.003, 0.007, 0.015, 0.015}},
-		{"long cycles hide the backoff", 0.05, []bool{slowDown, slowDown, slowDown}, []float64{0.05, 0.10, 0.15}},
+		{"long cycles hide the backoff", 0.05, []bool{slowDown, slowDown, slowDown}, 0, []float64{0.05, 0.10, 0.15}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := des.New(0)
 			f := &fakeKueue{loop: l, heads: len(tt.want), signals: tt.signals}
-			c := newCycler(l, f, tt.cycle, func() {}, func(err error) { t.Fatal(err) })
+			c := newCycler(l, f, func() float64 { return tt.cycle }, func() float64 { return l.Now() + tt.writes }, func(err error) { t.Fatal(err) })
 			c.wake()
 			for l.Step() {
 			}
@@ -83,7 +87,7 @@ func TestCyclerBackoff(t *testing.T) {
 func TestCyclerBlocksAndWakes(t *testing.T) {
 	l := des.New(0)
 	f := &fakeKueue{loop: l}
-	c := newCycler(l, f, 0.5, func() {}, func(err error) { t.Fatal(err) })
+	c := newCycler(l, f, func() float64 { return 0.5 }, l.Now, func(err error) { t.Fatal(err) })
 	c.wake()
 	if l.Pending() != 0 {
 		t.Fatal("a cycle was scheduled without heads")

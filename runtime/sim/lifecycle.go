@@ -30,15 +30,22 @@ import (
 //     when a pod failed, Failed (the rendered jobs allow no retries); the handlers release its
 //     quota and the sim forgets it.
 
-// drain delivers Kueue's Workload writes to the workload controller's handlers and then to the
-// lifecycle, until none is left.
-func (s *sim) drain() {
+// drain hands Kueue's Workload writes on (through the control-plane model, when there is one)
+// to the workload controller's handlers and then to the lifecycle, until none is left. It returns
+// when the writes the writer waits for are answered (now without a model).
+func (s *sim) drain() float64 {
+	answered := s.loop.Now()
 	for {
 		for s.kq.Store.HasChanges() {
+			changes := s.kq.Store.TakeChanges()
+			if s.cp != nil {
+				var at float64
+				changes, at = s.cp.send(changes)
+				answered = max(answered, at)
+			}
 			s.pods.batch(func() {
-				for _, c := range s.kq.Store.TakeChanges() {
-					s.kq.Deliver(c)
-					s.react(c)
+				for _, c := range changes {
+					s.deliver(c)
 				}
 			})
 		}
@@ -46,12 +53,18 @@ func (s *sim) drain() {
 		ran, err := s.kq.Reconcile()
 		if err != nil {
 			s.fail(err)
-			return
+			return answered
 		}
 		if !ran && !s.kq.Store.HasChanges() {
-			return
+			return answered
 		}
 	}
+}
+
+// deliver is one write seen: by the workload controller's handlers, then by the lifecycle.
+func (s *sim) deliver(c kueuelib.Change) {
+	s.kq.Deliver(c)
+	s.react(c)
 }
 
 // react records one Workload write's transitions (kueuewl.Tracker, the table both engines use)

@@ -39,6 +39,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/controlplane"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
@@ -64,6 +65,11 @@ type Config struct {
 	Kueue KueueConfig
 	// Timing is how long the control plane takes for the steps the sim models.
 	Timing Timing
+	// ControlPlane is the control-plane model (nil: none, Kueue infinitely fast): Kueue's writes
+	// wait for its client's tokens and are seen a write latency later, a cycle waits for its own
+	// writes, and a cycle computes for the model's time instead of Timing.CycleSec. Its rate
+	// limit, when it sets none, is Kueue's (Kueue.ClientConnection).
+	ControlPlane *controlplane.Model
 	// Scoring is the kube-scheduler's NodeResourcesFit scoring strategy; when its Type is empty,
 	// the spec's (its scheduler section, render/cluster Spec.Scoring), as the local cluster's
 	// kube-scheduler is configured from the same section.
@@ -107,6 +113,12 @@ type Result struct {
 	// Events is the number of loop events run; Cycles the scheduling cycles.
 	Events uint64
 	Cycles int64
+	// KueueWrites is the number of writes through Kueue's client and WaitedSec their total wait
+	// for its tokens (0 without a control-plane model).
+	KueueWrites int64
+	WaitedSec   float64
+	// CycleWritesSec is the time the scheduling cycles waited for their own writes, in all.
+	CycleWritesSec float64
 	// WallSec is the run's wall time, setup included.
 	WallSec float64
 }
@@ -140,6 +152,11 @@ func (c *Config) check() error {
 	if err := c.Kueue.check(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.ControlPlane != nil {
+		if err := c.ControlPlane.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("control plane %s: %w", c.ControlPlane.Name, err))
+		}
+	}
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
@@ -161,6 +178,7 @@ type sim struct {
 	next   int                           // the index in items of the next submission
 	wls    map[types.NamespacedName]*kwl // live Kueue Workloads
 	cyc    *cycler
+	cp     *writes // Kueue's writes through the control-plane model; nil without one
 	pods   *podRole
 	lqc    *lqController // nil unless admission fair sharing is on
 	sample *sampler
@@ -236,6 +254,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		loopErr, s.failure = s.failure, nil
 	}
 	res := &Result{Events: s.loop.Events(), Cycles: s.kq.Cycles()}
+	if s.cp != nil {
+		res.KueueWrites, res.WaitedSec = s.cp.client.Writes()
+		res.CycleWritesSec = s.cyc.writesSec
+	}
 	var werr error
 	res.Summary, werr = replay.Finish(replay.End{OutDir: cfg.OutDir, Records: recs, Meta: meta, Events: s.evlog, Loop: loopErr, Out: cfg.Out})
 	werr = errors.Join(werr, series.Close())
@@ -303,7 +325,20 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	}
 	pr.sim = s
 	s.guard.Horizon = s.horizon
-	s.cyc = newCycler(loop, kq, cfg.Timing.CycleSec, s.drain, s.fail)
+	qps, burst := cfg.Kueue.clientRate()
+	s.kueue.ClientQPS, s.kueue.ClientBurst = qps, burst
+	cycleSec := func() float64 { return cfg.Timing.CycleSec }
+	if m := cfg.ControlPlane; m != nil {
+		mm := m.WithClient(qps, burst)
+		client, err := mm.NewClient()
+		if err != nil {
+			return nil, errors.Join(err, evlog.Close())
+		}
+		s.cp = newWrites(s, client, mm.ExternalJobWrites)
+		s.kueue.ControlPlane = &mm
+		cycleSec = func() float64 { return mm.CycleSec(kq.Heads()) }
+	}
+	s.cyc = newCycler(loop, kq, cycleSec, s.drain, s.fail)
 	s.sample = newSampler(s)
 	s.lqc = newLQController(s)
 	return s, nil

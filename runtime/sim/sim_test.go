@@ -16,6 +16,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/controlplane"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/kubesched"
@@ -419,6 +420,36 @@ func TestDeepQueue(t *testing.T) {
 		if tta, _ := r.TimeToAdmission(); math.Abs(tta-float64(i+1)*cycle) > 1e-6 {
 			t.Fatalf("%s (position %d) waited %g s, want %g", r.ID, i, tta, float64(i+1)*cycle)
 		}
+	}
+}
+
+// TestDeepQueueRateLimited is TestDeepQueue with Kueue's client limited to 2 writes a second
+// (burst 1) by a control-plane model whose other costs are nil but the cycle's. The scheduler's
+// admission write is its only write here (the harness's split: the jobs' writes are another
+// client's), made asynchronously: cycles still run every 50 ms, but the admission of the k-th
+// workload is issued at (k+1)·0.05 s, and the bucket, full (one token) when the first takes its
+// token at 0.05 s, has its k-th next token 0.05 + k/2 s; a workload is admitted when its write is
+// seen, at max((k+1)·0.05, 0.05 + k/2) s.
+func TestDeepQueueRateLimited(t *testing.T) {
+	const n, cycle, qps = 40, 0.05, 2.0
+	ws := make([]*trace.Workload, n)
+	for i := range ws {
+		ws[i] = wl(fmt.Sprintf("w%03d", i), "team-a", 0, trace.SingleGPUTraining, 3600, 1, 1)
+	}
+	m := &controlplane.Model{Name: "slow-client", QPS: qps, Burst: 1, CycleBaseSec: cycle, ExternalJobWrites: true}
+	d, err := runWith(t, deep, func(c *Config) { c.ControlPlane = m }, ws...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ws {
+		r := record(t, d, fmt.Sprintf("w%03d", i))
+		want := math.Max(float64(i+1)*cycle, cycle+float64(i)/qps)
+		if tta, _ := r.TimeToAdmission(); math.Abs(tta-want) > 1e-6 {
+			t.Fatalf("%s (position %d) waited %g s, want %g", r.ID, i, tta, want)
+		}
+	}
+	if k := d.Summary.Kueue; k == nil || k.ControlPlane == nil || k.ControlPlane.Name != "slow-client" || k.ControlPlane.QPS != qps {
+		t.Errorf("the summary does not name the model: %+v", k)
 	}
 }
 

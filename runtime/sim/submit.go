@@ -151,7 +151,7 @@ func (s *sim) createWorkload(it *item, o client.Object, trial int) error {
 		return fmt.Errorf("workload %s exists", w.key)
 	}
 	s.wls[w.key] = w
-	if err := s.kq.Store.Create(s.kq.Context(), wl); err != nil {
+	if err := s.kq.CreateWorkload(wl); err != nil {
 		delete(s.wls, w.key)
 		return fmt.Errorf("create workload of %s: %w", w.object, err)
 	}

@@ -98,11 +98,22 @@ type Kueue struct {
 // newMu guards the swap of routine.DefaultWrapper while a Scheduler is built.
 var newMu sync.Mutex
 
-// syncWrapper runs the scheduler's admission API write in the cycle instead of in a goroutine of
-// its own, so the write has happened when the cycle returns.
-type syncWrapper struct{}
+// admissionRoutine runs the scheduler's admission API write in the cycle instead of in a
+// goroutine of its own, so the write has happened when the cycle returns, and marks its writes
+// Async: Kueue's cycle does not wait for them.
+type admissionRoutine struct{ st *Store }
 
-func (syncWrapper) Run(f func()) { f() }
+func (r admissionRoutine) Run(f func()) {
+	r.st.mu.Lock()
+	r.st.async++
+	r.st.mu.Unlock()
+	defer func() {
+		r.st.mu.Lock()
+		r.st.async--
+		r.st.mu.Unlock()
+	}()
+	f()
+}
 
 // New builds Kueue over a new Store. Add the cluster's objects with AddObjects before the first
 // Workload.
@@ -140,7 +151,7 @@ func New(o Options) (*Kueue, error) {
 
 	newMu.Lock()
 	saved := routine.DefaultWrapper
-	routine.DefaultWrapper = syncWrapper{}
+	routine.DefaultWrapper = admissionRoutine{st}
 	s := scheduler.New(qm, cc, st, discardRecorder{},
 		scheduler.WithPodsReadyRequeuingTimestamp(requeuing),
 		scheduler.WithFairSharing(o.FairSharing),
@@ -304,6 +315,10 @@ func (k *Kueue) HasHeads() bool {
 	}
 	return k.headsVal
 }
+
+// Heads is the number of active ClusterQueues with a workload to try: the heads a cycle would
+// take now.
+func (k *Kueue) Heads() int { return k.heads.active(k.cache.ClusterQueueActive) }
 
 // Queued is the number of workloads in the ClusterQueues' heaps (waiting to be tried; the
 // inadmissible ones wait elsewhere until the cluster changes).

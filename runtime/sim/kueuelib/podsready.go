@@ -116,6 +116,7 @@ func (k *Kueue) SyncPodsReady(key types.NamespacedName, ready bool) error {
 	if workload.HasConditionWithTypeAndReason(cur, &cond) {
 		return nil
 	}
+	defer k.Store.asJob()()
 	return workload.SetConditionAndUpdate(k.ctx, k.Store, cur.DeepCopy(), cond.Type, cond.Status, cond.Reason, cond.Message,
 		constants.JobControllerName, k.clk)
 }

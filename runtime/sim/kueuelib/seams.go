@@ -98,6 +98,17 @@ func (h *heads) any(active func(kueue.ClusterQueueReference) bool) bool {
 	return false
 }
 
+// active is the number of ClusterQueues for which active is true with a workload in their heap.
+func (h *heads) active(active func(kueue.ClusterQueueReference) bool) int {
+	n := 0
+	for i, k := range h.keys {
+		if len(*k) > 0 && active(h.names[i]) {
+			n++
+		}
+	}
+	return n
+}
+
 // count is the number of workloads in the heaps (for tests and progress).
 func (h *heads) count() int {
 	n := 0

@@ -30,6 +30,12 @@ import (
 // New is nil for a delete. Both are the store's copies at the time; nobody may modify them.
 type Change struct {
 	Old, New *kueue.Workload
+	// Async marks the scheduler's admission write, which Kueue makes in a goroutine of its own
+	// (routine.Wrapper): the scheduling cycle does not wait for it.
+	Async bool
+	// ByJob marks a write of Kueue's job reconciler (jobframework): the Workload's creation, its
+	// PodsReady condition, the release of an evicted one, its finish.
+	ByJob bool
 }
 
 // Store is the in-memory API server the sim gives Kueue's code as its client.Client. It holds the
@@ -54,6 +60,9 @@ type Store struct {
 	uids    uint64
 	uidSeed uint64
 	rv      uint64
+	// async is > 0 while the scheduler's admission routine runs (admissionRoutine); byJob
+	// while one of the job reconciler's operations does (asJob).
+	async, byJob int
 }
 
 type objKey struct {
@@ -156,6 +165,18 @@ func (s *Store) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.workloads, key)
+}
+
+// asJob marks the writes until the returned function is called as the job reconciler's.
+func (s *Store) asJob() func() {
+	s.mu.Lock()
+	s.byJob++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.byJob--
+		s.mu.Unlock()
+	}
 }
 
 // TakeChanges returns the Workload writes since the last call, ordered by namespace and name
@@ -357,7 +378,7 @@ func (s *Store) Create(_ context.Context, obj client.Object, opts ...client.Crea
 	apiTimes(wl)
 	stored := wl.DeepCopy()
 	s.workloads[key] = stored
-	s.changes = append(s.changes, Change{New: stored})
+	s.changes = append(s.changes, Change{New: stored, Async: s.async > 0, ByJob: s.byJob > 0})
 	return nil
 }
 
@@ -375,7 +396,7 @@ func (s *Store) Delete(_ context.Context, obj client.Object, _ ...client.DeleteO
 		return apierrors.NewNotFound(kueue.Resource("workloads"), wl.Name)
 	}
 	delete(s.workloads, key)
-	s.changes = append(s.changes, Change{Old: old})
+	s.changes = append(s.changes, Change{Old: old, Async: s.async > 0, ByJob: s.byJob > 0})
 	return nil
 }
 
@@ -468,7 +489,7 @@ func (s *Store) write(wl *kueue.Workload, f func(cur *kueue.Workload)) error {
 	apiTimes(cur)
 	cur.ResourceVersion = s.nextRV()
 	s.workloads[key] = cur
-	s.changes = append(s.changes, Change{Old: old, New: cur})
+	s.changes = append(s.changes, Change{Old: old, New: cur, Async: s.async > 0, ByJob: s.byJob > 0})
 	cur.DeepCopyInto(wl)
 	return nil
 }
