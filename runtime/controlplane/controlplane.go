@@ -38,10 +38,16 @@ type Model struct {
 	// nomination and the admission checks, before its writes.
 	CycleBaseSec    float64 `json:"cycleBaseSec"`
 	CyclePerHeadSec float64 `json:"cyclePerHeadSec"`
-	// ExternalJobWrites: the job reconciler's Workload writes (creation, PodsReady, the release
-	// of an evicted Workload, the finish) are made by another client than Kueue's, as Kueue's
-	// scheduler-performance harness's runner makes them: they take no token of Kueue's client.
-	ExternalJobWrites bool `json:"externalJobWrites,omitempty"`
+	// HarnessJobs: the jobs are those of Kueue's scheduler-performance harness
+	// (test/performance/scheduler): its generator creates the Workloads with a client of its
+	// own, its runner's controller (one worker) finishes them and releases evicted ones, one
+	// write at a time, and nothing writes PodsReady (the sim's stand-in pods report it at no
+	// cost, so that waitForPodsReady does not evict long workloads the harness never has). Without it the job reconciler's writes are
+	// Kueue's (jobframework, through Kueue's client), as in a cluster.
+	HarnessJobs bool `json:"harnessJobs,omitempty"`
+	// HarnessWriteSec is one write of the harness runner's worker, from asking to the answer
+	// (HarnessJobs only).
+	HarnessWriteSec float64 `json:"harnessWriteSec,omitempty"`
 }
 
 // CycleSec is the computation of a cycle that tries heads workloads (one per ClusterQueue with
@@ -56,7 +62,7 @@ func (m *Model) Check() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"writeLatency", m.WriteLatencySec}, {"cycle.base", m.CycleBaseSec}, {"cycle.perHead", m.CyclePerHeadSec}} {
+	}{{"writeLatency", m.WriteLatencySec}, {"cycle.base", m.CycleBaseSec}, {"cycle.perHead", m.CyclePerHeadSec}, {"harnessRunner.write", m.HarnessWriteSec}} {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
 			errs = append(errs, fmt.Errorf("%s: %v is not a finite value ≥ 0", f.name, f.v))
 		}
@@ -117,6 +123,22 @@ func (c *Client) Write(t float64) float64 {
 	c.due = max(c.due, t) + c.interval
 	c.waited += granted - t
 	return granted + c.latency
+}
+
+// Worker is a controller's single worker writing through a client without a rate limit of its
+// own: a write waits for the one before it to be answered.
+type Worker struct {
+	free    float64
+	latency float64
+}
+
+// NewWorker is the harness runner's worker: its writes take HarnessWriteSec.
+func (m *Model) NewWorker() *Worker { return &Worker{latency: m.HarnessWriteSec} }
+
+// Write is a write the worker is asked for at trace time t; it returns when it is answered.
+func (w *Worker) Write(t float64) float64 {
+	w.free = max(t, w.free) + w.latency
+	return w.free
 }
 
 // Seen is a write of another client, issued at trace time t: seen one write latency later.

@@ -130,6 +130,17 @@ func TestClientWritesAhead(t *testing.T) {
 	}
 }
 
+// TestWorker: a single worker's writes are answered one write latency after the later of their
+// asking and the answer to the one before.
+func TestWorker(t *testing.T) {
+	w := (&Model{HarnessWriteSec: 0.02}).NewWorker()
+	for _, tc := range []struct{ at, want float64 }{{0, 0.02}, {0, 0.04}, {0.01, 0.06}, {1, 1.02}, {1.005, 1.04}} {
+		if got := w.Write(tc.at); !near(got, tc.want) {
+			t.Fatalf("write at %g answered at %g, want %g", tc.at, got, tc.want)
+		}
+	}
+}
+
 func TestCycleSec(t *testing.T) {
 	m := Model{CycleBaseSec: 0.01, CyclePerHeadSec: 0.002}
 	if got := m.CycleSec(30); !near(got, 0.07) {
@@ -162,8 +173,9 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The harness's minimalkueue hard-codes QPS 50 / burst 100; its runner writes the jobs' part.
-	if m.Name != "kueue-perf-harness" || m.QPS != 50 || m.Burst != 100 || !m.ExternalJobWrites || m.Check() != nil {
+	// The harness's minimalkueue hard-codes QPS 50 / burst 100; its generator and runner write the
+	// jobs' part.
+	if m.Name != "kueue-perf-harness" || m.QPS != 50 || m.Burst != 100 || !m.HarnessJobs || m.HarnessWriteSec != 0.022 || m.Check() != nil {
 		t.Errorf("%s: %+v", path, m)
 	}
 }
@@ -181,9 +193,12 @@ metadata: {name: m}
 clientConnection: {qps: 0, burst: 0}
 writeLatency: -2ms
 jobWrites: runner
+harnessRunner: {write: 1ms}
 cycle: {base: 10, perHead: 1ms}
 `, []string{"cp.yaml:4: clientConnection.qps: 0", "cp.yaml:4: clientConnection.burst: 0", "cp.yaml:5: writeLatency: \"-2ms\"",
-			"cp.yaml:6: jobWrites: \"runner\"", "cp.yaml:7: cycle.base: \"10\""}},
+			"cp.yaml:6: jobWrites: \"runner\"", "cp.yaml:7: harnessRunner: only with jobWrites: harness", "cp.yaml:8: cycle.base: \"10\""}},
+		{"harness without its runner", "apiVersion: kueuelab.io/v1alpha1\nkind: ControlPlane\njobWrites: harness\nwriteLatency: 1ms\ncycle: {base: 1ms, perHead: 0s}\n",
+			[]string{"cp.yaml:3: jobWrites: jobWrites: harness needs harnessRunner.write"}},
 		{"missing", "apiVersion: kueuelab.io/v1alpha1\nkind: ControlPlane\n",
 			[]string{"writeLatency: missing", "cycle.base: missing", "cycle.perHead: missing"}},
 		{"kind", "apiVersion: v1\nkind: Experiment\nwriteLatency: 1ms\ncycle: {base: 1ms, perHead: 0s}\n",
@@ -211,7 +226,7 @@ cycle: {base: 10, perHead: 1ms}
 	if err := os.WriteFile(p, []byte("apiVersion: kueuelab.io/v1alpha1\nkind: ControlPlane\nwriteLatency: 1ms\ncycle: {base: 1ms, perHead: 0s}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := Load(p); err != nil || m.Name != "slow" || m.QPS != 0 || m.ExternalJobWrites {
+	if m, err := Load(p); err != nil || m.Name != "slow" || m.QPS != 0 || m.HarnessJobs {
 		t.Errorf("a file without a name or a rate limit: %+v, %v", m, err)
 	}
 }

@@ -334,7 +334,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 		if err != nil {
 			return nil, errors.Join(err, evlog.Close())
 		}
-		s.cp = newWrites(s, client, mm.ExternalJobWrites)
+		s.cp = newWrites(s, &mm, client)
 		s.kueue.ControlPlane = &mm
 		cycleSec = func() float64 { return mm.CycleSec(kq.Heads()) }
 	}

@@ -425,8 +425,8 @@ func TestDeepQueue(t *testing.T) {
 
 // TestDeepQueueRateLimited is TestDeepQueue with Kueue's client limited to 2 writes a second
 // (burst 1) by a control-plane model whose other costs are nil but the cycle's. The scheduler's
-// admission write is its only write here (the harness's split: the jobs' writes are another
-// client's), made asynchronously: cycles still run every 50 ms, but the admission of the k-th
+// admission write is its only write here (the harness's jobs: their writes are the harness's),
+// made asynchronously: cycles still run every 50 ms, but the admission of the k-th
 // workload is issued at (k+1)·0.05 s, and the bucket, full (one token) when the first takes its
 // token at 0.05 s, has its k-th next token 0.05 + k/2 s; a workload is admitted when its write is
 // seen, at max((k+1)·0.05, 0.05 + k/2) s.
@@ -436,7 +436,7 @@ func TestDeepQueueRateLimited(t *testing.T) {
 	for i := range ws {
 		ws[i] = wl(fmt.Sprintf("w%03d", i), "team-a", 0, trace.SingleGPUTraining, 3600, 1, 1)
 	}
-	m := &controlplane.Model{Name: "slow-client", QPS: qps, Burst: 1, CycleBaseSec: cycle, ExternalJobWrites: true}
+	m := &controlplane.Model{Name: "slow-client", QPS: qps, Burst: 1, CycleBaseSec: cycle, HarnessJobs: true}
 	d, err := runWith(t, deep, func(c *Config) { c.ControlPlane = m }, ws...)
 	if err != nil {
 		t.Fatal(err)

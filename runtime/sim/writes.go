@@ -17,8 +17,10 @@ import (
 type writes struct {
 	s      *sim
 	client *controlplane.Client
-	// externalJobs: the job reconciler's writes are another client's (Model.ExternalJobWrites).
-	externalJobs bool
+	// harness: the jobs are Kueue's harness's (Model.HarnessJobs): created by its generator,
+	// finished and released by its runner's one worker, with no PodsReady to write.
+	harness bool
+	runner  *controlplane.Worker
 	// pending is, per Workload with writes not yet seen, how many and when the last will be.
 	pending map[types.NamespacedName]pendingWrites
 }
@@ -28,8 +30,8 @@ type pendingWrites struct {
 	last float64
 }
 
-func newWrites(s *sim, c *controlplane.Client, externalJobs bool) *writes {
-	return &writes{s: s, client: c, externalJobs: externalJobs, pending: map[types.NamespacedName]pendingWrites{}}
+func newWrites(s *sim, m *controlplane.Model, c *controlplane.Client) *writes {
+	return &writes{s: s, client: c, harness: m.HarnessJobs, runner: m.NewWorker(), pending: map[types.NamespacedName]pendingWrites{}}
 }
 
 // send issues changes at the current time. The scheduler's admission writes go first, at once,
@@ -54,8 +56,16 @@ func (w *writes) send(changes []kueuelib.Change) (now []kueuelib.Change, answere
 	for _, c := range changes {
 		var at float64
 		switch {
-		case c.ByJob && w.externalJobs:
-			at = w.client.Seen(t)
+		case w.harness && c.By == kueuelib.ByJobCreate:
+			at = w.client.Seen(t) // the harness's generator
+		case w.harness && c.By == kueuelib.ByJob:
+			at = w.runner.Write(t)
+		case w.harness && c.By == kueuelib.ByJobPodsReady:
+			// The harness's Workloads have no pods; the sim's stand in for the runner's timer and
+			// report ready at no cost, so that Kueue's waitForPodsReady (on by default) does not
+			// evict a workload that runs longer than its timeout, which the harness's own
+			// runtimes (at most seconds) never do.
+			at = t
 		case c.Async:
 			at = w.client.Write(t)
 		default:

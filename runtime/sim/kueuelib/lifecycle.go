@@ -43,7 +43,7 @@ func (k *Kueue) ReleaseEvicted(cur *kueue.Workload) error {
 		return errors.New("the workload has no Evicted condition")
 	}
 	wl := cur.DeepCopy()
-	defer k.Store.asJob()()
+	defer k.Store.as(ByJob)()
 	return patching.PatchAdmissionStatus(k.ctx, k.Store, wl, k.clk, func(wl *kueue.Workload) (bool, error) {
 		setRequeued := evCond.Reason == kueue.WorkloadEvictedByPreemption || evCond.Reason == kueue.WorkloadEvictedDueToNodeFailures
 		updated := workload.SetRequeuedCondition(wl, evCond.Reason, evCond.Message, setRequeued)
@@ -73,6 +73,6 @@ func (k *Kueue) Finish(key types.NamespacedName, failed bool, msg string) error 
 	if features.Enabled(features.WorkloadRequestUseMergePatch) {
 		cur = cur.DeepCopy()
 	}
-	defer k.Store.asJob()()
+	defer k.Store.as(ByJob)()
 	return finish.Finish(k.ctx, k.Store, cur, reason, msg, k.clk)
 }

@@ -116,7 +116,7 @@ func (k *Kueue) SyncPodsReady(key types.NamespacedName, ready bool) error {
 	if workload.HasConditionWithTypeAndReason(cur, &cond) {
 		return nil
 	}
-	defer k.Store.asJob()()
+	defer k.Store.as(ByJobPodsReady)()
 	return workload.SetConditionAndUpdate(k.ctx, k.Store, cur.DeepCopy(), cond.Type, cond.Status, cond.Reason, cond.Message,
 		constants.JobControllerName, k.clk)
 }

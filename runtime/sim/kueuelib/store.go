@@ -33,10 +33,24 @@ type Change struct {
 	// Async marks the scheduler's admission write, which Kueue makes in a goroutine of its own
 	// (routine.Wrapper): the scheduling cycle does not wait for it.
 	Async bool
-	// ByJob marks a write of Kueue's job reconciler (jobframework): the Workload's creation, its
-	// PodsReady condition, the release of an evicted one, its finish.
-	ByJob bool
+	// By is who made the write.
+	By Writer
 }
+
+// Writer is who made a write, as the control-plane model tells Kueue's writers apart.
+type Writer uint8
+
+const (
+	// ByKueue is Kueue's scheduler or workload controller.
+	ByKueue Writer = iota
+	// ByJob is Kueue's job reconciler (jobframework) finishing a Workload or releasing an evicted
+	// one.
+	ByJob
+	// ByJobCreate is the job reconciler creating the Workload of a job.
+	ByJobCreate
+	// ByJobPodsReady is the job reconciler writing the PodsReady condition.
+	ByJobPodsReady
+)
 
 // Store is the in-memory API server the sim gives Kueue's code as its client.Client. It holds the
 // cluster objects (namespaces, priority classes, flavors, cohorts, queues, topologies) and the
@@ -60,9 +74,10 @@ type Store struct {
 	uids    uint64
 	uidSeed uint64
 	rv      uint64
-	// async is > 0 while the scheduler's admission routine runs (admissionRoutine); byJob
-	// while one of the job reconciler's operations does (asJob).
-	async, byJob int
+	// async is > 0 while the scheduler's admission routine runs (admissionRoutine); by is
+	// the writer of the operation running (as).
+	async int
+	by    Writer
 }
 
 type objKey struct {
@@ -167,14 +182,15 @@ func (s *Store) Forget(key types.NamespacedName) {
 	delete(s.workloads, key)
 }
 
-// asJob marks the writes until the returned function is called as the job reconciler's.
-func (s *Store) asJob() func() {
+// as marks the writes until the returned function is called as w's.
+func (s *Store) as(w Writer) func() {
 	s.mu.Lock()
-	s.byJob++
+	prev := s.by
+	s.by = w
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
-		s.byJob--
+		s.by = prev
 		s.mu.Unlock()
 	}
 }
@@ -378,7 +394,7 @@ func (s *Store) Create(_ context.Context, obj client.Object, opts ...client.Crea
 	apiTimes(wl)
 	stored := wl.DeepCopy()
 	s.workloads[key] = stored
-	s.changes = append(s.changes, Change{New: stored, Async: s.async > 0, ByJob: s.byJob > 0})
+	s.changes = append(s.changes, Change{New: stored, Async: s.async > 0, By: s.by})
 	return nil
 }
 
@@ -396,7 +412,7 @@ func (s *Store) Delete(_ context.Context, obj client.Object, _ ...client.DeleteO
 		return apierrors.NewNotFound(kueue.Resource("workloads"), wl.Name)
 	}
 	delete(s.workloads, key)
-	s.changes = append(s.changes, Change{Old: old, Async: s.async > 0, ByJob: s.byJob > 0})
+	s.changes = append(s.changes, Change{Old: old, Async: s.async > 0, By: s.by})
 	return nil
 }
 
@@ -489,7 +505,7 @@ func (s *Store) write(wl *kueue.Workload, f func(cur *kueue.Workload)) error {
 	apiTimes(cur)
 	cur.ResourceVersion = s.nextRV()
 	s.workloads[key] = cur
-	s.changes = append(s.changes, Change{Old: old, New: cur, Async: s.async > 0, ByJob: s.byJob > 0})
+	s.changes = append(s.changes, Change{Old: old, New: cur, Async: s.async > 0, By: s.by})
 	cur.DeepCopyInto(wl)
 	return nil
 }

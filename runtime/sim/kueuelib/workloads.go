@@ -110,6 +110,6 @@ func StripAnnotations(wl *kueue.Workload, prefix string) {
 
 // CreateWorkload creates wl, as the job reconciler does for a job it finds without one.
 func (k *Kueue) CreateWorkload(wl *kueue.Workload) error {
-	defer k.Store.asJob()()
+	defer k.Store.as(ByJobCreate)()
 	return k.Store.Create(k.ctx, wl)
 }
