@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -450,6 +452,46 @@ func TestDeepQueueRateLimited(t *testing.T) {
 	}
 	if k := d.Summary.Kueue; k == nil || k.ControlPlane == nil || k.ControlPlane.Name != "slow-client" || k.ControlPlane.QPS != qps {
 		t.Errorf("the summary does not name the model: %+v", k)
+	}
+}
+
+// TestHarnessRunnerFinishesOneAtATime: with the harness's jobs (jobWrites: harness) each finish
+// is a write of the runner's single worker, 0.5 s each here: the k-th finish, in the order the
+// workloads' pods finished, is seen 0.5 s after the later of its pod's end and the finish before
+// it. Kueue's own writes cost nothing here (no rate limit, no latency).
+func TestHarnessRunnerFinishesOneAtATime(t *testing.T) {
+	const n, write = 10, 0.5
+	ws := make([]*trace.Workload, n)
+	for i := range ws {
+		ws[i] = wl(fmt.Sprintf("w%03d", i), "team-a", 0, trace.SingleGPUTraining, 1, 1, 1)
+	}
+	m := &controlplane.Model{Name: "harness", QPS: -1, CycleBaseSec: 0.05, HarnessJobs: true, HarnessWriteSec: write}
+	d, err := runWith(t, deep, func(c *Config) { c.ControlPlane = m }, ws...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podDone := map[string]float64{}
+	for _, e := range d.Events {
+		if e.Type == results.EvPodFinished {
+			podDone[e.Workload] = e.T
+		}
+	}
+	ids := make([]string, 0, n)
+	for _, w := range ws {
+		ids = append(ids, w.WorkloadID)
+	}
+	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(podDone[a], podDone[b]) })
+	prev := 0.0
+	for _, id := range ids {
+		want := math.Max(podDone[id], prev) + write
+		r := record(t, d, id)
+		if r.Finished == nil || math.Abs(*r.Finished-want) > 1e-6 {
+			t.Fatalf("%s: pod done at %g, finish seen at %v, want %g", id, podDone[id], r.Finished, want)
+		}
+		prev = want
+	}
+	if prev < float64(n)*write {
+		t.Errorf("the last finish at %g: the runner's writes were not one at a time", prev)
 	}
 }
 
