@@ -17,14 +17,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kueuelab/kueuelab/runtime/cluster"
 )
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
 	n := flag.Int("n", 500, "writes")
 	flag.Parse()
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	cfg, err := cluster.RESTConfig(*kubeconfig)
 	if err != nil {
 		log.Fatal(err)
 	}

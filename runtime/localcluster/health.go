@@ -220,6 +220,11 @@ func ComponentLog(dir, component string) string { return logPath(dir, component)
 // tailBytes bounds how much of a log LogTail reads: logs of a long replay reach hundreds of MB.
 const tailBytes = 256 << 10
 
+// lastLines is the last n lines of the log at path, headed by its path, for an error's text.
+func lastLines(path string, n int) string {
+	return fmt.Sprintf("\n--- last lines of %s ---\n%s", path, LogTail(path, n))
+}
+
 // LogTail returns the last n lines of the file at path (an error's text when it cannot be read).
 func LogTail(path string, n int) string {
 	f, err := os.Open(path)

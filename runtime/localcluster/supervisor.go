@@ -254,8 +254,7 @@ func (s *State) awaitSupervisor(ctx context.Context, pid int, exited <-chan stru
 		return err == nil && h.Supervisor.PID == pid && h.Supervisor.Alive, nil
 	})
 	if err != nil {
-		return fmt.Errorf("supervisor of cluster %s (pid %d) did not start: %w\n--- last lines of %s ---\n%s",
-			s.Name, pid, err, s.logFile("supervisor"), LogTail(s.logFile("supervisor"), 20))
+		return fmt.Errorf("supervisor of cluster %s (pid %d) did not start: %w%s", s.Name, pid, err, lastLines(s.logFile("supervisor"), 20))
 	}
 	return nil
 }
@@ -307,7 +306,7 @@ func (s *State) awaitReady(ctx context.Context, name string, epoch int, timeout 
 			return false, err
 		}
 		if !h.Supervisor.Alive {
-			fail = fmt.Errorf("the supervisor of cluster %s exited\n--- last lines of %s ---\n%s", s.Name, s.logFile("supervisor"), LogTail(s.logFile("supervisor"), 20))
+			fail = fmt.Errorf("the supervisor of cluster %s exited%s", s.Name, lastLines(s.logFile("supervisor"), 20))
 			return false, fail
 		}
 		c, ok := h.Component(name)
@@ -332,7 +331,7 @@ func (s *State) awaitReady(ctx context.Context, name string, epoch int, timeout 
 		if last.Message != "" {
 			detail += ": " + last.Message
 		}
-		return last, fmt.Errorf("%s not ready: %w (%s)\n--- last lines of %s ---\n%s", name, err, detail, s.logFile(name), LogTail(s.logFile(name), 20))
+		return last, fmt.Errorf("%s not ready: %w (%s)%s", name, err, detail, lastLines(s.logFile(name), 20))
 	}
 	return last, nil
 }

@@ -253,7 +253,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		// KWOK makes the nodes Ready and the node controller lifts their not-ready taints: their
 		// logs say which of the two did not happen.
 		for _, name := range []string{KWOK, ControllerManager} {
-			err = fmt.Errorf("%w\n--- last lines of %s ---\n%s", err, s.logFile(name), LogTail(s.logFile(name), 15))
+			err = fmt.Errorf("%w%s", err, lastLines(s.logFile(name), 15))
 		}
 		return nil, err
 	}
