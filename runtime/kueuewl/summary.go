@@ -9,8 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // Summary is what a Workload says about the run it stands for, whichever API version it was read
@@ -30,7 +32,40 @@ type Summary struct {
 	// Finished; Succeeded is Finished's reason.
 	Admitted, Finished *time.Time
 	Succeeded          bool
+
+	// What a snapshot of a live Workload needs besides (read in v1beta2 only; zero from v1beta1).
+	// PriorityValue is the priority Kueue resolved (spec.priority; nil: none, 0 to Kueue).
+	PriorityValue *int32
+	// CreatedAt is the time Kueue orders the Workload by at creation: kueuelab's Kueue keeps it to
+	// the nanosecond (on the trace clock during a replay) in PreciseCreationAnnotation, any other
+	// Kueue in metadata.creationTimestamp. Created, unlike it, may be replaced by the owner's time.
+	CreatedAt time.Time
+	// QueuedAt, when set, is the time Kueue orders the pending Workload by instead of its creation
+	// (an eviction it requeues by), as Kueue's own Ordering says under the default requeuing
+	// strategy (timestamp Eviction).
+	QueuedAt *time.Time
+	// Admission is the quota reservation Kueue holds for it (nil: none).
+	Admission *Admission
+	// Inactive: spec.active is false (deactivated: Kueue neither queues nor admits it).
+	Inactive bool
 }
+
+// Admission is a Workload's status.admission.
+type Admission struct {
+	ClusterQueue string
+	PodSets      []AdmittedPodSet
+}
+
+// AdmittedPodSet is one podSetAssignment: the pods admitted and each resource's flavor.
+type AdmittedPodSet struct {
+	Name    string
+	Count   int32
+	Flavors map[string]string
+}
+
+// PreciseCreationAnnotation is where kueuelab's Kueue (runtime/tools/patches) writes a Workload's
+// creation time to the nanosecond, RFC 3339, on its own clock.
+const PreciseCreationAnnotation = "kueuelab.io/created-at"
 
 // PodSet is one pod set of a Workload.
 type PodSet struct {
@@ -76,6 +111,37 @@ func Summarize(wl *kueue.Workload) Summary {
 	}
 	s.Admitted, s.Finished, s.Succeeded = runTimes(wl.Status.Conditions, kueue.WorkloadQuotaReserved, kueue.WorkloadAdmitted, kueue.WorkloadFinished, kueue.WorkloadFinishedReasonSucceeded)
 	s.OwnerKind, s.OwnerName = owner(wl.OwnerReferences)
+	s.PriorityValue, s.Inactive = wl.Spec.Priority, wl.Spec.Active != nil && !*wl.Spec.Active
+	s.CreatedAt = wl.CreationTimestamp.Time
+	if v, ok := wl.Annotations[PreciseCreationAnnotation]; ok {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			s.CreatedAt = t
+		}
+	}
+	order := workload.Ordering{PodsReadyRequeuingTimestamp: kueueconfig.EvictionTimestamp}
+	if ts := order.GetQueueOrderTimestamp(wl); ts != &wl.CreationTimestamp {
+		t := ts.Time
+		s.QueuedAt = &t
+	}
+	if a := wl.Status.Admission; a != nil && meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) {
+		s.Admission = &Admission{ClusterQueue: string(a.ClusterQueue)}
+		for _, psa := range a.PodSetAssignments {
+			ps := AdmittedPodSet{Name: string(psa.Name), Flavors: map[string]string{}}
+			for r, f := range psa.Flavors {
+				ps.Flavors[string(r)] = string(f)
+			}
+			if psa.Count != nil {
+				ps.Count = *psa.Count
+			} else {
+				for _, spec := range wl.Spec.PodSets {
+					if spec.Name == psa.Name {
+						ps.Count = spec.Count
+					}
+				}
+			}
+			s.Admission.PodSets = append(s.Admission.PodSets, ps)
+		}
+	}
 	return s
 }
 
