@@ -87,3 +87,21 @@ func familyNames() []string {
 
 // gpuResource reports whether name is a GPU resource of the catalog.
 func gpuResource(name corev1.ResourceName) bool { return name == nvidiaGPU || name == amdGPU }
+
+// FamilyOfNode is the catalog family of a node with these labels: the one whose vendor product
+// label the node carries, else the one its kueuelab.io/gpu-family label names; ok is false when
+// neither says (a node that is not kueuelab's and has no known GPU).
+func FamilyOfNode(labels map[string]string) (name string, ok bool) {
+	for _, n := range familyNames() {
+		if f := catalog[n]; f.GPU() && labels[f.ProductLabel] == f.ProductValue {
+			return n, true
+		}
+	}
+	if f, ok := catalog[labels[contract.GPUFamily]]; ok {
+		return f.Name, true
+	}
+	return "", false
+}
+
+// FamilyResource is the GPU resource of a catalog family ("" for CPU or an unknown family).
+func FamilyResource(name string) string { return string(catalog[name].Resource) }

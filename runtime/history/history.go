@@ -46,7 +46,7 @@ type Options struct {
 // Read lists the Workloads of the cluster (through the Kueue adapter, in whichever API version the
 // cluster serves) with the creation time of their owners as Created. c's scheme needs
 // kueuewl.AddToScheme (runtime/cluster.Scheme has it).
-func Read(ctx context.Context, c client.Client, opts Options) ([]kueuewl.Summary, error) {
+func Read(ctx context.Context, c client.Reader, opts Options) ([]kueuewl.Summary, error) {
 	var items []kueuewl.Summary
 	for _, ns := range namespacesOf(opts) {
 		wls, err := kueuewl.ListWorkloads(ctx, c, ns)
@@ -82,7 +82,7 @@ var ownerAPIs = map[string]string{
 	"RayJob": "ray.io/v1", "RayCluster": "ray.io/v1", "Pod": "v1",
 }
 
-func ownerOf(ctx context.Context, c client.Client, it *kueuewl.Summary) (time.Time, bool) {
+func ownerOf(ctx context.Context, c client.Reader, it *kueuewl.Summary) (time.Time, bool) {
 	api, ok := ownerAPIs[it.OwnerKind]
 	if !ok {
 		return time.Time{}, false
@@ -126,14 +126,7 @@ func Build(items []kueuewl.Summary, opts Options) (*importer.Result, error) {
 			notRun["not finished"]++
 			continue
 		}
-		key, id := it.Namespace+"/"+it.OwnerKind+"/"+it.OwnerName, it.Namespace+"-"+strings.ToLower(it.OwnerKind)+"-"+it.OwnerName
-		if it.OwnerKind == "" {
-			key, id = it.Namespace+"/Workload/"+it.Name, it.Namespace+"-"+it.Name
-		}
-		if c := contractOf(it); c != nil {
-			// kueuelab's objects name their logical workload: an HPO experiment's trial Jobs are one.
-			key, id = it.Namespace+"/"+c.WorkloadID, c.WorkloadID
-		}
+		key, id := identity(it)
 		g := groups[key]
 		if g == nil {
 			g = &group{id: id}
@@ -144,13 +137,65 @@ func Build(items []kueuewl.Summary, opts Options) (*importer.Result, error) {
 	}
 	var jobs []*importer.Job
 	for _, key := range order {
-		j, err := groups[key].job(scale)
-		if err != nil {
-			return nil, err
+		g := groups[key]
+		var dur float64
+		for _, it := range g.items {
+			run := it.Finished.Sub(*cmp.Or(it.Admitted, &it.Created)).Seconds()
+			dur = math.Max(dur, run*scale)
 		}
-		jobs = append(jobs, j)
+		// Kueue's timestamps have one-second resolution: a run shorter than that still ran.
+		jobs = append(jobs, g.job(seconds(g.first().Created)*scale, math.Max(dur, scale)))
 	}
 	return importer.Build(jobs, notRun, importer.Options{})
+}
+
+// identity is the key that groups a Workload into its logical workload and that workload's trace
+// id: its owner (a Job, an MPIJob, ...), else the Workload; for kueuelab's objects the workload id
+// they carry, which groups an HPO experiment's trial Jobs into one.
+func identity(it *kueuewl.Summary) (key, id string) {
+	key, id = it.Namespace+"/"+it.OwnerKind+"/"+it.OwnerName, it.Namespace+"-"+strings.ToLower(it.OwnerKind)+"-"+it.OwnerName
+	if it.OwnerKind == "" {
+		key, id = it.Namespace+"/Workload/"+it.Name, it.Namespace+"-"+it.Name
+	}
+	if c := contractOf(it); c != nil {
+		key, id = it.Namespace+"/"+c.WorkloadID, c.WorkloadID
+	}
+	return key, id
+}
+
+// LiveOptions say how Live places a live Workload in time and class.
+type LiveOptions struct {
+	// Submit is the Workload's creation in trace seconds; Duration its duration (the caller's
+	// placeholder when unknown); Intent its intent class ("" standard).
+	Submit, Duration func(*kueuewl.Summary) float64
+	Intent           func(*kueuewl.Summary) string
+}
+
+// Live builds the trace of live Workloads, one trace workload per Workload (its shape, family and
+// id as Build gives a finished one), in the order of items; ids[i] is items[i]'s workload id. An
+// HPO experiment's live trials, which share a workload id, are one workload each,
+// "<id>-<Workload name>": each is pending or admitted on its own.
+func Live(items []kueuewl.Summary, opts LiveOptions) (res *importer.Result, ids []string, err error) {
+	count := map[string]int{}
+	for i := range items {
+		_, id := identity(&items[i])
+		count[id]++
+	}
+	jobs := make([]*importer.Job, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		_, id := identity(it)
+		if count[id] > 1 {
+			id += "-" + it.Name
+		}
+		g := &group{id: id, items: []*kueuewl.Summary{it}}
+		j := g.job(opts.Submit(it), opts.Duration(it))
+		j.Intent = opts.Intent(it)
+		jobs = append(jobs, j)
+		ids = append(ids, id)
+	}
+	res, err = importer.Build(jobs, nil, importer.Options{})
+	return res, ids, err
 }
 
 // group is the Workloads of one logical workload.
@@ -169,14 +214,16 @@ func contractOf(it *kueuewl.Summary) *contract.Pod {
 	return nil
 }
 
-func (g *group) job(scale float64) (*importer.Job, error) {
-	first := slices.MinFunc(g.items, func(a, b *kueuewl.Summary) int { return a.Created.Compare(b.Created) })
-	j := &importer.Job{ID: g.id, File: "cluster", Namespace: first.Namespace, Submit: seconds(first.Created) * scale,
+func (g *group) first() *kueuewl.Summary {
+	return slices.MinFunc(g.items, func(a, b *kueuewl.Summary) int { return a.Created.Compare(b.Created) })
+}
+
+// job is the group's logical workload, submitted at submit and running for dur (seconds).
+func (g *group) job(submit, dur float64) *importer.Job {
+	first := g.first()
+	j := &importer.Job{ID: g.id, File: "cluster", Namespace: first.Namespace, Submit: submit, Duration: dur,
 		CPUUtil: math.NaN(), GPUUtil: math.NaN(), Intent: intentOf(first.Priority)}
-	var dur float64
 	for _, it := range g.items {
-		run := it.Finished.Sub(*cmp.Or(it.Admitted, &it.Created)).Seconds()
-		dur = math.Max(dur, run*scale)
 		for _, ps := range it.PodSets {
 			t := taskOf(ps)
 			if c, err := contract.Parse(ps.Template.Annotations); err == nil {
@@ -190,12 +237,28 @@ func (g *group) job(scale float64) (*importer.Job, error) {
 			j.Tasks = mergeTask(j.Tasks, t)
 		}
 	}
-	// Kueue's timestamps have one-second resolution: a run shorter than that still ran.
-	j.Duration = math.Max(dur, scale)
+	if j.Family == "" {
+		j.Family = ownerFamily(first, j.Tasks)
+	}
 	if j.Intent == trace.IntentStandard {
 		j.Intent = ""
 	}
-	return j, nil
+	return j
+}
+
+// ownerFamily is the family the owner's kind says where model/importer's rules, which go by pods
+// and duration, would not see it: MPIJob, PyTorchJob and TrainJob with GPUs are distributed
+// training even with one GPU pod. "" leaves it to the rules.
+func ownerFamily(it *kueuewl.Summary, tasks []importer.Task) trace.Family {
+	switch it.OwnerKind {
+	case "MPIJob", "PyTorchJob", "TrainJob":
+		for _, t := range tasks {
+			if t.GPUs > 0 {
+				return trace.DistributedTraining
+			}
+		}
+	}
+	return ""
 }
 
 // mergeTask adds t to tasks, into an equal task when there is one (an experiment's trials).
