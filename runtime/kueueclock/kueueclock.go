@@ -215,6 +215,7 @@ type Follower struct {
 	holding          bool         // Saw's hold is placed
 	seen             int          // holds placed by Saw
 	lateSeen         int          // of which reached AckLimit
+	epoch            time.Time    // trace time 0 on Kueue's clock
 }
 
 // seenKey is Saw's hold.
@@ -234,12 +235,17 @@ func Attach(ctx context.Context, f *File, clk *simclock.Clock, settled func()) *
 	// What Kueue wrote before the replay is not owed to it.
 	fl.observed.Store(f.wrote())
 	epoch := time.Now().Truncate(time.Second)
+	fl.epoch = epoch
 	f.attach(epoch, clk.Position())
 	clk.Follow(fl)
 	go fl.run(ctx)
 	go fl.runSeen(ctx)
 	return fl
 }
+
+// Epoch is trace time 0 on Kueue's clock: while Kueue follows, the times it writes are Epoch plus
+// trace time.
+func (fl *Follower) Epoch() time.Time { return fl.epoch }
 
 // Revision is a resourceVersion as the etcd revision it is; ok is false for one that is not a
 // number (an API server that is not etcd's), which the follower cannot order.

@@ -192,6 +192,12 @@ func (f *holdFollower) start(ctx context.Context, bg *sync.WaitGroup, evlog *res
 		bg.Add(1)
 		go func() { defer bg.Done(); s.run(ctx) }()
 	}
+	if f.kueue != nil {
+		if cs, err := kubernetes.NewForConfig(f.cfg.REST); err == nil {
+			bg.Add(1)
+			go func() { defer bg.Done(); publishClock(ctx, cs, f.cfg.Clock, f.kueue.Epoch()) }()
+		}
+	}
 	if f.cfg.ControlPlane != "" {
 		f.cp = newControlPlane(f.cfg.ControlPlane, f.cfg.Clock, evlog, f.cfg.Out)
 		bg.Add(1)
