@@ -52,7 +52,9 @@ func (p Published) Data() map[string]string {
 func ParsePublished(d map[string]string) (Published, error) {
 	var p Published
 	var err error
-	bad := func(k string, e error) error { return fmt.Errorf("ConfigMap %s/%s: %s %q: %w", PublishedNamespace, PublishedName, k, d[k], e) }
+	bad := func(k string, e error) error {
+		return fmt.Errorf("ConfigMap %s/%s: %s %q: %w", PublishedNamespace, PublishedName, k, d[k], e)
+	}
 	if p.Epoch, err = time.Parse(time.RFC3339Nano, d[keyEpoch]); err != nil {
 		return p, bad(keyEpoch, err)
 	}
