@@ -18,10 +18,12 @@ import (
 const clockPeriod = time.Second
 
 // publishClock keeps the replay's trace clock in the ConfigMap kueueclock.PublishedName while ctx
-// lasts (a write when the position changed, at most every clockPeriod) and leaves the position it
-// stopped at, marked not running. Failures are not the replay's: a reader then finds no clock or
-// an older one, and says so.
-func publishClock(ctx context.Context, cs kubernetes.Interface, clk *simclock.Clock, epoch time.Time) {
+// lasts (a write when the position changed, at most every clockPeriod). At the end it leaves the
+// position the clock stopped at, marked not running, when the replay's objects stay (keep): their
+// times are on that clock; otherwise it deletes the ConfigMap, so that a later reader takes
+// Kueue's times, back on wall time, as wall times. Failures are not the replay's: a reader then
+// finds no clock or an older one, and says so.
+func publishClock(ctx context.Context, cs kubernetes.Interface, clk *simclock.Clock, epoch time.Time, keep bool) {
 	var last simclock.Position
 	write := func(ctx context.Context, running bool) {
 		p := clk.Position()
@@ -38,7 +40,11 @@ func publishClock(ctx context.Context, cs kubernetes.Interface, clk *simclock.Cl
 		select {
 		case <-ctx.Done():
 			end, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			write(end, false)
+			if keep {
+				write(end, false)
+			} else {
+				_ = cs.CoreV1().ConfigMaps(kueueclock.PublishedNamespace).Delete(end, kueueclock.PublishedName, metav1.DeleteOptions{})
+			}
 			cancel()
 			return
 		case <-tick.C:

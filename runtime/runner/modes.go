@@ -195,7 +195,7 @@ func (f *holdFollower) start(ctx context.Context, bg *sync.WaitGroup, evlog *res
 	if f.kueue != nil {
 		if cs, err := kubernetes.NewForConfig(f.cfg.REST); err == nil {
 			bg.Add(1)
-			go func() { defer bg.Done(); publishClock(ctx, cs, f.cfg.Clock, f.kueue.Epoch()) }()
+			go func() { defer bg.Done(); publishClock(ctx, cs, f.cfg.Clock, f.kueue.Epoch(), f.cfg.Keep) }()
 		}
 	}
 	if f.cfg.ControlPlane != "" {
