@@ -3,7 +3,9 @@
 // what kueuelab records from a Kueue Workload: both engines (the cluster engine's watcher and the
 // sim's lifecycle) record admissions through it, so the same Workload is the same result in
 // either. It does the GPU accounting of Workloads and pods, summarises a cluster's Workloads for a
-// history import (in v1beta2, or v1beta1 from a Kueue that predates v1beta2), says whether a
+// history import (in v1beta2, or v1beta1 from a Kueue that predates v1beta2) and a live one for a
+// snapshot (its admission and queue order), reads a cluster's queue objects in a cluster spec's
+// terms (ReadQueues), says whether a
 // ClusterQueue is Active and which flavors ClusterQueues use, names the Kueue kinds and API
 // versions a client talks to, and reads Kueue's Configuration as the Kueue it belongs to runs it.
 package kueuewl
