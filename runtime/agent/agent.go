@@ -568,6 +568,8 @@ func (a *Agent) track(p *corev1.Pod) *podState {
 	case ok && st.ckpt:
 		if err := a.eng.Restore(id, engine.Snapshot{RemainingSec: remaining, CheckpointSec: remaining}); err != nil {
 			a.log.Error("checkpoint not restored", "pod", key, "err", err)
+		} else {
+			st.resumedFrom, st.resumed = remaining, true
 		}
 	}
 	if !hasProg {
@@ -623,13 +625,16 @@ func (a *Agent) forget(key string, st *podState) {
 }
 
 // keepCheckpoint keeps the workload's checkpoint of a pod that leaves before it finished, for its
-// replacement: the least advanced of its role's pods.
+// replacement: the least advanced of its role's pods that leave together. The first of them to
+// leave replaces the checkpoint they resumed from (theirs are at least as far); the others keep
+// the least advanced.
 func (a *Agent) keepCheckpoint(st *podState) {
 	if !st.ckpt {
 		return
 	}
 	ck := a.eng.Snapshot(st.id).CheckpointSec
-	if prev, ok := a.checkpoints[st.ckptKey]; !ok || ck > prev {
+	prev, ok := a.checkpoints[st.ckptKey]
+	if !ok || ck > prev || (st.resumed && prev == st.resumedFrom) {
 		a.checkpoints[st.ckptKey] = ck
 	}
 }

@@ -560,6 +560,33 @@ func TestEvictedPodRestarts(t *testing.T) {
 	}
 }
 
+// TestEvictedTwiceResumesFromTheLaterCheckpoint: a pod checkpointing every 30 s is evicted after
+// 40 s (checkpoint at 30); its replacement resumes from 30 and is evicted after 40 s more
+// (checkpoint at 60); the third resumes from 60 and runs the 40 s left, not 70 from the first
+// checkpoint.
+func TestEvictedTwiceResumesFromTheLaterCheckpoint(t *testing.T) {
+	c := podContract("wl-evict2", 0)
+	c.CheckpointIntervalSec = 30
+	client := fake.NewClientset()
+	create(t, client, makeNode("n1", 8, nil), makePod("p-1", "n1", c, nil))
+	h := start(t, client, Config{})
+	for i, name := range []string{"p-1", "p-2"} {
+		h.started(1)
+		h.advance(40)
+		if err := client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.until("evicted pod forgotten", func() (bool, string) { s := h.a.Stats(); return s.Tracked == 0, fmt.Sprintf("%+v", s) })
+		create(t, client, makePod(fmt.Sprintf("p-%d", i+2), "n1", c, nil))
+	}
+	h.started(1)
+	h.advance(duration - 60)
+	p := h.completed("p-3")
+	if got := annFloat(t, p, contract.RunTraceSec); got != duration-60 {
+		t.Errorf("third pod ran %g trace s, want %g", got, duration-60)
+	}
+}
+
 func TestProgressAnnotationRoundTrip(t *testing.T) {
 	pr := Progress{Snapshot: engine.Snapshot{RemainingSec: 40, CheckpointSec: 40, EnergyJ: 12}, RunSec: 60, Fraction: 0.6}
 	b, err := json.Marshal(pr)

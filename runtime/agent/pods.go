@@ -43,6 +43,9 @@ type podState struct {
 	restartSec float64 // the workload's restart overhead
 	restarts   int32   // the containers' restart count last seen
 	owed       bool    // resumed an interrupted pod and has not worked since (faults.go)
+	// resumedFrom is the role's checkpoint the pod resumed from (resumed: it did).
+	resumedFrom float64
+	resumed     bool
 	// service: the pod serves until its owner deletes it (Config.ServicePods); its completion
 	// write leaves it running.
 	service bool

@@ -434,6 +434,8 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 	now := s.loop.Now()
 	var gangs []string
 	var freed []int
+	kept := map[string]float64{}
+	defer maps.Copy(p.ckpts, kept)
 	// As the agent: if any running pod of the workload worked (progressed, or paused for a
 	// checkpoint or a restart), every running pod's replacement owes the restart overhead; if
 	// none did, a restart a pod owed passes on to its replacement.
@@ -459,11 +461,11 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 			s.lostJ[w.it.id] += j
 		}
 		if pd.spec.CheckpointIntervalSec > 0 {
-			// As the agent: the role keeps the checkpoint with the most work left among its
-			// evicted pods.
+			// As the agent: the role keeps the checkpoint with the most work left among the pods
+			// this eviction stops; it supersedes the checkpoint they resumed from.
 			ck := p.eng.Snapshot(pd.eid).CheckpointSec
-			if prev, ok := p.ckpts[pd.ckpt]; !ok || ck > prev {
-				p.ckpts[pd.ckpt] = ck
+			if prev, ok := kept[pd.ckpt]; !ok || ck > prev {
+				kept[pd.ckpt] = ck
 			}
 		}
 		p.leave(pd)

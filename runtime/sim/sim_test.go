@@ -229,6 +229,29 @@ func TestPreemptedResumesFromCheckpointAfterRestart(t *testing.T) {
 	}
 }
 
+// TestPreemptedTwiceResumesFromTheLaterCheckpoint: the borrower of the test above is preempted
+// again, at 790 s, by a second owner. Its replacement had resumed at 621 from progress 80 and
+// written checkpoints at progress 120, 160 and 200 (the one at 240, from 796, was not finished):
+// the second replacement starts one requeue batch after 1290, pays the restart overhead and does
+// the 800 s left from progress 200, with 19 checkpoints (240 to 960). Keeping the first
+// eviction's checkpoint instead would redo 120 s.
+func TestPreemptedTwiceResumesFromTheLaterCheckpoint(t *testing.T) {
+	b := wl("borrower", "team-b", 0, trace.SingleGPUTraining, 1000, 8, 1)
+	b.CheckpointIntervalSec, b.CheckpointCostSec, b.RestartOverheadSec = 40, 5, 20
+	d, err := run(t, twoTeams, Timing{}, b, wl("owner", "team-a", 100, trace.SingleGPUTraining, 500, 8, 1),
+		wl("owner2", "team-a", 790, trace.SingleGPUTraining, 500, 8, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := record(t, d, "borrower")
+	if r.Finished == nil {
+		t.Fatalf("borrower did not finish: %s", r.State)
+	}
+	if want := 1290 + requeueBatchSec + 20 + 800 + 19*5.0; len(r.Preemptions) != 2 || math.Abs(*r.Finished-want) > 1e-6 {
+		t.Errorf("borrower: preemptions %v, finished at %g; want 2 preemptions, finished at %g", r.Preemptions, *r.Finished, want)
+	}
+}
+
 // fragmented is two 8-GPU nodes under one 16-GPU queue.
 const fragmented = `apiVersion: kueuelab.io/v1alpha1
 kind: ClusterSpec
