@@ -96,7 +96,10 @@ func (s *sim) react(c kueuelib.Change) {
 	}
 	if !kueuelib.IsAdmitted(old) && kueuelib.IsAdmitted(cur) {
 		w.startEv = s.loop.After(s.cfg.Timing.PodStartSec, func() { s.pods.start(w, cur) })
-		s.syncPodsReady(w, false)
+		// A Workload restored admitted (resume.go) keeps the PodsReady condition it had.
+		if c.Old != nil || !kueuelib.HasPodsReadyCondition(cur) {
+			s.syncPodsReady(w, false)
+		}
 	}
 	if kueuelib.IsAdmitted(old) && !kueuelib.IsAdmitted(cur) && !kueuelib.IsFinished(cur) {
 		s.syncPodsReady(w, false)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
@@ -29,6 +31,8 @@ type item struct {
 	trials *replay.Experiment
 	// open counts its Kueue Workloads created and not finished.
 	open int
+	// resume is its state when the run resumes from one (resume.go).
+	resume *state.Workload
 }
 
 // plan is everything decided before the run starts: the cluster's objects and, per trace
@@ -96,7 +100,16 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 			p.src = &fileSource{path: cfg.TracePath, buf: map[string]*fetched{}}
 		}
 	}
-	slices.SortStableFunc(ix.all, func(a, b *item) int { return replay.Compare(a.offset, a.id, b.offset, b.id) })
+	if st := cfg.Resume; st != nil {
+		for _, it := range ix.all {
+			if it.resume = st.Find(it.id); it.resume != nil {
+				it.offset = st.NowSec
+			}
+		}
+	}
+	slices.SortStableFunc(ix.all, func(a, b *item) int {
+		return cmp.Or(cmp.Compare(a.offset, b.offset), resumeOrder(a, b), replay.Compare(a.offset, a.id, b.offset, b.id))
+	})
 	for _, it := range ix.all {
 		p.records = append(p.records, it.rec)
 		if it.rec.Error == "" {

@@ -66,6 +66,13 @@ type podRole struct {
 	// ckpts holds, per namespace/workload/role, the remaining work at the last checkpoint of an
 	// evicted pod, which its replacement resumes from (as the agent keeps it).
 	ckpts map[string]float64
+	// resumed holds, per namespace/workload/role, the progress a resumed admitted workload's
+	// first pods continue from (resume.go).
+	resumed map[string]engine.Snapshot
+	// pins holds, per namespace/workload/role of a resumed admitted workload, the nodes its
+	// running pods were bound to (resume.go); nodeIndex finds a node by name.
+	pins      map[string][]string
+	nodeIndex map[string]int
 	// restarts counts, per namespace/workload/role, the replacements that owe the restart
 	// overhead: an evicted pod of a workload that had worked (as the agent counts them).
 	restarts map[string]int
@@ -104,7 +111,7 @@ func newPodRole(nodes []*corev1.Node, cat *hw.Catalog, scoring kubesched.Strateg
 		return nil, err
 	}
 	p := &podRole{ks: ks, eng: engine.NewEventDriven(cat), cat: cat, byKey: map[string]*pod{}, seed: seed,
-		ckpts: map[string]float64{}, restarts: map[string]int{}, gangs: map[string][]*pod{}}
+		ckpts: map[string]float64{}, resumed: map[string]engine.Snapshot{}, pins: map[string][]string{}, restarts: map[string]int{}, gangs: map[string][]*pod{}}
 	for _, n := range nodes {
 		spec, err := agent.EngineNode(n, cat)
 		if err != nil {
@@ -267,6 +274,9 @@ func podSetOf(wl *kueue.Workload, name kueue.PodSetReference) *kueue.PodSet {
 
 // place binds a pod if a node fits it now, else queues it.
 func (p *podRole) place(pd *pod) {
+	if p.placeResumed(pd) {
+		return
+	}
 	node, err := p.ks.Schedule(pd.req)
 	if err != nil {
 		p.pending = append(p.pending, pd)
@@ -291,6 +301,12 @@ func (p *podRole) bind(pd *pod, node int) {
 	}
 	if ck, ok := p.ckpts[pd.ckpt]; ok && pd.spec.CheckpointIntervalSec > 0 {
 		if err := p.eng.Restore(id, engine.Snapshot{RemainingSec: ck, CheckpointSec: ck}); err != nil {
+			s.fail(err)
+			return
+		}
+	}
+	if sn, ok := p.resumed[pd.ckpt]; ok && pd.w.attempt == 1 {
+		if err := p.eng.Restore(id, sn); err != nil {
 			s.fail(err)
 			return
 		}

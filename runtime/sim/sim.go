@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/model/hw"
+	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
@@ -79,6 +80,13 @@ type Config struct {
 	SampleStep float64
 	// MaxTraceSec stops the run at that trace time (0: when every workload is done).
 	MaxTraceSec float64
+	// StateOut, with MaxTraceSec, receives the run's state at MaxTraceSec (model/state: the
+	// workloads alive then and those still to come, and the cluster spec), for a forecast or a
+	// resumed run to start from.
+	StateOut string
+	// Resume starts the run from a state instead of an empty cluster (resume.go); the trace must
+	// be in memory and hold the state's workloads and those to come.
+	Resume *state.State
 	// Timeout bounds the run's wall time (0: none).
 	Timeout time.Duration
 	// WallClock reads the wall time the summary reports (nil: time.Now); tests fix it, so that
@@ -157,6 +165,15 @@ func (c *Config) check() error {
 			errs = append(errs, fmt.Errorf("control plane %s: %w", c.ControlPlane.Name, err))
 		}
 	}
+	if c.StateOut != "" && c.MaxTraceSec <= 0 {
+		errs = append(errs, errors.New("a state is written at the trace time limit: give MaxTraceSec"))
+	}
+	if c.Resume != nil && c.MaxTraceSec > 0 && c.MaxTraceSec < c.Resume.NowSec {
+		errs = append(errs, fmt.Errorf("trace time limit %gs is before the resumed state's instant %gs", c.MaxTraceSec, c.Resume.NowSec))
+	}
+	if err := c.checkResume(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
@@ -184,10 +201,14 @@ type sim struct {
 	sample *sampler
 
 	created uint64 // Workloads created, for unique creation timestamps
-	lostJ   map[string]float64
-	failure error             // the first internal error; stops the run
-	done    int               // trace workloads done (or unrunnable)
-	guard   results.LoopGuard // sees every event emitted: a preemption loop ends the run (lifecycle.go)
+	// lastResumed is the last creation timestamp a resumed Workload got, and lqs the LocalQueues
+	// added once the resumed Workloads exist (resume.go).
+	lastResumed time.Time
+	lqs         []client.Object
+	lostJ       map[string]float64
+	failure     error             // the first internal error; stops the run
+	done        int               // trace workloads done (or unrunnable)
+	guard       results.LoopGuard // sees every event emitted: a preemption loop ends the run (lifecycle.go)
 }
 
 // Run replays cfg.Trace. It returns the summary; the error wraps replay.ErrIncomplete when the run
@@ -226,6 +247,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer cancel()
 	}
 	incomplete := s.run(runCtx, prog)
+	var stateErr error
+	if cfg.StateOut != "" && incomplete != "" && s.loop.Now() == cfg.MaxTraceSec && s.failure == nil {
+		stateErr = s.saveState()
+	}
 	if incomplete != "" && ctx.Err() == nil && runCtx.Err() != nil {
 		incomplete = fmt.Sprintf("timeout %s reached: %s", cfg.Timeout, incomplete)
 	}
@@ -265,6 +290,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if s.failure != nil {
 		return res, fmt.Errorf("sim: %w", s.failure)
 	}
+	werr = errors.Join(werr, stateErr)
 	if werr != nil {
 		return res, werr
 	}
@@ -280,7 +306,11 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	loop := des.New(0)
+	start := 0.0
+	if cfg.Resume != nil {
+		start = cfg.Resume.NowSec
+	}
+	loop := des.New(start)
 	kopts, err := cfg.Kueue.options()
 	if err != nil {
 		return nil, err
@@ -290,7 +320,12 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := kq.AddObjects(p.kueueObjs); err != nil {
+	objs, lqs := p.kueueObjs, []client.Object(nil)
+	if cfg.Resume != nil {
+		// The LocalQueues come after the restored Workloads (resume.go).
+		objs, lqs = splitLocalQueues(objs)
+	}
+	if err := kq.AddObjects(objs); err != nil {
 		return nil, fmt.Errorf("sim: cluster spec %s: %w", replay.SpecName(cfg.Spec), err)
 	}
 	if bad := kq.InactiveClusterQueues(); len(bad) > 0 {
@@ -316,7 +351,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if err != nil {
 		return nil, errors.Join(err, evlog.Close())
 	}
-	s := &sim{cfg: cfg, loop: loop, clk: loop.Clock(), kq: kq, kueue: kueueMeta(kopts), rec: rec, evlog: evlog, plan: p, items: p.items,
+	s := &sim{cfg: cfg, loop: loop, clk: loop.Clock(), kq: kq, kueue: kueueMeta(kopts), rec: rec, evlog: evlog, plan: p, items: p.items, lqs: lqs,
 		wls: map[types.NamespacedName]*kwl{}, pods: pr, lostJ: map[string]float64{}}
 	for _, r := range p.records {
 		if r.Terminal() {
@@ -349,7 +384,15 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 func (s *sim) run(ctx context.Context, prog *results.Progress) string {
 	// The submissions are queued one at a time, each by the one before, in places reserved now:
 	// they run as if all were queued at the start, without a million-event queue.
-	s.submitFrom(0, s.loop.Reserve(len(s.items)))
+	first, err := s.restore()
+	if err != nil {
+		s.fail(err)
+	}
+	s.submitFrom(first, s.loop.Reserve(len(s.items)-first))
+	if s.cfg.StateOut != "" {
+		// The run stops at the limit itself, so the state is the state then.
+		s.loop.At(s.cfg.MaxTraceSec, func() {})
+	}
 	s.sample.start()
 	s.lqc.start()
 	total := len(s.plan.records)

@@ -68,6 +68,7 @@ func (s *sim) submit(it *item) {
 		s.fail(err)
 		return
 	}
+	w, jobRecs = resumedWork(w, jobRecs, it.resume)
 	objs, err := s.plan.renderer.Render(w, jobRecs, *it.pl)
 	if err != nil {
 		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
@@ -151,7 +152,11 @@ func (s *sim) createWorkload(it *item, o client.Object, trial int) error {
 		return fmt.Errorf("workload %s exists", w.key)
 	}
 	s.wls[w.key] = w
-	if err := s.kq.CreateWorkload(wl); err != nil {
+	create := s.kq.CreateWorkload
+	if it.resume != nil {
+		create = func(wl *kueue.Workload) error { return s.createResumed(wl, it.resume) }
+	}
+	if err := create(wl); err != nil {
 		delete(s.wls, w.key)
 		return fmt.Errorf("create workload of %s: %w", w.object, err)
 	}

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/routine"
 	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
 	"sigs.k8s.io/kueue/pkg/util/wait"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // Options configure Kueue as its Configuration would (config.kueue.x-k8s.io/v1beta2).
@@ -93,6 +94,8 @@ type Kueue struct {
 	work          *workQueue
 	cqBatches     map[kueue.ClusterQueueReference]bool
 	cohortBatches map[kueue.CohortReference]bool
+	// ordering is how the queues order pending Workloads (waitForPodsReady's requeuing timestamp).
+	ordering workload.Ordering
 }
 
 // newMu guards the swap of routine.DefaultWrapper while a Scheduler is built.
@@ -123,6 +126,7 @@ func New(o Options) (*Kueue, error) {
 	}
 	st := NewStore(o.Scheme)
 	st.SetUIDSeed(o.Seed)
+	st.now = o.Clock.Now
 	if w := o.WaitForPodsReady; w != nil && w.BlockAdmission != nil && *w.BlockAdmission {
 		return nil, errors.New("kueuelib: waitForPodsReady.blockAdmission is not modelled")
 	}
@@ -183,7 +187,7 @@ func New(o Options) (*Kueue, error) {
 	log := logr.Discard()
 	*k = Kueue{Store: st, cache: cc, queues: qm, sched: s, reconciler: r, clk: clk, opts: o,
 		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{},
-		work: newWorkQueue(), requeues: requeues, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{}}
+		work: newWorkQueue(), requeues: requeues, ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuing}, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{}}
 	k.newLocalQueueReconciler()
 	return k, nil
 }

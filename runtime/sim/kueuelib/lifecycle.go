@@ -25,6 +25,11 @@ func HasQuotaReservation(wl *kueue.Workload) bool { return workload.HasQuotaRese
 // IsAdmitted is Kueue's workload.IsAdmitted: wl's Admitted condition is True.
 func IsAdmitted(wl *kueue.Workload) bool { return workload.IsAdmitted(wl) }
 
+// HasPodsReadyCondition says whether wl has a PodsReady condition.
+func HasPodsReadyCondition(wl *kueue.Workload) bool {
+	return apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPodsReady) != nil
+}
+
 // IsEvicted is Kueue's workload.IsEvicted: wl's Evicted condition is True.
 func IsEvicted(wl *kueue.Workload) bool { return evict.IsEvicted(wl) }
 

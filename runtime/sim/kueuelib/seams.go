@@ -40,6 +40,7 @@ func schedule(s *scheduler.Scheduler, ctx context.Context) wait.SpeedSignal
 type heads struct {
 	keys  []*[]workload.Reference
 	names []kueue.ClusterQueueReference
+	cqs   []*qcache.ClusterQueue
 }
 
 // newHeads binds to the heaps of the named ClusterQueues of m.
@@ -84,8 +85,42 @@ func newHeads(m *qcache.Manager, names []kueue.ClusterQueueReference) (*heads, e
 		}
 		h.keys = append(h.keys, keys)
 		h.names = append(h.names, name)
+		h.cqs = append(h.cqs, cq)
 	}
 	return h, nil
+}
+
+// Seam 6: the inadmissible workloads a ClusterQueue keeps aside. A pending Workload Kueue tried and
+// could not admit waits outside the heap until something in its ClusterQueue or cohort changes;
+// only Kueue's memory says which. The queue's exported DumpInadmissible lists them; a restored
+// Workload is put back there with the queue's unexported moveHeapToInadmissible (linknamed), after
+// the LocalQueue's adoption pushed it to the heap.
+//
+//go:linkname moveHeapToInadmissible sigs.k8s.io/kueue/pkg/cache/queue.(*ClusterQueue).moveHeapToInadmissible
+func moveHeapToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info)
+
+// parked lists the inadmissible Workloads of every ClusterQueue ("namespace/name").
+func (h *heads) parked() map[string]bool {
+	out := map[string]bool{}
+	for _, cq := range h.cqs {
+		keys, _ := cq.DumpInadmissible()
+		for _, k := range keys {
+			out[string(k)] = true
+		}
+	}
+	return out
+}
+
+// park moves the Workload key from a heap to its ClusterQueue's inadmissible workloads; it reports
+// false when no heap holds it.
+func (h *heads) park(key workload.Reference) bool {
+	for _, cq := range h.cqs {
+		if info := cq.Info(key); info != nil {
+			moveHeapToInadmissible(cq, key, info)
+			return true
+		}
+	}
+	return false
 }
 
 // any reports whether a ClusterQueue for which active is true has a workload in its heap.

@@ -78,6 +78,8 @@ type Store struct {
 	// the writer of the operation running (as).
 	async int
 	by    Writer
+	// now is Kueue's (virtual) clock, nil until New sets it.
+	now func() time.Time
 }
 
 type objKey struct {
@@ -131,6 +133,22 @@ func splitmix(x uint64) uint64 {
 func apiTimes(wl *kueue.Workload) {
 	if rs := wl.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !rs.RequeueAt.IsZero() {
 		rs.RequeueAt.Time = rs.RequeueAt.Truncate(time.Second)
+	}
+}
+
+// virtualTimes stamps with Kueue's clock the condition transitions a write carries from the wall
+// clock: Kueue sets some conditions (Requeued, on eviction and when a backoff ends) with
+// apimeta.SetStatusCondition, which stamps a transition with time.Now. Such a time is after the
+// virtual now, when the write happens, and nothing else can be.
+func (s *Store) virtualTimes(wl *kueue.Workload) {
+	if s.now == nil {
+		return
+	}
+	now := s.now()
+	for i := range wl.Status.Conditions {
+		if c := &wl.Status.Conditions[i]; c.LastTransitionTime.After(now) {
+			c.LastTransitionTime = metav1.NewTime(now)
+		}
 	}
 }
 
@@ -503,6 +521,7 @@ func (s *Store) write(wl *kueue.Workload, f func(cur *kueue.Workload)) error {
 	old.Status.DeepCopyInto(&cur.Status)
 	f(cur)
 	apiTimes(cur)
+	s.virtualTimes(cur)
 	cur.ResourceVersion = s.nextRV()
 	s.workloads[key] = cur
 	s.changes = append(s.changes, Change{Old: old, New: cur, Async: s.async > 0, By: s.by})

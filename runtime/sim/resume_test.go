@@ -1,0 +1,204 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/kueuelab/kueuelab/model/state"
+	"github.com/kueuelab/kueuelab/model/trace"
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/results"
+)
+
+// noHPO drops the experiments (their trials are not resumed) from a generated trace.
+func noHPO(tr *trace.Trace) *trace.Trace {
+	out := &trace.Trace{Jobs: map[string][]*trace.Job{}}
+	for _, w := range tr.Workloads {
+		if w.WorkloadType != trace.HPOExperiment {
+			out.Workloads = append(out.Workloads, w)
+			out.Jobs[w.WorkloadID] = tr.Jobs[w.WorkloadID]
+		}
+	}
+	return out
+}
+
+// tight is three teams on 24 GPUs in a cohort: idle quota is borrowed (never reclaimed) and a
+// higher priority preempts within its ClusterQueue; the generated load queues.
+const tight = `apiVersion: kueuelab.io/v1alpha1
+kind: ClusterSpec
+metadata: {name: tight}
+nodePools:
+- {name: cpu, gpuFamily: CPU, count: 2, cpu: 64, memory: 256Gi}
+- {name: h100, gpuFamily: H100-SXM, count: 3, gpusPerNode: 8, cpu: 192, memory: 2000Gi}
+cohorts:
+- name: all
+clusterQueues:
+- name: team-a-cq
+  cohort: all
+  preemption: &p {withinClusterQueue: LowerPriority}
+  quotas:
+  - flavor: cpu
+    resources: {cpu: 64, memory: 256Gi}
+  - flavor: h100-sxm
+    resources: {cpu: 288, memory: 3000Gi, nvidia.com/gpu: 12}
+- name: team-b-cq
+  cohort: all
+  preemption: *p
+  quotas:
+  - flavor: cpu
+    resources: {cpu: 32, memory: 128Gi}
+  - flavor: h100-sxm
+    resources: {cpu: 192, memory: 2000Gi, nvidia.com/gpu: 8}
+- name: team-c-cq
+  cohort: all
+  preemption: *p
+  quotas:
+  - flavor: cpu
+    resources: {cpu: 32, memory: 128Gi}
+  - flavor: h100-sxm
+    resources: {cpu: 96, memory: 1000Gi, nvidia.com/gpu: 4}
+teams:
+- {name: team-a, clusterQueue: team-a-cq}
+- {name: team-b, clusterQueue: team-b-cq}
+- {name: team-c, clusterQueue: team-c-cq}
+priorityClasses:
+  performance: {value: 1000}
+  standard: {value: 100}
+  eco: {value: 10}
+`
+
+// TestResumeReproducesTheRun: a run stopped at T writes its state; a run resumed from that state
+// (the workloads alive at T with their Workloads' status, their pods' progress and nodes, the
+// ones Kueue kept aside as inadmissible, and the arrivals after T) is the full run from T on:
+// every workload pending at T is admitted when the full run admitted it, every one admitted at T
+// finishes when it did, and every event after T is the full run's.
+func TestResumeReproducesTheRun(t *testing.T) {
+	tr := noHPO(generated(t, 150, 5))
+	s := spec(t, tight)
+	base := Config{Trace: tr, TraceName: "generated-150-seed-5", Spec: s, Seed: 1, Timing: DefaultTiming, WallClock: fixedWall()}
+	full := base
+	full.OutDir = t.TempDir()
+	if _, err := Run(context.Background(), full); err != nil {
+		t.Fatal(err)
+	}
+	want, err := results.Load(full.OutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []float64{1800, 7200, 28800} {
+		t.Run(fmt.Sprint(at), func(t *testing.T) {
+			stop := base
+			stop.OutDir, stop.MaxTraceSec, stop.StateOut = t.TempDir(), at, t.TempDir()
+			if _, err := Run(context.Background(), stop); err == nil {
+				t.Fatal("a run stopped at the limit is incomplete, and says so")
+			}
+			st, err := state.Load(filepath.Join(stop.StateOut, state.StateFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest, err := trace.LoadWorkloads(context.Background(), filepath.Join(stop.StateOut, st.Trace), trace.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := rcluster.Load(filepath.Join(stop.StateOut, st.Cluster))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resumed := base
+			resumed.Trace, resumed.Spec, resumed.Resume, resumed.OutDir = rest, cs, st, t.TempDir()
+			if _, err := Run(context.Background(), resumed); err != nil {
+				t.Fatal(err)
+			}
+			got, err := results.Load(resumed.OutDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := firstDivergence(want, got, at); e != "" {
+				t.Errorf("the resumed run departs from the full run at: %s", e)
+			}
+			var pending, admitted int
+			for _, w := range st.Workloads {
+				if w.Phase == state.Admitted {
+					admitted++
+					fa, fb := recordOf(want, w.ID).Finished, recordOf(got, w.ID).Finished
+					if !same(fa, fb) {
+						t.Errorf("%s: admitted at T, finished at %s in the full run, %s resumed", w.ID, ptr(fa), ptr(fb))
+					}
+					continue
+				}
+				pending++
+				a, b := admittedAfter(want, w.ID, at), admittedAfter(got, w.ID, at)
+				switch {
+				case a == nil || b == nil:
+					t.Errorf("%s: admitted at %v in the full run, %v resumed", w.ID, ptr(a), ptr(b))
+				case math.Abs(*a-*b) > 1e-6:
+					t.Errorf("%s: admitted at %gs in the full run, %gs resumed", w.ID, *a, *b)
+				}
+			}
+			if pending == 0 || admitted == 0 {
+				t.Fatalf("at %gs: %d pending and %d admitted: the test needs both", at, pending, admitted)
+			}
+			t.Logf("at %gs: %d pending, %d admitted, %d still to come", at, pending, admitted, len(rest.Workloads)-pending-admitted)
+		})
+	}
+}
+
+// firstDivergence names the first event after t that the two runs do not share (Kueue's and the
+// pods' events; submissions and Workload creations of the resumed workloads differ by design).
+func firstDivergence(a, b *results.Dir, t float64) string {
+	keep := func(d *results.Dir) []results.Event {
+		var out []results.Event
+		for _, e := range d.Events {
+			// The energy of pods stopped unfinished is booked at the end, and a resumed run
+			// knows none from before t.
+			if e.T > t && e.Type != results.EvSubmitted && e.Type != results.EvWorkloadCreated && e.Type != results.EvLostEnergy {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	ea, eb := keep(a), keep(b)
+	for i := range min(len(ea), len(eb)) {
+		x, y := ea[i], eb[i]
+		if math.Abs(x.T-y.T) > 1e-6 || x.Workload != y.Workload || x.Type != y.Type {
+			return fmt.Sprintf("event %d: full run %g %s %s %s %s, resumed %g %s %s %s %s", i, x.T, x.Workload, x.Type, x.Object, x.Reason, y.T, y.Workload, y.Type, y.Object, y.Reason)
+		}
+	}
+	if len(ea) != len(eb) {
+		return fmt.Sprintf("%d events after %gs in the full run, %d resumed", len(ea), t, len(eb))
+	}
+	return ""
+}
+
+// admittedAfter is the first admission of workload id at or after t.
+func admittedAfter(d *results.Dir, id string, t float64) *float64 {
+	for _, e := range d.Events {
+		if e.Workload == id && e.Type == results.EvAdmitted && e.T >= t {
+			return &e.T
+		}
+	}
+	return nil
+}
+
+func same(a, b *float64) bool {
+	return a == nil && b == nil || a != nil && b != nil && math.Abs(*a-*b) < 1e-6
+}
+
+func recordOf(d *results.Dir, id string) results.Record {
+	for _, r := range d.Workloads {
+		if r.ID == id {
+			return r
+		}
+	}
+	return results.Record{}
+}
+
+func ptr(p *float64) string {
+	if p == nil {
+		return "never"
+	}
+	return fmt.Sprint(*p)
+}
