@@ -1,0 +1,242 @@
+package snapshot
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/kueuelab/kueuelab/model/state"
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/history"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
+)
+
+// liveItems are the Workloads a forecast starts from: not finished, active, on a LocalQueue of a
+// team. The others are counted in warnings.
+func (b *builder) liveItems() []*kueuewl.Summary {
+	var live []*kueuewl.Summary
+	inactive, noQueue := 0, map[string]int{}
+	for i := range b.items {
+		it := &b.items[i]
+		switch {
+		case it.Finished != nil:
+			continue
+		case it.Inactive:
+			inactive++
+			continue
+		}
+		if _, ok := b.teamOf[it.Namespace+"/"+it.Queue]; !ok {
+			noQueue[it.Namespace+"/"+it.Queue]++
+			continue
+		}
+		live = append(live, it)
+	}
+	if inactive > 0 {
+		b.snap.warn("Workloads: %d deactivated (spec.active false) left out: Kueue neither queues nor admits them", inactive)
+	}
+	for _, q := range sortedKeys(noQueue) {
+		b.snap.warn("Workloads: %d on LocalQueue %s, which the spec has not, left out", noQueue[q], q)
+	}
+	// One order for the state and the trace: creation, then namespace and name.
+	slices.SortStableFunc(live, func(a, c *kueuewl.Summary) int {
+		if d := a.CreatedAt.Compare(c.CreatedAt); d != 0 {
+			return d
+		}
+		if a.Namespace != c.Namespace {
+			if a.Namespace < c.Namespace {
+				return -1
+			}
+			return 1
+		}
+		if a.Name < c.Name {
+			return -1
+		}
+		if a.Name > c.Name {
+			return 1
+		}
+		return 0
+	})
+	return live
+}
+
+// clockFor returns the function that puts a time on the snapshot's clock and the snapshot's now
+// on it. A replay's published trace clock is the clock when there is one (Kueue wrote its times
+// on it); otherwise seconds since the oldest live Workload's creation.
+func (b *builder) clockFor(live []*kueuewl.Summary) (at func(time.Time) float64, now float64) {
+	if p := b.clock; p != nil {
+		now = p.Position.At(b.now)
+		b.snap.Clock = fmt.Sprintf("trace seconds of the replay that published ConfigMap %s/%s; Kueue's times less its epoch %s",
+			"kube-system", "kueuelab-clock", p.Epoch.UTC().Format(time.RFC3339))
+		if !p.Running {
+			b.snap.warn("ConfigMap/kube-system/kueuelab-clock: the replay that published it has ended (trace %.3f s): times are read on its clock, now is where it stopped", p.Position.Now)
+		}
+		return p.Trace, now
+	}
+	origin := b.now
+	for _, it := range live {
+		if it.CreatedAt.Before(origin) {
+			origin = it.CreatedAt
+		}
+	}
+	b.snap.Clock = "seconds since the oldest live Workload's creation, " + origin.UTC().Format(time.RFC3339Nano)
+	return func(t time.Time) float64 { return t.Sub(origin).Seconds() }, b.now.Sub(origin).Seconds()
+}
+
+// workloads builds the live trace, the state and the history.
+func (b *builder) workloads(live []*kueuewl.Summary) error {
+	at, now := b.clockFor(live)
+	ms := func(x float64) float64 { return math.Round(x*1000) / 1000 }
+	created := make([]float64, len(live))
+	for i, it := range live {
+		created[i] = ms(at(it.CreatedAt))
+		now = math.Max(now, created[i])
+	}
+	now = ms(now)
+	items := make([]kueuewl.Summary, len(live))
+	index := map[*kueuewl.Summary]int{}
+	for i, it := range live {
+		items[i] = *it
+		// The live workload's namespace is its team's (a second LocalQueue of a namespace is a team
+		// of its own).
+		items[i].Namespace = b.teamOf[it.Namespace+"/"+it.Queue]
+		index[&items[i]] = i
+	}
+	res, ids, err := history.Live(items, history.LiveOptions{
+		Submit: func(s *kueuewl.Summary) float64 { return created[index[s]] },
+		Duration: func(s *kueuewl.Summary) float64 {
+			if d, ok := durationOf(s); ok {
+				return d
+			}
+			return PlaceholderDurationSec
+		},
+		Intent: func(s *kueuewl.Summary) string { return b.intentOf[priority(s)] },
+	})
+	if err != nil {
+		return fmt.Errorf("snapshot: live workloads: %w", err)
+	}
+	// The trace's submit offsets are on the state's clock: the importer counts them from the
+	// earliest, which is not 0 on a replay's clock.
+	byID := map[string]float64{}
+	for i, id := range ids {
+		byID[id] = created[i]
+	}
+	for _, w := range res.Workloads {
+		w.SubmitTimeOffsetSec = byID[w.WorkloadID]
+		for _, j := range res.Jobs[w.WorkloadID] {
+			j.SubmitTimeOffsetSec = w.SubmitTimeOffsetSec
+		}
+	}
+	st := &state.State{Metadata: state.Metadata{Name: b.opts.Name}, Source: b.opts.Source, KueueVersion: b.opts.KueueVersion,
+		NowSec: now, Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile}
+	overdue, unknown := 0, 0
+	for i, it := range live {
+		w := state.Workload{ID: ids[i], Phase: state.Pending, CreatedSec: created[i]}
+		dur, known := durationOf(it)
+		if a := it.Admission; a != nil && it.Admitted != nil {
+			w.Phase = state.Admitted
+			// Conditions are kept to the second, the precise creation to the nanosecond.
+			adm := math.Min(now, math.Max(created[i], ms(at(*it.Admitted))))
+			w.AdmittedSec = &adm
+			w.Admission = b.admission(a)
+			if known {
+				if left := ms(dur - (now - adm)); left > 0 {
+					w.RemainingSec = &left
+				} else {
+					overdue++
+				}
+			}
+		} else {
+			if it.QueuedAt != nil {
+				q := math.Min(now, math.Max(created[i], ms(at(*it.QueuedAt))))
+				w.QueuedSec = &q
+			}
+			if known {
+				d := ms(dur)
+				w.RemainingSec = &d
+			}
+		}
+		if !known {
+			unknown++
+		}
+		st.Workloads = append(st.Workloads, w)
+	}
+	if unknown > 0 {
+		b.snap.warn("Workloads: %d of %d live workloads carry no %s: their trace duration is a placeholder (%d s) and their state no remainingSec, which a forecast draws",
+			unknown, len(live), contract.DurationSec, PlaceholderDurationSec)
+	}
+	if overdue > 0 {
+		b.snap.warn("Workloads: %d admitted workloads have run longer than their %s: no remainingSec, which a forecast draws", overdue, contract.DurationSec)
+	}
+	if _, err := state.Parse("state.yaml (snapshot)", mustMarshal(st)); err != nil {
+		return fmt.Errorf("snapshot: the state read from the cluster does not load (a kueuelab bug):\n%w", err)
+	}
+	b.snap.State, b.snap.Live = st, res
+	return b.history()
+}
+
+func mustMarshal(s *state.State) []byte {
+	b, err := state.Marshal(s)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// admission is a Workload's admission with the spec's flavor names (resources the spec does not
+// have are left out).
+func (b *builder) admission(a *kueuewl.Admission) *state.Admission {
+	out := &state.Admission{ClusterQueue: a.ClusterQueue}
+	for _, ps := range a.PodSets {
+		fl := map[string]string{}
+		for r, f := range ps.Flavors {
+			if name, ok := b.flavorOf[f]; ok && slices.Contains(kueuewl.SpecResources, r) {
+				fl[r] = name
+			}
+		}
+		out.PodSets = append(out.PodSets, state.PodSetFlav{Name: ps.Name, Count: ps.Count, Flavors: fl})
+	}
+	return out
+}
+
+// durationOf is the duration a Workload's pods carry (kueuelab.io/duration-sec, the longest of
+// its pod sets), if any.
+func durationOf(it *kueuewl.Summary) (float64, bool) {
+	best, ok := 0.0, false
+	for _, ps := range it.PodSets {
+		v, has := ps.Template.Annotations[contract.DurationSec]
+		if !has {
+			continue
+		}
+		d, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(d > 0) || math.IsInf(d, 0) {
+			continue
+		}
+		best, ok = math.Max(best, d), true
+	}
+	return best, ok
+}
+
+// history is the finished Workloads, exactly as `trace import --from-cluster` reads them.
+func (b *builder) history() error {
+	var finished []kueuewl.Summary
+	for _, it := range b.items {
+		if it.Finished != nil {
+			finished = append(finished, it)
+		}
+	}
+	if len(finished) == 0 {
+		return nil
+	}
+	res, err := history.Build(finished, history.Options{})
+	if err != nil {
+		return fmt.Errorf("snapshot: history: %w", err)
+	}
+	if len(res.Workloads) == 0 {
+		return nil
+	}
+	b.snap.History = res
+	b.snap.State.History = state.HistoryFile
+	return nil
+}
