@@ -410,17 +410,21 @@ func TestSnapshotRefuses(t *testing.T) {
 // TestSnapshotFlavorAliases: two flavors over the same nodes are one spec flavor where no queue
 // or cohort tree holds quota of both.
 func TestSnapshotFlavorAliases(t *testing.T) {
-	objs := append(teamsCluster(), flavor("h100-alone", map[string]string{"nvidia.com/gpu.product": h100}),
-		clusterQueue("alone", "", group(quota("h100-alone", map[corev1.ResourceName]string{"nvidia.com/gpu": "8"}))))
+	alone := clusterQueue("alone", "", group(quota("h100-alone", map[corev1.ResourceName]string{"nvidia.com/gpu": "8"})))
+	alone.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "team-c"}}
+	objs := append(teamsCluster(), flavor("h100-alone", map[string]string{"nvidia.com/gpu.product": h100}), alone,
+		namespace("team-c"), localQueue("team-c", "c-lq", "alone"))
 	s := read(t, objs)
 	found := false
 	for _, q := range s.Spec.ClusterQueues {
 		if q.Name == "alone" {
-			found = len(q.Quotas) == 1 && q.Quotas[0].Flavor == "h100-sxm"
+			// Its selector selects its one team's namespace as the spec labels it: kept.
+			found = len(q.Quotas) == 1 && q.Quotas[0].Flavor == "h100-sxm" &&
+				q.NamespaceSelector != nil && q.NamespaceSelector.MatchLabels[corev1.LabelMetadataName] == "team-c"
 		}
 	}
 	if !found {
-		t.Errorf("ClusterQueue alone's quota is not on h100-sxm: %+v", s.Spec.ClusterQueues)
+		t.Errorf("ClusterQueue alone: want its quota on h100-sxm and its selector kept: %+v", s.Spec.ClusterQueues)
 	}
 	if !strings.Contains(strings.Join(s.Warnings, "\n"), "ResourceFlavor/h100-alone: metadata.name: selects the nodes of ResourceFlavor/gpu-h100") {
 		t.Errorf("no alias warning in:\n%s", strings.Join(s.Warnings, "\n"))

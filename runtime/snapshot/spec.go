@@ -57,6 +57,7 @@ func (b *builder) build() error {
 	b.pools()
 	b.queues()
 	b.teams()
+	b.selectors()
 	b.topology()
 	live := b.liveItems()
 	b.priorities(live)
@@ -300,7 +301,6 @@ func (b *builder) queues() {
 		if len(s.Quotas) == 0 {
 			b.problems = append(b.problems, fmt.Sprintf("%s: spec.resourceGroups: no quota on a flavor with nodes: the spec needs one", what))
 		}
-		s.NamespaceSelector = b.selector(what, cq.Selector)
 		b.spec.ClusterQueues = append(b.spec.ClusterQueues, s)
 	}
 	slices.SortFunc(b.spec.ClusterQueues, func(a, c rcluster.ClusterQueue) int { return cmp.Compare(a.Name, c.Name) })
@@ -426,8 +426,30 @@ func (b *builder) selector(what string, sel *metav1.LabelSelector) *rcluster.Sel
 				what, s, lq.Namespace, lq.Namespace, lq.Name))
 		}
 	}
+	// Kept when it selects every team of the queue as the spec labels a team's namespace.
+	keep := len(sel.MatchExpressions) == 0
+	for _, t := range b.spec.Teams {
+		if t.ClusterQueue == name && !s.Matches(labels.Set{corev1.LabelMetadataName: t.Name, contract.Team: t.Name}) {
+			keep = false
+		}
+	}
+	if keep {
+		return &rcluster.Selector{MatchLabels: maps.Clone(sel.MatchLabels)}
+	}
 	b.snap.warn("%s: spec.namespaceSelector %s: dropped (it selects every namespace of its LocalQueues, the only ones a forecast submits to)", what, s)
 	return nil
+}
+
+// selectors sets the queues' namespace selectors, once the teams are known.
+func (b *builder) selectors() {
+	sels := map[string]*metav1.LabelSelector{}
+	for _, cq := range b.q.ClusterQueues {
+		sels[cq.Name] = cq.Selector
+	}
+	for i := range b.spec.ClusterQueues {
+		q := &b.spec.ClusterQueues[i]
+		q.NamespaceSelector = b.selector("ClusterQueue/"+q.Name, sels[q.Name])
+	}
 }
 
 // teams makes a team of every LocalQueue: its namespace's name for the first (by name) of the
