@@ -18,8 +18,10 @@ type Engine struct {
 	Kueue KueueConfig
 	// Timing is how long the control plane takes for the steps the sim models.
 	Timing Timing
-	// MaxTraceSec stops the run at that trace time (0: when every workload is done).
+	// MaxTraceSec stops the run at that trace time (0: when every workload is done), and StateOut
+	// then receives the state there (Config.StateOut).
 	MaxTraceSec float64
+	StateOut    string
 	// ControlPlane is the control-plane model (nil: none).
 	ControlPlane *controlplane.Model
 }
@@ -60,6 +62,6 @@ func (e *Engine) Replay(ctx context.Context, in replay.Inputs) (*replay.Result, 
 // config is the run's Config: the inputs with the engine's own settings.
 func (e *Engine) config(in replay.Inputs) Config {
 	return Config{Trace: in.Trace, TracePath: in.TracePath, TraceName: in.TraceName, Spec: in.Spec, Mapping: in.Mapping, Seed: in.Seed,
-		Kueue: e.Kueue, Timing: e.Timing, ControlPlane: e.ControlPlane, MaxTraceSec: e.MaxTraceSec, Timeout: in.Timeout, OutDir: in.OutDir,
+		Kueue: e.Kueue, Timing: e.Timing, ControlPlane: e.ControlPlane, MaxTraceSec: e.MaxTraceSec, StateOut: e.StateOut, Timeout: in.Timeout, OutDir: in.OutDir,
 		Progress: in.Progress, TTY: in.TTY, Out: in.Out}
 }

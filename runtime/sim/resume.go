@@ -213,10 +213,39 @@ func (s *sim) writeState(dir string, tr *trace.Trace) (skipped []string, err err
 	}
 	keep := map[string]bool{}
 	parked := s.kq.Parked()
+	traceByID := map[string]*trace.Workload{}
+	for _, w := range tr.Workloads {
+		traceByID[w.WorkloadID] = w
+	}
+	var trials []*trace.Workload
+	jobs := maps.Clone(tr.Jobs)
 	for _, id := range slices.Sorted(maps.Keys(byID)) {
 		ws := byID[id]
-		if len(ws) != 1 || ws[0].trial >= 0 {
+		if ws[0].trial >= 0 {
+			// An experiment's live trials stay, each a workload of its own (a one-pod Job, as
+			// Katib creates it), so that their quota and pods are where they were; the trials the
+			// experiment would create after them are not.
 			skipped = append(skipped, id)
+			slices.SortFunc(ws, func(a, b *kwl) int { return a.trial - b.trial })
+			for _, w := range ws {
+				tw, job, err := trialWorkload(traceByID[id], tr.Jobs[id], w)
+				if err != nil {
+					return nil, err
+				}
+				if job != nil {
+					jobs[tw.WorkloadID] = []*trace.Job{job}
+				}
+				sw, err := s.stateOf(w, parked[w.key])
+				if err != nil {
+					return nil, err
+				}
+				sw.ID = tw.WorkloadID
+				for i := range sw.Progress {
+					sw.Progress[i].Role = trace.RoleMain
+				}
+				st.Workloads = append(st.Workloads, sw)
+				trials = append(trials, tw)
+			}
 			continue
 		}
 		sw, err := s.stateOf(ws[0], parked[ws[0].key])
@@ -226,19 +255,37 @@ func (s *sim) writeState(dir string, tr *trace.Trace) (skipped []string, err err
 		st.Workloads = append(st.Workloads, sw)
 		keep[id] = true
 	}
-	out := &trace.Trace{}
+	out, history := &trace.Trace{}, &trace.Trace{}
+	skip := map[string]bool{}
+	for _, id := range skipped {
+		skip[id] = true
+	}
 	for _, w := range tr.Workloads {
 		// Alive now, or not submitted yet: a workload submitted at this very instant that has
-		// not run yet is still to come.
-		if keep[w.WorkloadID] || (w.SubmitTimeOffsetSec >= now && !s.submitted(w.WorkloadID)) {
+		// not run yet is still to come. The others are done: the history a forecast draws
+		// durations from.
+		switch {
+		case keep[w.WorkloadID] || (w.SubmitTimeOffsetSec >= now && !s.submitted(w.WorkloadID)):
 			out.Workloads = append(out.Workloads, w)
+		case !skip[w.WorkloadID]:
+			history.Workloads = append(history.Workloads, w)
 		}
+	}
+	out.Workloads = append(out.Workloads, trials...)
+	trace.SortWorkloads(out.Workloads)
+	if len(history.Workloads) > 0 {
+		st.History = state.HistoryFile
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	if err := writeTrace(filepath.Join(dir, state.TraceFile), out, tr.Jobs); err != nil {
+	if err := writeTrace(filepath.Join(dir, state.TraceFile), out, jobs); err != nil {
 		return nil, err
+	}
+	if st.History != "" {
+		if err := writeTrace(filepath.Join(dir, state.HistoryFile), history, nil); err != nil {
+			return nil, err
+		}
 	}
 	spec, err := yaml.Marshal(s.cfg.Spec)
 	if err != nil {
@@ -428,7 +475,7 @@ func (s *sim) saveState() error {
 		return err
 	}
 	if len(skipped) > 0 {
-		fmt.Fprintf(s.cfg.Out, "state: %d Katib experiments alive at %gs left out (their trials are not resumed): %s\n", len(skipped), s.loop.Now(), strings.Join(skipped, ", "))
+		fmt.Fprintf(s.cfg.Out, "state: %d Katib experiments alive at %gs: their live trials are in the state as workloads of their own, the trials still to come are not: %s\n", len(skipped), s.loop.Now(), strings.Join(skipped, ", "))
 	}
 	return nil
 }
@@ -465,4 +512,38 @@ func (p *podRole) placeResumed(pd *pod) bool {
 
 func compareKeys(a, b types.NamespacedName) int {
 	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+// trialWorkload is live trial w of experiment e as a workload of its own: a one-pod Job of the
+// trial's requests and duration (the kind the default mapping renders a single-GPU training as),
+// submitted when the trial was created, with the experiment's namespace, priority and profile;
+// with a job record, the experiment's first trial record, when it has job records.
+func trialWorkload(e *trace.Workload, ejobs []*trace.Job, w *kwl) (*trace.Workload, *trace.Job, error) {
+	if e == nil || len(w.podsets) != 1 {
+		return nil, nil, fmt.Errorf("state: trial %s: not a one-pod-set trial of a trace experiment", w.key)
+	}
+	var group *trace.PodGroup
+	for i := range e.Pods {
+		if e.Pods[i].Role == trace.RoleTrial {
+			group = &e.Pods[i]
+		}
+	}
+	if group == nil {
+		return nil, nil, fmt.Errorf("state: experiment %s has no trial pods", e.WorkloadID)
+	}
+	c := w.podsets[0].contract
+	tw := *e
+	tw.WorkloadID = fmt.Sprintf("%s-trial-%d", e.WorkloadID, w.trial)
+	tw.WorkloadType, tw.Gang, tw.DurationSec, tw.Tags = trace.SingleGPUTraining, false, c.DurationSec, nil
+	tw.Pods = []trace.PodGroup{{Role: trace.RoleMain, Replicas: 1, Requests: group.Requests}}
+	var job *trace.Job
+	for _, j := range ejobs {
+		if j.PodRole == trace.RoleTrial {
+			jc := *j
+			jc.JobID, jc.WorkloadID, jc.WorkloadType, jc.PodRole, jc.Gang = tw.WorkloadID+"-main-01", tw.WorkloadID, tw.WorkloadType, trace.RoleMain, false
+			job = &jc
+			break
+		}
+	}
+	return &tw, job, nil
 }

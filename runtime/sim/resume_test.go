@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kueuelab/kueuelab/model/state"
@@ -154,7 +155,8 @@ func firstDivergence(a, b *results.Dir, t float64) string {
 		for _, e := range d.Events {
 			// The energy of pods stopped unfinished is booked at the end, and a resumed run
 			// knows none from before t.
-			if e.T > t && e.Type != results.EvSubmitted && e.Type != results.EvWorkloadCreated && e.Type != results.EvLostEnergy {
+			if e.T > t && e.Type != results.EvSubmitted && e.Type != results.EvWorkloadCreated && e.Type != results.EvLostEnergy &&
+				(!strings.Contains(e.Workload, "-trial-") || e.Type != results.EvAllPodsRunning) {
 				out = append(out, e)
 			}
 		}
@@ -163,6 +165,10 @@ func firstDivergence(a, b *results.Dir, t float64) string {
 	ea, eb := keep(a), keep(b)
 	for i := range min(len(ea), len(eb)) {
 		x, y := ea[i], eb[i]
+		// A resumed experiment's live trials are workloads of their own ("<id>-trial-<n>").
+		if yw, _, ok := strings.Cut(y.Workload, "-trial-"); ok && x.Workload == yw {
+			y.Workload = yw
+		}
 		if math.Abs(x.T-y.T) > 1e-6 || x.Workload != y.Workload || x.Type != y.Type {
 			return fmt.Sprintf("event %d: full run %g %s %s %s %s, resumed %g %s %s %s %s", i, x.T, x.Workload, x.Type, x.Object, x.Reason, y.T, y.Workload, y.Type, y.Object, y.Reason)
 		}

@@ -87,6 +87,9 @@ type Config struct {
 	// Resume starts the run from a state instead of an empty cluster (resume.go); the trace must
 	// be in memory and hold the state's workloads and those to come.
 	Resume *state.State
+	// StopWhenAdmitted, when set, stops the run once each of these trace workloads has been
+	// admitted (a forecast needs nothing after).
+	StopWhenAdmitted []string
 	// Timeout bounds the run's wall time (0: none).
 	Timeout time.Duration
 	// WallClock reads the wall time the summary reports (nil: time.Now); tests fix it, so that
@@ -209,6 +212,8 @@ type sim struct {
 	failure     error             // the first internal error; stops the run
 	done        int               // trace workloads done (or unrunnable)
 	guard       results.LoopGuard // sees every event emitted: a preemption loop ends the run (lifecycle.go)
+	// waitFor holds the workloads of Config.StopWhenAdmitted not admitted yet.
+	waitFor map[string]bool
 }
 
 // Run replays cfg.Trace. It returns the summary; the error wraps replay.ErrIncomplete when the run
@@ -360,6 +365,12 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	}
 	pr.sim = s
 	s.guard.Horizon = s.horizon
+	if len(cfg.StopWhenAdmitted) > 0 {
+		s.waitFor = map[string]bool{}
+		for _, id := range cfg.StopWhenAdmitted {
+			s.waitFor[id] = true
+		}
+	}
 	qps, burst := cfg.Kueue.clientRate()
 	s.kueue.ClientQPS, s.kueue.ClientBurst = qps, burst
 	cycleSec := func() float64 { return cfg.Timing.CycleSec }
@@ -406,6 +417,9 @@ func (s *sim) run(ctx context.Context, prog *results.Progress) string {
 		}
 		if s.done >= total {
 			return ""
+		}
+		if s.waitFor != nil && len(s.waitFor) == 0 {
+			return describe(s.rec, "every workload the run waited for is admitted")
 		}
 		if n&1023 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -469,6 +483,9 @@ func (s *sim) emit(e results.Event) {
 	}
 	if done {
 		s.done++
+	}
+	if e.Type == results.EvAdmitted && s.waitFor != nil {
+		delete(s.waitFor, e.Workload)
 	}
 	if err := s.guard.Observe(&e); err != nil && s.failure == nil {
 		s.loopFound(err, &e)
