@@ -23,7 +23,7 @@ traces on a real control plane with KWOK GPU nodes.`,
 		newAgentCmd(),
 		newRenderCmd(),
 		newExperimentCmd(), newReportCmd(), newScenarioCmd(), newCompareCmd(),
-		newRunCmd(), newSnapshotCmd(),
+		newRunCmd(), newSnapshotCmd(), newForecastCmd(),
 		newImageCmd(),
 	)
 	return root

@@ -1,0 +1,362 @@
+// Package forecast answers "when will my job start?": it runs the sim engine forward from a
+// cluster's state (model/state: a snapshot directory), several times, each time with the work
+// nobody knows drawn from the cluster's finished history, and reports for every pending workload
+// the chance that Kueue admits it within 15 minutes, an hour, four hours and a day, and the
+// quantiles of its time to admission. Each run is Kueue's own scheduler resumed from the state
+// (runtime/sim, Config.Resume), so the answer accounts for quota, cohorts, borrowing,
+// preemption, priorities and Kueue's own throughput (with a control-plane model), not a moving
+// average.
+package forecast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kueuelab/kueuelab/model/state"
+	"github.com/kueuelab/kueuelab/model/trace"
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/controlplane"
+	"github.com/kueuelab/kueuelab/runtime/replay"
+	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/sim"
+)
+
+// Options configure a forecast.
+type Options struct {
+	// Dir is the snapshot directory (state.yaml, the trace and cluster spec it names).
+	Dir string
+	// Repeats is the number of runs (default 20); Parallel how many run at once (default the
+	// number of CPUs).
+	Repeats, Parallel int
+	// Seed drives the draws and the sim's ties.
+	Seed uint64
+	// HorizonSec is how far past the state's instant each run goes (default a week): a workload
+	// not admitted by then counts as not admitted.
+	HorizonSec float64
+	// Arrivals: "" (what the state holds), state.ArrivalsNone (only the live workloads) or
+	// state.ArrivalsRecorded (the trace's workloads after the instant too).
+	Arrivals string
+	// DrawKnown draws the work left of every workload from the history, even where the state
+	// knows it (a replay's state knows all of it): to measure how good the draws are.
+	DrawKnown bool
+	// ControlPlane is the control-plane model of the runs (nil: none) and Kueue Kueue's
+	// configuration the sim models.
+	ControlPlane *controlplane.Model
+	Kueue        sim.KueueConfig
+	// Progress receives a line per finished run (nil: none).
+	Progress io.Writer
+}
+
+// Thresholds are the horizons the report gives admission chances for.
+var Thresholds = []struct {
+	Name string
+	Sec  float64
+}{{"15m", 900}, {"1h", 3600}, {"4h", 4 * 3600}, {"24h", 24 * 3600}}
+
+// Report is a forecast.
+type Report struct {
+	State      string  `json:"state"`
+	Source     string  `json:"source,omitempty"`
+	NowSec     float64 `json:"nowSec"`
+	Repeats    int     `json:"repeats"`
+	HorizonSec float64 `json:"horizonSec"`
+	Arrivals   string  `json:"arrivals"`
+	// Known, Drawn and FromTrace count the live workloads whose work left the state knows, that
+	// each run draws from History finished workloads, and that take the trace's duration (no
+	// history to draw from).
+	Known     int        `json:"known"`
+	Drawn     int        `json:"drawn"`
+	FromTrace int        `json:"fromTrace"`
+	History   int        `json:"history"`
+	WallSec   float64    `json:"wallSec"`
+	Workloads []Workload `json:"workloads"`
+}
+
+// Workload is the forecast of one pending workload. Times are seconds from the state's instant.
+type Workload struct {
+	ID        string  `json:"id"`
+	Namespace string  `json:"namespace"`
+	Queue     string  `json:"queue,omitempty"`
+	WaitedSec float64 `json:"waitedSec"`
+	// Within maps each threshold's name to the share of runs that admitted it within it.
+	Within map[string]float64 `json:"within"`
+	// P10, P50 and P90 are the quantiles of the time to admission over the runs; nil when that
+	// share of runs did not admit it within the horizon.
+	P10 *float64 `json:"p10Sec"`
+	P50 *float64 `json:"p50Sec"`
+	P90 *float64 `json:"p90Sec"`
+	// NotAdmitted is the share of runs that did not admit it within the horizon.
+	NotAdmitted float64 `json:"notAdmitted"`
+	// ETAs are the runs' times to admission, sorted; -1 for a run that did not admit it.
+	ETAs []float64 `json:"etasSec"`
+}
+
+// input is a snapshot directory read once.
+type input struct {
+	st      *state.State
+	spec    *rcluster.Spec
+	tr      *trace.Trace
+	history *durations
+}
+
+func load(ctx context.Context, dir string) (*input, error) {
+	st, err := state.Load(filepath.Join(dir, state.StateFile))
+	if err != nil {
+		return nil, err
+	}
+	in := &input{st: st}
+	if in.spec, err = rcluster.Load(filepath.Join(dir, st.Cluster)); err != nil {
+		return nil, err
+	}
+	if in.tr, err = trace.LoadWorkloads(ctx, filepath.Join(dir, st.Trace), trace.Options{}); err != nil {
+		return nil, err
+	}
+	var finished []*trace.Workload
+	if st.History != "" {
+		h, err := trace.LoadWorkloads(ctx, filepath.Join(dir, st.History), trace.Options{})
+		if err != nil {
+			return nil, err
+		}
+		finished = h.Workloads
+	}
+	byID := map[string]*trace.Workload{}
+	for _, w := range in.tr.Workloads {
+		byID[w.WorkloadID] = w
+	}
+	running := map[*trace.Workload]float64{}
+	for _, w := range st.Workloads {
+		if tw := byID[w.ID]; tw != nil && w.Phase == state.Admitted {
+			running[tw] = st.NowSec - *w.AdmittedSec
+		}
+	}
+	in.history = newDurations(finished, running)
+	return in, nil
+}
+
+// Run makes the forecast.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	t0 := time.Now()
+	if o.Repeats <= 0 {
+		o.Repeats = 20
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = runtime.GOMAXPROCS(0)
+	}
+	if o.HorizonSec <= 0 {
+		o.HorizonSec = 7 * 24 * 3600
+	}
+	in, err := load(ctx, o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	st := in.st
+	arrivals := o.Arrivals
+	switch arrivals {
+	case "":
+		arrivals = st.Arrivals
+	case state.ArrivalsNone:
+	case state.ArrivalsRecorded:
+		if st.Arrivals != state.ArrivalsRecorded {
+			return nil, fmt.Errorf("forecast: arrivals %s: the state %s holds no arrivals after its instant", arrivals, o.Dir)
+		}
+	default:
+		return nil, fmt.Errorf("forecast: arrivals %q: want %s or %s", arrivals, state.ArrivalsNone, state.ArrivalsRecorded)
+	}
+	byID := map[string]*trace.Workload{}
+	for _, w := range in.tr.Workloads {
+		byID[w.WorkloadID] = w
+	}
+	rep := &Report{State: o.Dir, Source: st.Source, NowSec: st.NowSec, Repeats: o.Repeats, HorizonSec: o.HorizonSec, Arrivals: arrivals, History: in.history.n()}
+	for i := range st.Workloads {
+		w := &st.Workloads[i]
+		switch {
+		case known(w) && !o.DrawKnown:
+			rep.Known++
+		case in.history.n() > 0:
+			rep.Drawn++
+		default:
+			rep.FromTrace++
+		}
+		if w.Phase == state.Pending {
+			tw := byID[w.ID]
+			if tw == nil {
+				return nil, fmt.Errorf("forecast: state workload %s is not in the trace %s", w.ID, st.Trace)
+			}
+			rep.Workloads = append(rep.Workloads, Workload{ID: w.ID, Namespace: tw.Namespace, WaitedSec: st.NowSec - w.CreatedSec})
+		}
+	}
+	if len(rep.Workloads) == 0 {
+		return rep, nil
+	}
+	etas := make([][]float64, o.Repeats) // per run, per pending workload
+	queues := map[string]string{}
+	var mu sync.Mutex
+	var firstErr error
+	work := make(chan int)
+	var wg sync.WaitGroup
+	scratch, err := os.MkdirTemp("", "kueuelab-forecast-")
+	if err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	done := 0
+	for range min(o.Parallel, o.Repeats) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				got, q, err := in.run(ctx, o, r, arrivals, rep.Workloads, filepath.Join(scratch, fmt.Sprint(r)))
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				etas[r] = got
+				for k, v := range q {
+					queues[k] = v
+				}
+				done++
+				if o.Progress != nil {
+					fmt.Fprintf(o.Progress, "forecast: run %d of %d done\n", done, o.Repeats)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for r := range o.Repeats {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- r
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	for i := range rep.Workloads {
+		w := &rep.Workloads[i]
+		w.Queue = queues[w.ID]
+		var xs []float64
+		never := 0
+		for r := range o.Repeats {
+			if x := etas[r][i]; x >= 0 {
+				xs = append(xs, x)
+			} else {
+				never++
+			}
+		}
+		sort.Float64s(xs)
+		w.ETAs = append(slices.Clone(xs), slices.Repeat([]float64{-1}, never)...)
+		w.NotAdmitted = float64(never) / float64(o.Repeats)
+		w.Within = map[string]float64{}
+		for _, th := range Thresholds {
+			n := sort.SearchFloat64s(xs, math.Nextafter(th.Sec, math.Inf(1)))
+			w.Within[th.Name] = float64(n) / float64(o.Repeats)
+		}
+		w.P10, w.P50, w.P90 = quantile(xs, o.Repeats, 0.1), quantile(xs, o.Repeats, 0.5), quantile(xs, o.Repeats, 0.9)
+	}
+	rep.WallSec = time.Since(t0).Seconds()
+	return rep, nil
+}
+
+// quantile is the q-quantile of n runs of which the sorted xs admitted (the rest never): nil when
+// it falls among the runs that did not admit.
+func quantile(xs []float64, n int, q float64) *float64 {
+	k := int(math.Ceil(q*float64(n))) - 1
+	k = max(k, 0)
+	if k >= len(xs) {
+		return nil
+	}
+	v := xs[k]
+	return &v
+}
+
+// known says whether the state knows the work w has left.
+func known(w *state.Workload) bool { return w.RemainingSec != nil || len(w.Progress) > 0 }
+
+// run is one run: the state with this run's draws, resumed in the sim until the horizon. It
+// returns, per pending workload of pending, its time to admission (-1: none within the horizon),
+// and the ClusterQueue of each.
+func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pending []Workload, out string) ([]float64, map[string]string, error) {
+	st := *in.st
+	st.Workloads = slices.Clone(in.st.Workloads)
+	rng := rand.New(rand.NewPCG(o.Seed, uint64(r)))
+	byID := map[string]*trace.Workload{}
+	for _, w := range in.tr.Workloads {
+		byID[w.WorkloadID] = w
+	}
+	for i := range st.Workloads {
+		w := &st.Workloads[i]
+		if known(w) && !o.DrawKnown {
+			continue
+		}
+		if in.history.n() == 0 {
+			continue // the trace's duration
+		}
+		elapsed := 0.0
+		if w.Phase == state.Admitted {
+			elapsed = st.NowSec - *w.AdmittedSec
+		}
+		left := in.history.remaining(byID[w.ID], elapsed, rng)
+		w.RemainingSec, w.Progress = &left, nil
+	}
+	tr := &trace.Trace{Jobs: in.tr.Jobs}
+	for _, w := range in.tr.Workloads {
+		if st.Find(w.WorkloadID) != nil || arrivals == state.ArrivalsRecorded {
+			tr.Workloads = append(tr.Workloads, w)
+		}
+	}
+	cfg := sim.Config{Trace: tr, TraceName: in.st.Trace, Spec: in.spec, Seed: o.Seed, Timing: sim.DefaultTiming, Kueue: o.Kueue,
+		ControlPlane: o.ControlPlane, Resume: &st, MaxTraceSec: st.NowSec + o.HorizonSec, StopWhenAdmitted: ids(pending), OutDir: out,
+		WallClock: func() time.Time { return time.Time{} }}
+	if _, err := sim.Run(ctx, cfg); err != nil && !errors.Is(err, replay.ErrIncomplete) {
+		return nil, nil, fmt.Errorf("forecast run %d: %w", r, err)
+	}
+	d, err := results.Load(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("forecast run %d: %w", r, err)
+	}
+	defer os.RemoveAll(out)
+	admitted := map[string]float64{}
+	for _, e := range d.Events {
+		if e.Type == results.EvAdmitted {
+			if _, seen := admitted[e.Workload]; !seen {
+				admitted[e.Workload] = e.T - st.NowSec
+			}
+		}
+	}
+	queues := map[string]string{}
+	for _, rec := range d.Workloads {
+		queues[rec.ID] = rec.Queue
+	}
+	etas := make([]float64, len(pending))
+	for i, p := range pending {
+		etas[i] = -1
+		if t, ok := admitted[p.ID]; ok {
+			etas[i] = t
+		}
+	}
+	return etas, queues, nil
+}
+
+func ids(ws []Workload) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.ID
+	}
+	return out
+}
