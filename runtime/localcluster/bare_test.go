@@ -46,5 +46,10 @@ func TestBareSurvivesTheSupervisor(t *testing.T) {
 		if kenv := specs[Kueue].env; !slices.Contains(kenv, tools.KueueCycleBackoffEnv+"="+kueueCycleBackoff.String()) {
 			t.Errorf("Bare %v: Kueue env %v has no %s", bare, kenv, tools.KueueCycleBackoffEnv)
 		}
+		// The training-operator's webhook server finds its certificate under os.TempDir(),
+		// whatever TMPDIR the caller runs with.
+		if oenv := specs["training-operator"].env; !slices.Contains(oenv, "TMPDIR=/tmp") {
+			t.Errorf("Bare %v: training-operator env %v has no TMPDIR=/tmp", bare, oenv)
+		}
 	}
 }

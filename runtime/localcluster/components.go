@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,10 @@ type spec struct {
 	files map[string]any
 }
 
+// controllerRuntimeCertSubdir is where under the temporary directory a controller-runtime webhook
+// server looks for its certificate when nobody sets one.
+const controllerRuntimeCertSubdir = "/k8s-webhook-server/serving-certs"
+
 // operatorEnv is what the cluster gives an operator's Run.
 func (s *State) operatorEnv(op *render.Operator, bin string) render.OperatorEnv {
 	env := render.OperatorEnv{Binary: bin, Kubeconfig: s.Kubeconfig(), Ports: s.Ports.Operators[op.Name],
@@ -96,16 +101,21 @@ func (s *State) operatorEnv(op *render.Operator, bin string) render.OperatorEnv 
 func (s *State) operatorSpec(op *render.Operator, bin string, probe *http.Client) spec {
 	env := s.operatorEnv(op, bin)
 	run := op.Run(env)
-	argv := run.Args
+	argv, penv := run.Args, run.Env
 	if op.Webhooks != nil && op.Webhooks.HardcodedCertDir != "" {
 		argv = privateCertDir(env.CertDir, op.Webhooks.HardcodedCertDir, argv)
+		// controller-runtime puts its default cert dir under os.TempDir(): with the caller's
+		// TMPDIR elsewhere the operator would look there, not where its certificate is.
+		if tmp, ok := strings.CutSuffix(op.Webhooks.HardcodedCertDir, controllerRuntimeCertSubdir); ok {
+			penv = append(slices.Clip(penv), "TMPDIR="+tmp)
+		}
 	}
 	var ports []int
 	for _, name := range op.Ports {
 		ports = append(ports, env.Ports[name])
 	}
 	return spec{
-		process: process{name: op.Name, bin: bin, argv: argv, env: run.Env},
+		process: process{name: op.Name, bin: bin, argv: argv, env: penv},
 		ports:   ports,
 		health:  httpOK(probe, loopURL("http", env.Ports[run.HealthPort], run.HealthPath)),
 		files:   run.Files,
