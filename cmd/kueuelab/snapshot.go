@@ -84,7 +84,7 @@ LocalQueue) does not stand in for it: it gives no pod sets and no admitted workl
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default $KUBECONFIG, then ~/.kube/config)")
 	f.StringVar(&kubeContext, "context", "", "kubeconfig context (default its current one)")
-	f.StringVarP(&out, "out", "o", "", "directory to write (created)")
+	f.StringVar(&out, "out", "", "directory to write (created)")
 	f.StringVar(&kueueVersion, "kueue-version", "", "Kueue's version when it cannot be read from its Deployment's image")
 	f.StringVar(&name, "name", "", "metadata.name of the state and the spec")
 	return cmd
