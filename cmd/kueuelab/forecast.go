@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/controlplane"
 	"github.com/kueuelab/kueuelab/runtime/forecast"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/snapshot"
 )
 
 func newForecastCmd() *cobra.Command {
@@ -23,9 +25,11 @@ func newForecastCmd() *cobra.Command {
 		controlPlane string
 		output       string
 		score        string
+		kubeconfig   string
+		kubeContext  string
 	)
 	c := &cobra.Command{
-		Use:   "forecast DIR",
+		Use:   "forecast (DIR | --kubeconfig K)",
 		Short: "When will each pending workload start: the sim engine run forward from a cluster's state",
 		Long: `forecast answers "when will my job start?" for every pending workload of a cluster's state:
 a snapshot directory, written by ` + "`kueuelab snapshot`" + ` from a live cluster or by a sim replay
@@ -46,15 +50,25 @@ live ones) or recorded (the trace's later workloads, as a replay's state holds t
 default is what the state holds). --control-plane charges Kueue's own speed (default kueue,
 the built-in model; none for an infinitely fast Kueue).
 
+--kubeconfig K (with --context C) snapshots that cluster first, as kueuelab snapshot does, into a
+temporary directory it removes afterwards.
+
 --score RUN_DIR compares the forecast with what happened: the results of the replay the state
 was taken from, run to the end. It prints how often the actual time to admission fell inside
 the p10-p90 interval (with its 95% Wilson interval) and the median absolute error of the p50.`,
 		Example: `  kueuelab run --engine sim --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml --out results/full
   kueuelab run --engine sim --trace results/full/trace.jsonl --cluster examples/clusters/teams.yaml --sim-max-trace 6h --state-out state6h --out results/6h
   kueuelab forecast state6h --repeats 50
-  kueuelab forecast state6h --draw-known --score results/full -o json`,
-		Args: cobra.ExactArgs(1),
+  kueuelab forecast state6h --draw-known --score results/full -o json
+  kueuelab forecast --kubeconfig ~/.kube/config --repeats 50`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) == (kubeconfig != "") {
+				return errors.New("give exactly one of a snapshot directory and --kubeconfig")
+			}
+			if kubeContext != "" && kubeconfig == "" {
+				return errors.New("--context goes with --kubeconfig")
+			}
 			if output != "table" && output != "json" {
 				return fmt.Errorf("--output %q: want table or json", output)
 			}
@@ -65,7 +79,20 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 			if err != nil {
 				return fmt.Errorf("--control-plane: %w", err)
 			}
-			o.Dir, o.ControlPlane, o.HorizonSec, o.Progress = args[0], m, horizon.Seconds(), cmd.ErrOrStderr()
+			o.ControlPlane, o.HorizonSec, o.Progress = m, horizon.Seconds(), cmd.ErrOrStderr()
+			if kubeconfig == "" {
+				o.Dir = args[0]
+			} else {
+				dir, err := os.MkdirTemp("", "kueuelab-snapshot-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				if err := snapshotTo(cmd, kubeconfig, kubeContext, dir); err != nil {
+					return err
+				}
+				o.Dir = dir
+			}
 			rep, err := forecast.Run(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -105,6 +132,8 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 	fl.StringVar(&controlPlane, "control-plane", controlplane.DefaultName, `control-plane model: "none", "kueue" or a control-plane file`)
 	fl.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	fl.StringVar(&score, "score", "", "results directory of the full replay to score the forecast against")
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "forecast this cluster's state (snapshotted first) instead of a directory")
+	fl.StringVar(&kubeContext, "context", "", "kubeconfig context (default its current one)")
 	return c
 }
 
@@ -146,4 +175,20 @@ func dur(sec float64) string {
 		return "-"
 	}
 	return (time.Duration(math.Round(sec)) * time.Second).String()
+}
+
+// snapshotTo writes the state of the cluster behind kubeconfig to dir, its warnings on stderr.
+func snapshotTo(cmd *cobra.Command, kubeconfig, kubeContext, dir string) error {
+	rc, err := snapshot.RESTConfig(kubeconfig, kubeContext)
+	if err != nil {
+		return err
+	}
+	s, err := snapshot.FromConfig(cmd.Context(), rc, snapshot.Options{Source: "kubeconfig " + kubeconfig})
+	if err != nil {
+		return err
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "snapshot: "+w)
+	}
+	return s.Write(dir)
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/forecast"
 	"github.com/kueuelab/kueuelab/runtime/snapshot"
 )
 
@@ -113,6 +115,28 @@ func TestSnapshot(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("spec has no ClusterQueue %s with 4 GPUs of h100-sxm: %+v", ns, spec.ClusterQueues)
+	}
+
+	// The forecast from it: both pending Jobs fit once the running one is done, which the state
+	// knows to the second (its duration annotation), so every run admits them then.
+	fctx, fcancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer fcancel()
+	rep, err := forecast.Run(fctx, forecast.Options{Dir: dir, Repeats: 2, Seed: 1, Arrivals: state.ArrivalsNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forecasts := 0
+	for _, w := range rep.Workloads {
+		if !strings.HasPrefix(w.ID, ns+"-") {
+			continue
+		}
+		forecasts++
+		if w.P10 == nil || w.P90 == nil || math.Abs(*w.P10-*a.RemainingSec) > 60 || math.Abs(*w.P90-*a.RemainingSec) > 60 {
+			t.Errorf("forecast of %s: p10 %v p90 %v, want within 60 s of the running Job's %gs left", w.ID, w.P10, w.P90, *a.RemainingSec)
+		}
+	}
+	if forecasts != 2 {
+		t.Errorf("forecast names %d of the 2 pending Jobs of %s: %+v", forecasts, ns, rep.Workloads)
 	}
 
 	// A user who may list Kueue's objects and nothing else.
