@@ -1,14 +1,18 @@
 package kueuelib
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
@@ -61,13 +65,46 @@ func NewScheme() (*runtime.Scheme, error) {
 // WorkloadPriorityClass the object names (jobframework.PrepareWorkloadPriority). obj gets a UID
 // if it has none. The Workload's creation timestamp is created.
 func (k *Kueue) WorkloadFor(obj client.Object, created metav1.Time) (*kueue.Workload, error) {
+	return workloadFor(k.ctx, k.Store, obj, created)
+}
+
+// WorkloadForJob is WorkloadFor without a running Kueue: the same two Kueue functions over st,
+// which holds the cluster's WorkloadPriorityClasses (NewStore, AddObject). A forecast builds the
+// Workload of a job a user has not submitted yet with it. A job object a person wrote may leave
+// out a field the API server would have defaulted and an integration dereferences: that panic is
+// an error naming the object.
+func WorkloadForJob(st *Store, obj client.Object, created metav1.Time) (wl *kueue.Workload, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			gvk := obj.GetObjectKind().GroupVersionKind()
+			wl, err = nil, fmt.Errorf("%s %s/%s: Kueue's %s integration failed on it (a field the API server defaults left out?): %v",
+				gvk.Kind, obj.GetNamespace(), obj.GetName(), gvk.Kind, r)
+		}
+	}()
+	return workloadFor(ctrl.LoggerInto(context.Background(), logr.Discard()), st, obj, created)
+}
+
+// JobKinds are the kinds of job object WorkloadFor takes: those of Integrations.
+func JobKinds() ([]schema.GroupVersionKind, error) {
+	var out []schema.GroupVersionKind
+	for _, name := range Integrations {
+		cb, ok := jobframework.GetIntegration(name)
+		if !ok || cb.NewJob == nil {
+			return nil, fmt.Errorf("kueue %s: no job integration %q", KueueVersion, name)
+		}
+		out = append(out, cb.NewJob().GVK())
+	}
+	return out, nil
+}
+
+func workloadFor(ctx context.Context, st *Store, obj client.Object, created metav1.Time) (*kueue.Workload, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	cb, ok := jobframework.GetIntegrationByGVK(gvk)
 	if !ok {
 		return nil, fmt.Errorf("kueue %s: no job integration for %s", KueueVersion, gvk)
 	}
 	if obj.GetUID() == "" {
-		obj.SetUID(k.Store.NewUID())
+		obj.SetUID(st.NewUID())
 	}
 	job := cb.NewJob()
 	dst := reflect.ValueOf(job.Object())
@@ -76,7 +113,7 @@ func (k *Kueue) WorkloadFor(obj client.Object, created metav1.Time) (*kueue.Work
 		return nil, fmt.Errorf("kueue integration for %s holds a %s, not a %s", gvk, dst.Type(), src.Type())
 	}
 	dst.Elem().Set(src.Elem())
-	wl, err := jobframework.ConstructWorkload(k.ctx, k.Store, job, nil, nil)
+	wl, err := jobframework.ConstructWorkload(ctx, st, job, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s/%s: workload: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -84,7 +121,7 @@ func (k *Kueue) WorkloadFor(obj client.Object, created metav1.Time) (*kueue.Work
 	if jp, ok := job.(jobframework.JobWithPriorityClass); ok {
 		custom = jp.PriorityClass
 	}
-	if err := jobframework.PrepareWorkloadPriority(k.ctx, k.Store, job.Object(), wl, custom); err != nil {
+	if err := jobframework.PrepareWorkloadPriority(ctx, st, job.Object(), wl, custom); err != nil {
 		return nil, fmt.Errorf("%s %s/%s: priority: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	wl.CreationTimestamp = created

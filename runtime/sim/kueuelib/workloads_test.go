@@ -2,8 +2,11 @@ package kueuelib
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -86,5 +89,41 @@ func TestWorkloadForEveryKind(t *testing.T) {
 	}
 	if _, err := f.k.WorkloadFor(&kueue.LocalQueue{TypeMeta: metav1.TypeMeta{APIVersion: "kueue.x-k8s.io/v1beta2", Kind: "LocalQueue"}}, metav1.Now()); err == nil {
 		t.Error("a LocalQueue became a Workload")
+	}
+}
+
+// TestWorkloadForJob builds a Workload outside a running Kueue, over a Store with the cluster's
+// WorkloadPriorityClasses, as a forecast does for a job not yet submitted; a job missing a field
+// the API server defaults is an error naming it, not a panic.
+func TestWorkloadForJob(t *testing.T) {
+	kinds, err := JobKinds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kinds) != len(Integrations) || kinds[0] != batchv1.SchemeGroupVersion.WithKind("Job") {
+		t.Fatalf("JobKinds() = %v: want one per integration, batch/v1 Job first", kinds)
+	}
+	s, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(s)
+	if err := st.AddObject(&kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	job := func(parallelism *int32) *batchv1.Job {
+		return &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "a", Labels: map[string]string{contract.KueueQueueLabel: "lq", contract.KueuePriorityClassLabel: "high"}},
+			Spec:       batchv1.JobSpec{Parallelism: parallelism, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}}}
+	}
+	wl, err := WorkloadForJob(st, job(new(int32(3))), metav1.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wl.Spec.QueueName != "lq" || wl.Spec.Priority == nil || *wl.Spec.Priority != 1000 || len(wl.Spec.PodSets) != 1 || wl.Spec.PodSets[0].Count != 3 {
+		t.Errorf("Workload %+v: want queue lq, priority 1000, 3 pods", wl.Spec)
+	}
+	if _, err := WorkloadForJob(st, job(nil), metav1.Time{}); err == nil || !strings.Contains(err.Error(), "Job a/j: Kueue's Job integration failed on it") {
+		t.Errorf("a Job without parallelism: %v", err)
 	}
 }
