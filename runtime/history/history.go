@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -172,7 +173,8 @@ type LiveOptions struct {
 }
 
 // Live builds the trace of live Workloads, one trace workload per Workload (its shape, family and
-// id as Build gives a finished one), in the order of items; ids[i] is items[i]'s workload id. An
+// id as Build gives a finished one), in the order of items, submitted at opts.Submit on the
+// caller's clock; ids[i] is items[i]'s workload id. An
 // HPO experiment's live trials, which share a workload id, are one workload each,
 // "<id>-<Workload name>": each is pending or admitted on its own.
 func Live(items []kueuewl.Summary, opts LiveOptions) (res *importer.Result, ids []string, err error) {
@@ -194,8 +196,40 @@ func Live(items []kueuewl.Summary, opts LiveOptions) (res *importer.Result, ids 
 		jobs = append(jobs, j)
 		ids = append(ids, id)
 	}
-	res, err = importer.Build(jobs, nil, importer.Options{})
-	return res, ids, err
+	if res, err = importer.Build(jobs, nil, importer.Options{}); err != nil {
+		return nil, nil, err
+	}
+	// The importer counts submit offsets from the earliest; a live workload's is on the caller's
+	// clock, which is not 0 at the first on a replay's clock or at a forecast's "now".
+	submit := map[string]float64{}
+	for i, id := range ids {
+		submit[id] = jobs[i].Submit
+	}
+	for _, w := range res.Workloads {
+		w.SubmitTimeOffsetSec = submit[w.WorkloadID]
+		for _, j := range res.Jobs[w.WorkloadID] {
+			j.SubmitTimeOffsetSec = w.SubmitTimeOffsetSec
+		}
+	}
+	return res, ids, nil
+}
+
+// DurationOf is the duration a Workload's pods carry (kueuelab.io/duration-sec, the longest of
+// its pod sets), if any: what a live workload is known to run.
+func DurationOf(it *kueuewl.Summary) (float64, bool) {
+	best, ok := 0.0, false
+	for _, ps := range it.PodSets {
+		v, has := ps.Template.Annotations[contract.DurationSec]
+		if !has {
+			continue
+		}
+		d, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(d > 0) || math.IsInf(d, 0) {
+			continue
+		}
+		best, ok = math.Max(best, d), true
+	}
+	return best, ok
 }
 
 // group is the Workloads of one logical workload.

@@ -26,6 +26,18 @@ func RESTConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
 	return rc, nil
 }
 
+// Namespace is the namespace a kubeconfig's context names ("default" when it names none), the one
+// kubectl gives an object that names none.
+func Namespace(kubeconfig, kubeContext string) (string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).Namespace()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig %s (context %q): %w", kubeconfig, kubeContext, err)
+	}
+	return ns, nil
+}
+
 // FromConfig reads the cluster behind rc: Read, with Kueue's version taken from its controller
 // Deployment's image when opts has none (runtime/cluster.InspectKueue, as `cluster install` reads
 // it).

@@ -474,10 +474,7 @@ func (b *builder) teams() {
 		}
 		team := lq.Namespace
 		if used[team] {
-			team = lq.Namespace + "-" + lq.Name
-			if len(team) > validation.DNS1123LabelMaxLength {
-				team = strings.TrimRight(team[:validation.DNS1123LabelMaxLength], "-")
-			}
+			team = queueTeam(lq.Namespace, lq.Name)
 			b.snap.warn("%s: metadata.namespace: a spec's team is a namespace with one LocalQueue: this one's is team %s, which its workloads' namespace names", what, team)
 		}
 		if used[team] {
@@ -488,6 +485,27 @@ func (b *builder) teams() {
 		b.teamOf[lq.Namespace+"/"+lq.Name] = team
 		b.spec.Teams = append(b.spec.Teams, rcluster.Team{Name: team, ClusterQueue: lq.ClusterQueue, LocalQueue: lq.Name})
 	}
+}
+
+// queueTeam is the team of a namespace's LocalQueue other than its first.
+func queueTeam(namespace, queue string) string {
+	team := namespace + "-" + queue
+	if len(team) > validation.DNS1123LabelMaxLength {
+		team = strings.TrimRight(team[:validation.DNS1123LabelMaxLength], "-")
+	}
+	return team
+}
+
+// TeamOf is the team of spec that a cluster's LocalQueue namespace/queue is, as a snapshot names
+// teams: the namespace's own, or "<namespace>-<queue>" for a namespace's other LocalQueues. A
+// replay's spec names its teams after their namespaces. ok is false when none is.
+func TeamOf(spec *rcluster.Spec, namespace, queue string) (team string, ok bool) {
+	for _, t := range spec.Teams {
+		if t.LocalQueue == queue && (t.Name == namespace || t.Name == queueTeam(namespace, queue)) {
+			return t.Name, true
+		}
+	}
+	return "", false
 }
 
 // topology keeps a Topology of the spec's shape (two levels above the hostname), its rack and

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/kueuelab/kueuelab/model/state"
@@ -103,10 +102,11 @@ func (b *builder) workloads(live []*kueuewl.Summary) error {
 		items[i].Namespace = b.teamOf[it.Namespace+"/"+it.Queue]
 		index[&items[i]] = i
 	}
+	// history.Live keeps the submit offsets on the state's clock.
 	res, ids, err := history.Live(items, history.LiveOptions{
 		Submit: func(s *kueuewl.Summary) float64 { return created[index[s]] },
 		Duration: func(s *kueuewl.Summary) float64 {
-			if d, ok := durationOf(s); ok {
+			if d, ok := history.DurationOf(s); ok {
 				return d
 			}
 			return PlaceholderDurationSec
@@ -116,24 +116,12 @@ func (b *builder) workloads(live []*kueuewl.Summary) error {
 	if err != nil {
 		return fmt.Errorf("snapshot: live workloads: %w", err)
 	}
-	// The trace's submit offsets are on the state's clock: the importer counts them from the
-	// earliest, which is not 0 on a replay's clock.
-	byID := map[string]float64{}
-	for i, id := range ids {
-		byID[id] = created[i]
-	}
-	for _, w := range res.Workloads {
-		w.SubmitTimeOffsetSec = byID[w.WorkloadID]
-		for _, j := range res.Jobs[w.WorkloadID] {
-			j.SubmitTimeOffsetSec = w.SubmitTimeOffsetSec
-		}
-	}
 	st := &state.State{Metadata: state.Metadata{Name: b.opts.Name}, Source: b.opts.Source, KueueVersion: b.opts.KueueVersion,
 		NowSec: now, Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile}
 	overdue, unknown := 0, 0
 	for i, it := range live {
 		w := state.Workload{ID: ids[i], Phase: state.Pending, CreatedSec: created[i]}
-		dur, known := durationOf(it)
+		dur, known := history.DurationOf(it)
 		if a := it.Admission; a != nil && it.Admitted != nil {
 			w.Phase = state.Admitted
 			// Conditions are kept to the second, the precise creation to the nanosecond.
@@ -198,24 +186,6 @@ func (b *builder) admission(a *kueuewl.Admission) *state.Admission {
 		out.PodSets = append(out.PodSets, state.PodSetFlav{Name: ps.Name, Count: ps.Count, Flavors: fl})
 	}
 	return out
-}
-
-// durationOf is the duration a Workload's pods carry (kueuelab.io/duration-sec, the longest of
-// its pod sets), if any.
-func durationOf(it *kueuewl.Summary) (float64, bool) {
-	best, ok := 0.0, false
-	for _, ps := range it.PodSets {
-		v, has := ps.Template.Annotations[contract.DurationSec]
-		if !has {
-			continue
-		}
-		d, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(d > 0) || math.IsInf(d, 0) {
-			continue
-		}
-		best, ok = math.Max(best, d), true
-	}
-	return best, ok
 }
 
 // history is the finished Workloads, exactly as `trace import --from-cluster` reads them.
