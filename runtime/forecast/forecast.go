@@ -56,6 +56,9 @@ type Options struct {
 	Kueue        sim.KueueConfig
 	// Progress receives a line per finished run (nil: none).
 	Progress io.Writer
+	// Jobs (ReadJobs) are forecast as if submitted at the state's instant, beside its pending
+	// workloads.
+	Jobs []*Job
 }
 
 // Thresholds are the horizons the report gives admission chances for.
@@ -96,6 +99,9 @@ type Workload struct {
 	P10 *float64 `json:"p10Sec"`
 	P50 *float64 `json:"p50Sec"`
 	P90 *float64 `json:"p90Sec"`
+	// Manifest, for a job of a -f manifest forecast as if submitted at the state's instant, is
+	// its file and name (Job.Label).
+	Manifest string `json:"manifest,omitempty"`
 	// NotAdmitted is the share of runs that did not admit it within the horizon.
 	NotAdmitted float64 `json:"notAdmitted"`
 	// ETAs are the runs' times to admission, sorted; -1 for a run that did not admit it.
@@ -160,6 +166,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
 	}
+	sub, err := in.submit(o.Jobs)
+	if err != nil {
+		return nil, err
+	}
 	st := in.st
 	arrivals := o.Arrivals
 	switch arrivals {
@@ -193,7 +203,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if tw == nil {
 				return nil, fmt.Errorf("forecast: state workload %s is not in the trace %s", w.ID, st.Trace)
 			}
-			rep.Workloads = append(rep.Workloads, Workload{ID: w.ID, Namespace: tw.Namespace, WaitedSec: st.NowSec - w.CreatedSec})
+			rep.Workloads = append(rep.Workloads, Workload{ID: w.ID, Namespace: tw.Namespace, WaitedSec: st.NowSec - w.CreatedSec, Manifest: sub[w.ID]})
 		}
 	}
 	if len(rep.Workloads) == 0 {

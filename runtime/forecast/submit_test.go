@@ -1,0 +1,170 @@
+package forecast
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kueuelab/kueuelab/model/state"
+)
+
+// job is a batch Job manifest on small's team-a; edit replaces its lines' text.
+func job(edit ...string) string {
+	y := `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: team-a
+  labels:
+    kueue.x-k8s.io/queue-name: team-a-lq
+    kueue.x-k8s.io/priority-class: standard
+spec:
+  parallelism: 2
+  completions: 2
+  template:
+    metadata:
+      annotations:
+        kueuelab.io/duration-sec: "600"
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: trainer
+        resources:
+          requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: "8"}
+`
+	for i := 0; i+1 < len(edit); i += 2 {
+		y = strings.Replace(y, edit[i], edit[i+1], 1)
+	}
+	return y
+}
+
+// emptyState writes a state of small with no live workload, at 100 s.
+func emptyState(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		state.ClusterFile: small,
+		state.TraceFile:   "",
+		state.StateFile: "apiVersion: kueuelab.io/v1alpha1\nkind: ClusterState\nnowSec: 100\ntrace: " + state.TraceFile +
+			"\ncluster: " + state.ClusterFile + "\narrivals: none\nworkloads: []\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestJobs: a -f manifest's jobs are forecast as if submitted now, named by file and name; a
+// manifest Kueue would not queue, or the state cannot place, is refused naming file, line and
+// object.
+func TestJobs(t *testing.T) {
+	dir := emptyState(t)
+	for _, tc := range []struct {
+		name, manifest string
+		namespace      string
+		want           string // the error; "" for a forecast naming job.yaml/train
+	}{
+		{name: "job with queue label", manifest: job()},
+		{name: "default namespace", manifest: job("  namespace: team-a\n", ""), namespace: "team-a"},
+		{name: "parallelism defaulted", manifest: job("  parallelism: 2\n  completions: 2\n", "")},
+		{name: "two documents", manifest: "---\n" + job() + "---\n" + job("name: train", "name: eval")},
+		{name: "missing queue label", manifest: job("    kueue.x-k8s.io/queue-name: team-a-lq\n", ""),
+			want: "job.yaml:4: metadata.labels: Job train: no kueue.x-k8s.io/queue-name label"},
+		{name: "unknown kind", manifest: job("apiVersion: batch/v1\nkind: Job", "apiVersion: apps/v1\nkind: Deployment"),
+			want: "job.yaml:2: kind: Deployment (apps/v1): not a job kind Kueue's integrations in kueuelab build a Workload from; supported: Job (batch/v1), JobSet (jobset.x-k8s.io/v1alpha2)"},
+		{name: "namespace without a queue", manifest: job("namespace: team-a", "namespace: team-z"),
+			want: "job.yaml:7: metadata.labels: Job train: LocalQueue team-z/team-a-lq is not in the state's cluster spec cluster.yaml (its LocalQueues: team-a/team-a-lq, team-b/team-b-lq, team-c/team-c-lq)"},
+		{name: "no namespace", manifest: job("  namespace: team-a\n", ""),
+			want: "LocalQueue default/team-a-lq is not in the state's cluster spec"},
+		{name: "malformed YAML", manifest: job() + "---\nkind: Job\n metadata: {}\n",
+			want: "job.yaml:25: mapping values are not allowed in this context"},
+		{name: "unknown field", manifest: job("  parallelism: 2", "  paralelism: 2"),
+			want: `job.yaml:1: Job train: strict decoding error: unknown field "spec.paralelism"`},
+		{name: "priority class the state has not", manifest: job("priority-class: standard", "priority-class: urgent"),
+			want: `job.yaml:8: metadata.labels: Job train: WorkloadPriorityClass "urgent" is not in the state's cluster spec (its classes: performance (1000), standard (100), eco (10))`},
+		{name: "no priority class", manifest: job("    kueue.x-k8s.io/priority-class: standard\n", ""),
+			want: `job.yaml:1: Job train: priority 0 (class "") is none of the state's priority classes performance (1000), standard (100), eco (10)`},
+		{name: "same job twice", manifest: job() + "---\n" + job(),
+			want: "job.yaml:24: Job team-a/train is also in job.yaml:1"},
+		{name: "no pods", manifest: job("parallelism: 2", "parallelism: 0"),
+			want: "job.yaml:1: Job train: pod set main has no pods"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			if err := os.WriteFile("job.yaml", []byte(tc.manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ns := tc.namespace
+			if ns == "" {
+				ns = "default"
+			}
+			rep, err := func() (*Report, error) {
+				jobs, err := ReadJobs([]string{"job.yaml"}, ns)
+				if err != nil {
+					return nil, err
+				}
+				return Run(context.Background(), Options{Dir: dir, Repeats: 2, Seed: 1, Jobs: jobs, HorizonSec: 3600})
+			}()
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("error %v, want one containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got *Workload
+			for i := range rep.Workloads {
+				if rep.Workloads[i].Manifest == "job.yaml/train" {
+					got = &rep.Workloads[i]
+				}
+			}
+			if got == nil {
+				t.Fatalf("the forecast names no job.yaml/train: %+v", rep.Workloads)
+			}
+			// An idle cluster of 16 GPUs admits two 8-GPU pods at once.
+			if got.WaitedSec != 0 || got.Namespace != "team-a" || got.Within["15m"] != 1 || len(got.ETAs) != 2 {
+				t.Errorf("job.yaml/train: %+v: want no wait, team-a, admitted within 15m in both runs", got)
+			}
+			if rep.Known != len(rep.Workloads) {
+				t.Errorf("%d known of %d: the job's kueuelab.io/duration-sec is its work", rep.Known, len(rep.Workloads))
+			}
+		})
+	}
+}
+
+// TestJobQueuesBehindTheState: a job submitted into a replay's queue waits like the pending
+// workloads do, and is reported beside them.
+func TestJobQueuesBehindTheState(t *testing.T) {
+	_, dir := replayed(t, 80, 3600)
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(path, []byte(job("parallelism: 2", "parallelism: 1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := ReadJobs([]string{path}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), Options{Dir: dir, Repeats: 2, Seed: 1, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Workloads) < 2 {
+		t.Fatalf("%d pending workloads: the test needs a queue", len(rep.Workloads))
+	}
+	last := rep.Workloads[len(rep.Workloads)-1]
+	if last.Manifest != path+"/train" || last.WaitedSec != 0 || last.P50 == nil || *last.P50 <= 0 {
+		t.Errorf("the job: %+v: want it named, created now, admitted after a wait", last)
+	}
+	for _, w := range rep.Workloads[:len(rep.Workloads)-1] {
+		if w.Manifest != "" {
+			t.Errorf("%s: manifest %q on a workload of the state", w.ID, w.Manifest)
+		}
+	}
+}
