@@ -7,13 +7,8 @@ import (
 	"time"
 )
 
-var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>kueuelab report · {{.R.Name}}</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+// Style is the style sheet of kueuelab's HTML pages (this report, a forecast's plot).
+const Style template.CSS = `body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; } h3 { font-size: 1em; margin: 1.5em 0 .3em; }
 table { border-collapse: collapse; margin-bottom: 1em; }
 th, td { padding: .2em .8em; text-align: right; border-bottom: 1px solid #ddd; font-variant-numeric: tabular-nums; }
@@ -22,7 +17,15 @@ tr.baseline td { font-weight: 600; background: #f4f6fa; }
 figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { color: #555; font-size: .9em; }
 .meta { color: #555; }
-</style>
+`
+
+var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>kueuelab report · {{.R.Name}}</title>
+<style>
+{{.Style}}</style>
 </head>
 <body>
 <h1>kueuelab report · {{.R.Name}}</h1>
@@ -57,11 +60,12 @@ func WriteHTML(w io.Writer, r *Report, plots []Plot, generated time.Time) error 
 		Cells []Cells
 	}
 	data := struct {
+		Style     template.CSS
 		R         *Report
 		Generated string
 		Plots     []fig
 		Tables    []tab
-	}{R: r, Generated: generated.UTC().Format(time.RFC3339)}
+	}{Style: Style, R: r, Generated: generated.UTC().Format(time.RFC3339)}
 	for _, p := range plots {
 		// The URI is built here from PNG bytes only, so marking it safe cannot inject markup.
 		data.Plots = append(data.Plots, fig{Title: p.Title, Caption: p.Caption,
