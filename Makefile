@@ -16,12 +16,17 @@ IMAGE_DIR      := bin/images
 IMAGE_FORMAT   ?= docker
 export GOTOOLCHAIN := local
 
-.PHONY: all build test unit e2e tools lint fmt bench bench-replay scenarios clean image print-version
+.PHONY: all build plugin test unit e2e tools lint fmt bench bench-replay scenarios clean image print-version
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kueuelab
+
+## plugin: kueuelab as a kubectl plugin: bin/kubectl-kueuelab, a link to bin/kueuelab (kubectl runs
+## any executable named kubectl-<name> on PATH). With bin/ on PATH: kubectl kueuelab forecast -f job.yaml
+plugin: build
+	ln -sf kueuelab bin/kubectl-kueuelab
 
 print-version:
 	@echo $(VERSION)

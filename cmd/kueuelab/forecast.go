@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,9 +28,12 @@ func newForecastCmd() *cobra.Command {
 		score        string
 		kubeconfig   string
 		kubeContext  string
+		manifests    []string
+		namespace    string
+		htmlOut      string
 	)
 	c := &cobra.Command{
-		Use:   "forecast (DIR | --kubeconfig K)",
+		Use:   "forecast [DIR | --kubeconfig K] [-f MANIFEST]...",
 		Short: "When will each pending workload start: the sim engine run forward from a cluster's state",
 		Long: `forecast answers "when will my job start?" for every pending workload of a cluster's state:
 a snapshot directory, written by ` + "`kueuelab snapshot`" + ` from a live cluster or by a sim replay
@@ -51,7 +55,19 @@ default is what the state holds). --control-plane charges Kueue's own speed (def
 the built-in model; none for an infinitely fast Kueue).
 
 --kubeconfig K (with --context C) snapshots that cluster first, as kueuelab snapshot does, into a
-temporary directory it removes afterwards.
+temporary directory it removes afterwards. Without DIR or --kubeconfig it snapshots the cluster
+kubectl talks to ($KUBECONFIG, else ~/.kube/config), so that as a kubectl plugin (the binary on
+PATH as kubectl-kueuelab) "kubectl kueuelab forecast -f job.yaml" asks the current cluster.
+
+-f MANIFEST (repeatable) forecasts the job objects of a manifest file as if submitted now: a
+batch/v1 Job, JobSet, PyTorchJob, TFJob or MPIJob (v2beta1) carrying kueue.x-k8s.io/queue-name,
+turned into a Workload by Kueue's own job integration and reported beside the pending workloads
+as FILE/NAME. An object without a namespace gets -n, else the kubeconfig context's, else
+"default"; its LocalQueue must be one of the state's. Its work is the pod template's
+kueuelab.io/duration-sec when it has one, else drawn like any unknown one.
+
+--html FILE also writes the forecast as a self-contained HTML page with a plot of every pending
+workload's times to admission over the runs (p10-p90 box, p50 tick, a dot per run).
 
 --score RUN_DIR compares the forecast with what happened: the results of the replay the state
 was taken from, run to the end. It prints how often the actual time to admission fell inside
@@ -60,14 +76,16 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
   kueuelab run --engine sim --trace results/full/trace.jsonl --cluster examples/clusters/teams.yaml --sim-max-trace 6h --state-out state6h --out results/6h
   kueuelab forecast state6h --repeats 50
   kueuelab forecast state6h --draw-known --score results/full -o json
-  kueuelab forecast --kubeconfig ~/.kube/config --repeats 50`,
+  kueuelab forecast --kubeconfig ~/.kube/config --repeats 50
+  kueuelab forecast state6h -f job.yaml -n team-a --html forecast.html
+  kubectl kueuelab forecast -f job.yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (len(args) == 1) == (kubeconfig != "") {
-				return errors.New("give exactly one of a snapshot directory and --kubeconfig")
+			if len(args) == 1 && kubeconfig != "" {
+				return errors.New("give a snapshot directory or --kubeconfig, not both")
 			}
-			if kubeContext != "" && kubeconfig == "" {
-				return errors.New("--context goes with --kubeconfig")
+			if kubeContext != "" && len(args) == 1 {
+				return errors.New("--context goes with --kubeconfig, not a snapshot directory")
 			}
 			if output != "table" && output != "json" {
 				return fmt.Errorf("--output %q: want table or json", output)
@@ -80,7 +98,17 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 				return fmt.Errorf("--control-plane: %w", err)
 			}
 			o.ControlPlane, o.HorizonSec, o.Progress = m, horizon.Seconds(), cmd.ErrOrStderr()
-			if kubeconfig == "" {
+			if len(manifests) > 0 {
+				if namespace == "" && len(args) == 0 {
+					if namespace, err = snapshot.Namespace(kubeconfig, kubeContext); err != nil {
+						return err
+					}
+				}
+				if o.Jobs, err = forecast.ReadJobs(manifests, cmp.Or(namespace, "default")); err != nil {
+					return err
+				}
+			}
+			if len(args) == 1 {
 				o.Dir = args[0]
 			} else {
 				dir, err := os.MkdirTemp("", "kueuelab-snapshot-")
@@ -89,6 +117,9 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 				}
 				defer os.RemoveAll(dir)
 				if err := snapshotTo(cmd, kubeconfig, kubeContext, dir); err != nil {
+					if kubeconfig == "" {
+						return fmt.Errorf("no snapshot directory given, so the cluster of the default kubeconfig ($KUBECONFIG, else ~/.kube/config): %w", err)
+					}
 					return err
 				}
 				o.Dir = dir
@@ -105,6 +136,11 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 				}
 				s := forecast.ScoreAgainst(rep, d)
 				sc = &s
+			}
+			if htmlOut != "" {
+				if err := writeForecastHTML(htmlOut, rep); err != nil {
+					return err
+				}
 			}
 			out := cmd.OutOrStdout()
 			if output == "json" {
@@ -134,7 +170,25 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 	fl.StringVar(&score, "score", "", "results directory of the full replay to score the forecast against")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "forecast this cluster's state (snapshotted first) instead of a directory")
 	fl.StringVar(&kubeContext, "context", "", "kubeconfig context (default its current one)")
+	fl.StringArrayVarP(&manifests, "filename", "f", nil, "manifest of job objects to forecast as if submitted now (repeatable)")
+	fl.StringVarP(&namespace, "namespace", "n", "", "namespace of -f objects that name none (default: the kubeconfig context's, else default)")
+	fl.StringVar(&htmlOut, "html", "", "also write the forecast as an HTML page with a plot of the ETAs")
 	return c
+}
+
+func writeForecastHTML(path string, rep *forecast.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	if err := forecast.WriteHTML(f, rep); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("--html %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	return nil
 }
 
 func printForecast(w io.Writer, r *forecast.Report) {
@@ -147,13 +201,27 @@ func printForecast(w io.Writer, r *forecast.Report) {
 	}
 	fmt.Fprint(tw, "\tETA p10\tp50\tp90\n")
 	for _, x := range r.Workloads {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s", x.ID, x.Namespace, x.Queue, dur(x.WaitedSec))
+		id, waited := x.ID, dur(x.WaitedSec)
+		if x.Manifest != "" {
+			id, waited = x.Manifest, "new"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s", id, x.Namespace, x.Queue, waited)
 		for _, th := range forecast.Thresholds {
 			fmt.Fprintf(tw, "\t%.0f%%", 100*x.Within[th.Name])
 		}
 		fmt.Fprintf(tw, "\t%s\t%s\t%s\n", durp(x.P10), durp(x.P50), durp(x.P90))
 	}
 	_ = tw.Flush()
+	jobs := 0
+	for _, x := range r.Workloads {
+		if x.Manifest != "" {
+			jobs++
+		}
+	}
+	if jobs > 0 {
+		fmt.Fprintf(w, "%d pending workloads (%d of them -f jobs, submitted now: waited \"new\"), %.1f s wall\n", len(r.Workloads), jobs, r.WallSec)
+		return
+	}
 	fmt.Fprintf(w, "%d pending workloads, %.1f s wall\n", len(r.Workloads), r.WallSec)
 }
 
@@ -183,7 +251,7 @@ func snapshotTo(cmd *cobra.Command, kubeconfig, kubeContext, dir string) error {
 	if err != nil {
 		return err
 	}
-	s, err := snapshot.FromConfig(cmd.Context(), rc, snapshot.Options{Source: "kubeconfig " + kubeconfig})
+	s, err := snapshot.FromConfig(cmd.Context(), rc, snapshot.Options{Source: "kubeconfig " + cmp.Or(kubeconfig, "(default)")})
 	if err != nil {
 		return err
 	}

@@ -13,13 +13,17 @@ func TestForecastErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "state.yaml"), []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// No kubeconfig anywhere: without a directory, nothing to forecast.
+	t.Setenv("KUBECONFIG", filepath.Join(dir, "none"))
+	t.Setenv("HOME", dir)
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"neither", []string{"forecast"}, "give exactly one of a snapshot directory and --kubeconfig"},
-		{"both", []string{"forecast", dir, "--kubeconfig", "k"}, "give exactly one of a snapshot directory and --kubeconfig"},
+		{"neither, no kubeconfig", []string{"forecast"}, "no snapshot directory given, so the cluster of the default kubeconfig"},
+		{"both", []string{"forecast", dir, "--kubeconfig", "k"}, "give a snapshot directory or --kubeconfig, not both"},
+		{"manifest missing", []string{"forecast", dir, "-f", filepath.Join(dir, "job.yaml")}, "-f: open " + filepath.Join(dir, "job.yaml")},
 		{"context alone", []string{"forecast", dir, "--context", "c"}, "--context goes with --kubeconfig"},
 		{"output", []string{"forecast", dir, "-o", "yaml"}, `--output "yaml": want table or json`},
 		{"repeats", []string{"forecast", dir, "--repeats", "0"}, "--repeats must be ≥ 1"},

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
 )
 
@@ -13,6 +17,10 @@ objects a real cluster runs (` + kindList() + `, all queued through Kueue), and 
 traces on a real control plane with KWOK GPU nodes.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	if name, ok := pluginName(os.Args[0]); ok {
+		// Run by kubectl as its plugin: usage and help name the command the user typed.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
 	}
 	root.AddCommand(
 		newVersionCmd(),
@@ -27,4 +35,15 @@ traces on a real control plane with KWOK GPU nodes.`,
 		newImageCmd(),
 	)
 	return root
+}
+
+// pluginName is the command kubectl runs an executable named arg0 for when it is its plugin
+// (kubectl-kueuelab: "kubectl kueuelab"; kubectl's own rule: dashes separate words, an
+// underscore stands for a dash).
+func pluginName(arg0 string) (string, bool) {
+	rest, ok := strings.CutPrefix(filepath.Base(arg0), "kubectl-")
+	if !ok || rest == "" {
+		return "", false
+	}
+	return "kubectl " + strings.ReplaceAll(strings.ReplaceAll(rest, "-", " "), "_", "-"), true
 }
