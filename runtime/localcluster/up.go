@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -249,7 +250,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := u.step(fmt.Sprintf("%d cluster objects", len(objs)), func() error { return cluster.ReplaceObjects(ctx, cfg, objs, prune, out) }); err != nil {
 		return nil, err
 	}
-	if err := u.step("KWOK nodes Ready", func() error { _, err := cluster.WaitNodesReady(ctx, c, o.Timeout); return err }); err != nil {
+	if err := u.step("KWOK nodes Ready", func() error { return u.awaitNodes(ctx, c, o.Timeout) }); err != nil {
 		// KWOK makes the nodes Ready and the node controller lifts their not-ready taints: their
 		// logs say which of the two did not happen.
 		for _, name := range []string{KWOK, ControllerManager} {
@@ -320,6 +321,42 @@ type upper struct {
 	// configs are the digests of the configuration files components read only when they start
 	// (kube-scheduler, Kueue): the supervisor restarts one that runs with another configuration.
 	configs map[string]string
+}
+
+// kwokStallWait is how long the nodes get to become Ready before a KWOK that never started its
+// stage controllers is restarted (on an idle machine they are Ready in about a second).
+const kwokStallWait = time.Minute
+
+// awaitNodes waits until the KWOK nodes are Ready and schedulable. KWOK v0.7.0 on a loaded
+// machine has been seen never to start its stage controllers (its log ends at "Watch nodes"),
+// so that no node ever became Ready: then it is restarted once, as a kubelet-less cluster's
+// operator would, and the wait goes on.
+func (u *upper) awaitNodes(ctx context.Context, c client.Client, timeout time.Duration) error {
+	first := min(timeout, kwokStallWait)
+	_, err := cluster.WaitNodesReady(ctx, c, first)
+	if err == nil || ctx.Err() != nil || !kwokStalled(LogTail(u.s.logFile(KWOK), 200)) {
+		if err != nil && first < timeout {
+			_, err = cluster.WaitNodesReady(ctx, c, timeout-first)
+		}
+		return err
+	}
+	fmt.Fprintf(u.out, "  KWOK started no stage controller in %s: restarting it\n", first)
+	if _, err := u.s.stop(ctx, KWOK, u.specs[KWOK].bin, 10*time.Second); err != nil {
+		return err
+	}
+	if err := u.ensure(ctx, KWOK); err != nil {
+		return err
+	}
+	_, err = cluster.WaitNodesReady(ctx, c, max(timeout-first, kwokStallWait))
+	return err
+}
+
+// kwokStalled says whether KWOK's log, since its last start, shows no stage controller started.
+func kwokStalled(log string) bool {
+	if i := strings.LastIndex(log, "kueuelab: start:"); i >= 0 {
+		log = log[i:]
+	}
+	return strings.Contains(log, `"msg":"Watch nodes"`) && !strings.Contains(log, `"msg":"Start stage controller"`)
 }
 
 // ensure asks the supervisor for name and waits until it is ready.
