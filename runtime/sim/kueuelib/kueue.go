@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -253,6 +254,16 @@ func (k *Kueue) AddObjects(objs []client.Object) error {
 
 func (k *Kueue) add(o client.Object) error {
 	switch x := o.(type) {
+	case *corev1.Namespace:
+		// The API server labels every namespace with its name (the NamespaceDefaultLabelName
+		// admission), which ClusterQueues' namespaceSelectors commonly match.
+		if x.Labels[corev1.LabelMetadataName] != x.Name {
+			x.Labels = maps.Clone(x.Labels)
+			if x.Labels == nil {
+				x.Labels = map[string]string{}
+			}
+			x.Labels[corev1.LabelMetadataName] = x.Name
+		}
 	case *kueue.ClusterQueue:
 		x.Status.Conditions = append(x.Status.Conditions, activeCondition())
 	case *corev1.Node:

@@ -176,3 +176,34 @@ func TestAdmitBorrowPreempt(t *testing.T) {
 		t.Fatal("the preemptor was admitted before the victim released its quota")
 	}
 }
+
+// TestNamespaceSelectorMatchesTheName: a ClusterQueue that admits from the namespace labelled
+// with its own name (kubernetes.io/metadata.name, which the API server sets on every namespace)
+// admits a workload of that namespace, created without labels; a namespace it does not select
+// stays out.
+func TestNamespaceSelectorMatchesTheName(t *testing.T) {
+	s, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := des.New(0)
+	k, err := New(Options{Scheme: s, Clock: l.Clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := cluster()
+	for _, o := range objs {
+		if cq, ok := o.(*kueue.ClusterQueue); ok {
+			cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "a"}}
+		}
+	}
+	if err := k.AddObjects(objs); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, loop: l, k: k}
+	in, out := f.submit(job("a", "in", 1, "low")), f.submit(job("b", "out", 1, "low"))
+	f.cycles(5)
+	if !workload.IsAdmitted(f.get(in)) || workload.IsAdmitted(f.get(out)) {
+		t.Errorf("admitted: namespace a %v (want true), namespace b %v (want false)", workload.IsAdmitted(f.get(in)), workload.IsAdmitted(f.get(out)))
+	}
+}
