@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,6 +116,9 @@ type input struct {
 	spec    *rcluster.Spec
 	tr      *trace.Trace
 	history *durations
+	// finished and running are the history's observations, which each run resamples.
+	finished []*trace.Workload
+	running  map[*trace.Workload]float64
 }
 
 func load(ctx context.Context, dir string) (*input, error) {
@@ -147,6 +152,7 @@ func load(ctx context.Context, dir string) (*input, error) {
 		}
 	}
 	in.history = newDurations(finished, running)
+	in.finished, in.running = finished, running
 	return in, nil
 }
 
@@ -309,19 +315,26 @@ func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pen
 	for _, w := range in.tr.Workloads {
 		byID[w.WorkloadID] = w
 	}
+	// Each run draws from its own resample of the history (a bootstrap), so that the runs spread
+	// as much as a history of that size leaves the durations uncertain, not only as much as the
+	// durations vary.
+	hist := in.history
+	if hist.n() > 0 {
+		hist = newDurations(resample(in.finished, rng), resampleRunning(in.running, rng))
+	}
 	for i := range st.Workloads {
 		w := &st.Workloads[i]
 		if known(w) && !o.DrawKnown {
 			continue
 		}
-		if in.history.n() == 0 {
+		if hist.n() == 0 {
 			continue // the trace's duration
 		}
 		elapsed := 0.0
 		if w.Phase == state.Admitted {
 			elapsed = st.NowSec - *w.AdmittedSec
 		}
-		left := in.history.remaining(byID[w.ID], elapsed, rng)
+		left := hist.remaining(byID[w.ID], elapsed, rng)
 		w.RemainingSec, w.Progress = &left, nil
 	}
 	tr := &trace.Trace{Jobs: in.tr.Jobs}
@@ -367,6 +380,29 @@ func ids(ws []Workload) []string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
 		out[i] = w.ID
+	}
+	return out
+}
+
+// resample draws len(ws) of ws with replacement.
+func resample(ws []*trace.Workload, rng *rand.Rand) []*trace.Workload {
+	out := make([]*trace.Workload, len(ws))
+	for i := range out {
+		out[i] = ws[rng.IntN(len(ws))]
+	}
+	return out
+}
+
+// resampleRunning draws as many running workloads as there are, with replacement, in a fixed
+// order (a map's own order would make the draws differ from run to run of the same seed).
+func resampleRunning(m map[*trace.Workload]float64, rng *rand.Rand) map[*trace.Workload]float64 {
+	ws := slices.SortedFunc(maps.Keys(m), func(a, b *trace.Workload) int { return strings.Compare(a.WorkloadID, b.WorkloadID) })
+	out := map[*trace.Workload]float64{}
+	for range ws {
+		w := ws[rng.IntN(len(ws))]
+		// A workload drawn twice counts twice: a copy keeps it apart in the map.
+		c := *w
+		out[&c] = m[w]
 	}
 	return out
 }
