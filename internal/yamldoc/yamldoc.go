@@ -41,6 +41,32 @@ func Root(name, what string, data []byte) (*yaml.Node, error) {
 	return root, nil
 }
 
+// Strict decodes data, one YAML document holding a mapping, into out, a pointer to the struct
+// the mapping decodes into. name is the file in errors, what the kind of file and fields its
+// top-level fields as the error about a document that is not a mapping lists them. A field unknown
+// at any depth is an error naming its line, path and the known fields, found before decoding. It
+// returns the root node, for the caller's own checks to name lines with Line.
+func Strict(name, what, fields string, data []byte, out any) (*yaml.Node, error) {
+	root, err := Root(name, what, data)
+	if err != nil {
+		return nil, err
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, fielderr.New(name, root.Line, "", "a %s is a mapping (%s)", what, fields)
+	}
+	var errs fielderr.List
+	UnknownFields(root, reflect.TypeOf(out).Elem(), func(key *yaml.Node, p Path, known []string) {
+		errs = append(errs, fielderr.New(name, key.Line, p.String(), "unknown field (known fields: %s)", strings.Join(known, ", ")))
+	})
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	if err := root.Decode(out); err != nil {
+		return nil, Errors(name, err)
+	}
+	return root, nil
+}
+
 // Errors turns a YAML decoding error into fielderr errors of file: a yaml.TypeError's messages
 // ("line 13: cannot unmarshal ...") one each, a syntax error ("yaml: line 4: ...") with its line.
 func Errors(file string, err error) error {

@@ -122,3 +122,32 @@ func TestErrorsAreFieldErrors(t *testing.T) {
 		t.Fatalf("%v (%d errors)", err, len(all))
 	}
 }
+
+func TestStrict(t *testing.T) {
+	type inner struct {
+		B int `yaml:"b"`
+	}
+	type doc struct {
+		A string `yaml:"a"`
+		I inner  `yaml:"i"`
+	}
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"not a mapping", "- 1\n", "f.yaml:1: a test file is a mapping (a, i)"},
+		{"unknown nested field", "a: x\ni:\n  c: 1\n", "f.yaml:3: i.c: unknown field (known fields: b)"},
+		{"wrong type", "a: x\ni:\n  b: many\n", "f.yaml:3: "},
+		{"fine", "a: x\ni:\n  b: 2\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d doc
+			root, err := Strict("f.yaml", "test file", "a, i", []byte(tc.data), &d)
+			switch {
+			case tc.want == "" && (err != nil || root == nil || d.I.B != 2):
+				t.Errorf("error %v, decoded %+v", err, d)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

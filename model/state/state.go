@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"reflect"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -177,27 +175,14 @@ func Load(path string) (*State, error) {
 
 // Parse is Load on bytes already read; name is the file in errors.
 func Parse(name string, data []byte) (*State, error) {
-	root, err := yamldoc.Root(name, "state file", data)
+	var s State
+	root, err := yamldoc.Strict(name, "state file", "apiVersion, kind, nowSec, trace, cluster, workloads, ...", data, &s)
 	if err != nil {
 		return nil, err
 	}
 	var errs fielderr.List
 	add := func(p yamldoc.Path, format string, args ...any) {
 		errs = append(errs, fielderr.New(name, yamldoc.Line(root, p), p.String(), format, args...))
-	}
-	if root.Kind != yaml.MappingNode {
-		add(nil, "a state file is a mapping (apiVersion, kind, nowSec, trace, cluster, workloads, ...)")
-		return nil, errs.Err()
-	}
-	yamldoc.UnknownFields(root, reflect.TypeOf(State{}), func(key *yaml.Node, p yamldoc.Path, known []string) {
-		errs = append(errs, fielderr.New(name, key.Line, p.String(), "unknown field (known fields: %s)", strings.Join(known, ", ")))
-	})
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	var s State
-	if err := root.Decode(&s); err != nil {
-		return nil, yamldoc.Errors(name, err)
 	}
 	if s.APIVersion != APIVersion {
 		add(yamldoc.Path{"apiVersion"}, "%q, want %s", s.APIVersion, APIVersion)

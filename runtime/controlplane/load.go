@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/kueuelab/kueuelab/internal/yamldoc"
 	"github.com/kueuelab/kueuelab/model/fielderr"
@@ -96,27 +93,14 @@ func Load(path string) (*Model, error) {
 
 // Parse is Load on bytes already read; name is the file in errors.
 func Parse(name string, data []byte) (*Model, error) {
-	root, err := yamldoc.Root(name, "control-plane file", data)
+	var f file
+	root, err := yamldoc.Strict(name, "control-plane file", "apiVersion, kind, metadata, clientConnection, writeLatency, jobWrites, harnessRunner, cycle", data, &f)
 	if err != nil {
 		return nil, err
 	}
 	var errs fielderr.List
 	add := func(p yamldoc.Path, format string, args ...any) {
 		errs = append(errs, fielderr.New(name, yamldoc.Line(root, p), p.String(), format, args...))
-	}
-	if root.Kind != yaml.MappingNode {
-		add(nil, "a control-plane file is a mapping (apiVersion, kind, metadata, clientConnection, writeLatency, jobWrites, harnessRunner, cycle)")
-		return nil, errs.Err()
-	}
-	yamldoc.UnknownFields(root, reflect.TypeOf(file{}), func(key *yaml.Node, p yamldoc.Path, known []string) {
-		errs = append(errs, fielderr.New(name, key.Line, p.String(), "unknown field (known fields: %s)", strings.Join(known, ", ")))
-	})
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	var f file
-	if err := root.Decode(&f); err != nil {
-		return nil, yamldoc.Errors(name, err)
 	}
 	if f.APIVersion != APIVersion {
 		add(yamldoc.Path{"apiVersion"}, "%q, want %s", f.APIVersion, APIVersion)
