@@ -58,7 +58,10 @@ type fixture struct {
 	k    *Kueue
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureOf(t, cluster()) }
+
+// newFixtureOf is a Kueue over the cluster objects objs.
+func newFixtureOf(t *testing.T, objs []client.Object) *fixture {
 	t.Helper()
 	s, err := NewScheme()
 	if err != nil {
@@ -69,7 +72,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := k.AddObjects(cluster()); err != nil {
+	if err := k.AddObjects(objs); err != nil {
 		t.Fatal(err)
 	}
 	return &fixture{t: t, loop: l, k: k}
@@ -182,25 +185,13 @@ func TestAdmitBorrowPreempt(t *testing.T) {
 // admits a workload of that namespace, created without labels; a namespace it does not select
 // stays out.
 func TestNamespaceSelectorMatchesTheName(t *testing.T) {
-	s, err := NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := des.New(0)
-	k, err := New(Options{Scheme: s, Clock: l.Clock()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	objs := cluster()
 	for _, o := range objs {
 		if cq, ok := o.(*kueue.ClusterQueue); ok {
 			cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "a"}}
 		}
 	}
-	if err := k.AddObjects(objs); err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{t: t, loop: l, k: k}
+	f := newFixtureOf(t, objs)
 	in, out := f.submit(job("a", "in", 1, "low")), f.submit(job("b", "out", 1, "low"))
 	f.cycles(5)
 	if !workload.IsAdmitted(f.get(in)) || workload.IsAdmitted(f.get(out)) {
