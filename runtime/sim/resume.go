@@ -87,9 +87,10 @@ func (c *Config) checkResume() error {
 	}
 	var errs []error
 	ids := make(map[string]bool, len(c.Trace.Workloads))
+	idx := st.Index()
 	for _, w := range c.Trace.Workloads {
 		ids[w.WorkloadID] = true
-		if st.Find(w.WorkloadID) == nil && w.SubmitTimeOffsetSec < st.NowSec {
+		if idx[w.WorkloadID] == nil && w.SubmitTimeOffsetSec < st.NowSec {
 			errs = append(errs, fmt.Errorf("resume: trace workload %s is submitted at %gs, before the state's instant %gs, and the state does not list it (finished before? leave it out of the trace)", w.WorkloadID, w.SubmitTimeOffsetSec, st.NowSec))
 		}
 	}
@@ -260,12 +261,12 @@ func (s *sim) writeState(dir string, tr *trace.Trace) (skipped []string, err err
 	for _, id := range skipped {
 		skip[id] = true
 	}
+	toCome := s.unsubmitted()
 	for _, w := range tr.Workloads {
-		// Alive now, or not submitted yet: a workload submitted at this very instant that has
-		// not run yet is still to come. The others are done: the history a forecast draws
-		// durations from.
+		// Alive now, or not submitted yet (a workload submitted at this very instant may not
+		// have run yet). The others are done: the history a forecast draws durations from.
 		switch {
-		case keep[w.WorkloadID] || (w.SubmitTimeOffsetSec >= now && !s.submitted(w.WorkloadID)):
+		case keep[w.WorkloadID] || toCome[w.WorkloadID]:
 			out.Workloads = append(out.Workloads, w)
 		case !skip[w.WorkloadID]:
 			history.Workloads = append(history.Workloads, w)
@@ -304,14 +305,16 @@ func (s *sim) writeState(dir string, tr *trace.Trace) (skipped []string, err err
 	return skipped, nil
 }
 
-// submitted says whether the workload's submission has run.
-func (s *sim) submitted(id string) bool {
-	for i := s.next; i < len(s.items); i++ {
-		if it := s.items[i]; it != nil && it.id == id {
-			return false
+// unsubmitted is the set of workloads whose submission has not run: the items from the next one
+// to submit on.
+func (s *sim) unsubmitted() map[string]bool {
+	out := map[string]bool{}
+	for _, it := range s.items[s.next:] {
+		if it != nil {
+			out[it.id] = true
 		}
 	}
-	return true
+	return out
 }
 
 // stateOf is one live Workload's state now.
