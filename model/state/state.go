@@ -349,6 +349,15 @@ func (s *State) Find(id string) *Workload {
 	return nil
 }
 
+// Index maps each workload's id to it (pointers into Workloads), for lookups of many ids.
+func (s *State) Index() map[string]*Workload {
+	idx := make(map[string]*Workload, len(s.Workloads))
+	for i := range s.Workloads {
+		idx[s.Workloads[i].ID] = &s.Workloads[i]
+	}
+	return idx
+}
+
 // OrderSec is the time Kueue orders w by while it is pending.
 func (w *Workload) OrderSec() float64 {
 	if w.QueuedSec != nil {

@@ -116,6 +116,8 @@ type input struct {
 	spec    *rcluster.Spec
 	tr      *trace.Trace
 	history *durations
+	// byID finds a workload of tr.
+	byID map[string]*trace.Workload
 	// finished and running are the history's observations, which each run resamples.
 	finished []*trace.Workload
 	running  map[*trace.Workload]float64
@@ -141,13 +143,13 @@ func load(ctx context.Context, dir string) (*input, error) {
 		}
 		finished = h.Workloads
 	}
-	byID := map[string]*trace.Workload{}
+	in.byID = map[string]*trace.Workload{}
 	for _, w := range in.tr.Workloads {
-		byID[w.WorkloadID] = w
+		in.byID[w.WorkloadID] = w
 	}
 	running := map[*trace.Workload]float64{}
 	for _, w := range st.Workloads {
-		if tw := byID[w.ID]; tw != nil && w.Phase == state.Admitted {
+		if tw := in.byID[w.ID]; tw != nil && w.Phase == state.Admitted {
 			running[tw] = st.NowSec - *w.AdmittedSec
 		}
 	}
@@ -189,10 +191,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	default:
 		return nil, fmt.Errorf("forecast: arrivals %q: want %s or %s", arrivals, state.ArrivalsNone, state.ArrivalsRecorded)
 	}
-	byID := map[string]*trace.Workload{}
-	for _, w := range in.tr.Workloads {
-		byID[w.WorkloadID] = w
-	}
 	rep := &Report{State: o.Dir, Source: st.Source, NowSec: st.NowSec, Repeats: o.Repeats, HorizonSec: o.HorizonSec, Arrivals: arrivals, History: in.history.n()}
 	for i := range st.Workloads {
 		w := &st.Workloads[i]
@@ -205,7 +203,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rep.FromTrace++
 		}
 		if w.Phase == state.Pending {
-			tw := byID[w.ID]
+			tw := in.byID[w.ID]
 			if tw == nil {
 				return nil, fmt.Errorf("forecast: state workload %s is not in the trace %s", w.ID, st.Trace)
 			}
@@ -311,10 +309,6 @@ func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pen
 	st := *in.st
 	st.Workloads = slices.Clone(in.st.Workloads)
 	rng := rand.New(rand.NewPCG(o.Seed, uint64(r)))
-	byID := map[string]*trace.Workload{}
-	for _, w := range in.tr.Workloads {
-		byID[w.WorkloadID] = w
-	}
 	// Each run draws from its own resample of the history (a bootstrap), so that the runs spread
 	// as much as a history of that size leaves the durations uncertain, not only as much as the
 	// durations vary.
@@ -334,12 +328,13 @@ func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pen
 		if w.Phase == state.Admitted {
 			elapsed = st.NowSec - *w.AdmittedSec
 		}
-		left := hist.remaining(byID[w.ID], elapsed, rng)
+		left := hist.remaining(in.byID[w.ID], elapsed, rng)
 		w.RemainingSec, w.Progress = &left, nil
 	}
 	tr := &trace.Trace{Jobs: in.tr.Jobs}
+	live := st.Index()
 	for _, w := range in.tr.Workloads {
-		if st.Find(w.WorkloadID) != nil || arrivals == state.ArrivalsRecorded {
+		if live[w.WorkloadID] != nil || arrivals == state.ArrivalsRecorded {
 			tr.Workloads = append(tr.Workloads, w)
 		}
 	}

@@ -252,13 +252,9 @@ func (in *input) submit(jobs []*Job) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("forecast: -f jobs: %w", err)
 	}
-	inTrace := map[string]bool{}
-	for _, w := range in.tr.Workloads {
-		inTrace[w.WorkloadID] = true
-	}
 	for i, id := range ids {
 		j := jobs[i]
-		if inTrace[id] || in.st.Find(id) != nil {
+		if in.byID[id] != nil || in.st.Find(id) != nil {
 			return nil, fielderr.New(j.File, j.Line, "", "%s %s: its workload %s is already in the state (submitted already?)", j.Kind, j.Name, id)
 		}
 		w := state.Workload{ID: id, Phase: state.Pending, CreatedSec: now}
@@ -274,6 +270,7 @@ func (in *input) submit(jobs []*Job) (map[string]string, error) {
 	for _, w := range res.Workloads {
 		in.tr.Workloads = append(in.tr.Workloads, w)
 		in.tr.Jobs[w.WorkloadID] = res.Jobs[w.WorkloadID]
+		in.byID[w.WorkloadID] = w
 	}
 	slices.SortStableFunc(in.tr.Workloads, func(a, b *trace.Workload) int {
 		return cmp.Or(cmp.Compare(a.SubmitTimeOffsetSec, b.SubmitTimeOffsetSec), cmp.Compare(a.WorkloadID, b.WorkloadID))

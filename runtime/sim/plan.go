@@ -101,8 +101,9 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 		}
 	}
 	if st := cfg.Resume; st != nil {
+		idx := st.Index()
 		for _, it := range ix.all {
-			if it.resume = st.Find(it.id); it.resume != nil {
+			if it.resume = idx[it.id]; it.resume != nil {
 				it.offset = st.NowSec
 			}
 		}
