@@ -27,12 +27,12 @@ import (
 )
 
 // A run resumed from a state (Config.Resume) starts at the state's instant with the state's
-// workloads already in Kueue: every one is created at that instant, before Kueue's first cycle,
-// in the order Kueue queued them; a pending one with the timestamp Kueue ordered it by, an
-// admitted one already holding its quota (kueuelib's CreateAdmitted: Kueue rebuilding its cache
-// after a restart). Their pods start then, with the work each has left. The rest of the trace
-// arrives at its own times. What Kueue keeps only in memory (inadmissible workloads parked,
-// requeue and backoff timers, a cycle in flight) starts afresh, as after a Kueue restart.
+// workloads already in Kueue, created then, before Kueue's first cycle, in the order Kueue queued
+// them, each with the status the state gives its Workload (conditions, requeue state; an admitted
+// one holding its quota, as Kueue rebuilds its cache after a restart); the ones Kueue kept aside
+// as inadmissible go back there; pods go back to their nodes and continue from their progress.
+// The rest of the trace arrives at its own times. What only Kueue's memory holds beyond that (a
+// cycle in flight, its backoff, admission fair sharing's usage) starts afresh.
 
 // restore creates the resumed workloads (the first items, in Kueue's order) before anything else
 // happens, and then the LocalQueues, as a starting Kueue meets them: its queue manager adopts
@@ -102,13 +102,13 @@ func (c *Config) checkResume() error {
 	return errors.Join(errs...)
 }
 
-// resumeOrder puts the resumed items first, in the order Kueue queued them (the time it orders
-// them by, then id, as a replay creates them), so that the nanosecond each Workload's creation
-// timestamp gets keeps that order.
+// resumeOrder puts the resumed items first, in the order of the creation timestamps their
+// Workloads get (resumedCreation), then of id as a replay creates them, so that a timestamp a
+// tie moves by a nanosecond (createResumed) keeps that order.
 func resumeOrder(a, b *item) int {
 	switch {
 	case a.resume != nil && b.resume != nil:
-		return cmp.Or(cmp.Compare(a.resume.OrderSec(), b.resume.OrderSec()), strings.Compare(a.id, b.id))
+		return cmp.Or(cmp.Compare(resumedCreation(a.resume), resumedCreation(b.resume)), strings.Compare(a.id, b.id))
 	case a.resume != nil:
 		return -1
 	case b.resume != nil:
@@ -137,16 +137,21 @@ func resumedWork(w *trace.Workload, jobs []*trace.Job, r *state.Workload) (*trac
 	return &c, out
 }
 
+// resumedCreation is the creation time a resumed workload's Workload gets: the state's; for a
+// state that gives no conditions, its queuedSec, so that Kueue orders a requeued workload by its
+// eviction as it would from the Evicted condition.
+func resumedCreation(r *state.Workload) float64 {
+	if len(r.Conditions) == 0 {
+		return r.OrderSec()
+	}
+	return r.CreatedSec
+}
+
 // createResumed creates a resumed workload's Workload, pending or admitted, with the status the
-// state gives it. Its creation timestamp is the state's; a state that gives no conditions orders
-// a requeued workload by its queuedSec instead, as Kueue would by its eviction.
+// state gives it and the creation time resumedCreation.
 func (s *sim) createResumed(wl *kueue.Workload, r *state.Workload) error {
 	s.pods.resumeProgress(wl.Namespace, r)
-	created := r.CreatedSec
-	if len(r.Conditions) == 0 {
-		created = r.OrderSec()
-	}
-	t := des.Time(created)
+	t := des.Time(resumedCreation(r))
 	if !t.After(s.lastResumed) {
 		// Equal timestamps (a cluster's, to the second) keep the state's order.
 		t = s.lastResumed.Add(time.Nanosecond)

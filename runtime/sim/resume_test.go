@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/model/trace"
@@ -120,6 +124,36 @@ func TestResumeReproducesTheRun(t *testing.T) {
 			if e := firstDivergence(want, got, at); e != "" {
 				t.Errorf("the resumed run departs from the full run at: %s", e)
 			}
+			// The API-visible state an hour later is the full run's too: creation times, conditions
+			// and requeue state of every Workload, not only the events.
+			later := func(c Config) *state.State {
+				c.OutDir, c.MaxTraceSec, c.StateOut = t.TempDir(), at+3600, t.TempDir()
+				if _, err := Run(context.Background(), c); err == nil {
+					t.Fatal("a run stopped at the limit is incomplete, and says so")
+				}
+				s, err := state.Load(filepath.Join(c.StateOut, state.StateFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// What the sim draws in the order Workloads are created, which the resumed run
+				// creates in another: the UIDs and name suffixes messages give, and the
+				// nanoseconds that keep creation timestamps unique.
+				for i := range s.Workloads {
+					w := &s.Workloads[i]
+					w.CreatedSec = math.Round(w.CreatedSec*1e6) / 1e6
+					for j := range w.Conditions {
+						c := &w.Conditions[j]
+						c.Message = uidPattern.ReplaceAllString(c.Message, "UID: -")
+						c.Message = nameSuffix.ReplaceAllString(c.Message, "$1-")
+					}
+				}
+				return s
+			}
+			// Progress is summed over other event boundaries in the resumed run: equal to float
+			// rounding.
+			if d := gocmp.Diff(later(base).Workloads, later(resumed).Workloads, cmpopts.EquateApprox(0, 1e-6)); d != "" {
+				t.Errorf("state at %gs, full run (-) and resumed (+):\n%s", at+3600, d)
+			}
 			var pending, admitted int
 			for _, w := range st.Workloads {
 				if w.Phase == state.Admitted {
@@ -146,6 +180,11 @@ func TestResumeReproducesTheRun(t *testing.T) {
 		})
 	}
 }
+
+var (
+	uidPattern = regexp.MustCompile(`UID: [0-9a-f-]+`)
+	nameSuffix = regexp.MustCompile(`(workload-\d+)-[0-9a-f]{5}\b`)
+)
 
 // firstDivergence names the first event after t that the two runs do not share (Kueue's and the
 // pods' events; submissions and Workload creations of the resumed workloads differ by design).
