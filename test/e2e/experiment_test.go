@@ -21,15 +21,17 @@ import (
 
 // quotaSweep is a 3-variant experiment on a small generated trace: team A's GPU quota at 8, 16
 // and 32 (of 96 GPUs on the nodes), with borrowing and lending off so team A's admissions depend on its own
-// quota only. Team A's 35 workloads of this trace (118 GPU-hours submitted within 42 minutes) would
-// use 30 GPUs at once at their peak, so 8 and 16 make it queue; each fits in 8 GPUs, so all finish.
+// quota only. Team A's 12 workloads of this 30-workload trace (26 GPU-hours submitted within 6 minutes)
+// would use 24 GPUs at once at their peak, so 8 and 16 make it queue; each fits in 8 GPUs, so all
+// finish. On the sim engine team A's mean time-to-admission is 3,667 s, 506 s and 0 s: each step
+// of the sweep is far apart from the next compared with the test's 30 s tolerance.
 const quotaSweep = `apiVersion: kueuelab.io/v1alpha1
 kind: Experiment
 metadata: {name: e2e-quota-sweep}
 generator:
-  jobs: 80
-  seed: 11
-  overrides: {meanInterArrivalSec: 20}
+  jobs: 30
+  seed: 3
+  overrides: {meanInterArrivalSec: 10}
 cluster: CLUSTER
 speedup: max
 timeout: 8m
@@ -56,7 +58,7 @@ variants:
 // which victim Kueue picks among equals.
 func TestExperimentQuotaSweep(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs three replays of an 80-workload trace")
+		t.Skip("runs three replays of a 30-workload trace")
 	}
 	dir := t.TempDir()
 	clusterSpec, err := filepath.Abs("../../examples/clusters/teams.yaml")
