@@ -194,7 +194,7 @@ func (q *Queues) clusterQueue(cq *kueue.ClusterQueue) ClusterQueue {
 	if sp := cq.Spec.StopPolicy; sp != nil && *sp != kueue.None {
 		q.add(true, kind, cq.Name, "spec.stopPolicy", "%s: the spec has no stopped queue (set it to None, or snapshot without this queue)", *sp)
 	}
-	if cq.Spec.ConcurrentAdmissionPolicy != nil {
+	if hasConcurrentAdmission(cq) {
 		q.add(false, kind, cq.Name, "spec.concurrentAdmissionPolicy", "left out: the spec has no concurrent admission")
 	}
 	return out

@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,7 +36,6 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/scheduler"
-	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	afs "sigs.k8s.io/kueue/pkg/util/admissionfairsharing"
 	"sigs.k8s.io/kueue/pkg/util/routine"
@@ -147,26 +145,25 @@ func New(o Options) (*Kueue, error) {
 	k := &Kueue{}
 	clk := timerClock{WithDelayedExecution: o.Clock, k: k}
 	queueOpts[0] = qcache.WithClock(clk)
-	// One preemption-expectations store shared by the queues, the scheduler and the workload
-	// controller, as Kueue's main wires them.
-	expect := preemptexpectations.New()
-	queueOpts = append(queueOpts, qcache.WithPreemptionExpectations(expect))
 	cc := schdcache.New(st, cacheOpts...)
-	qm, rq := qcache.NewManagerForUnitTestsWithRequeuer(st, cc, queueOpts...)
+	w, err := wireQueues(st, cc, queueOpts)
+	if err != nil {
+		return nil, err
+	}
+	qm := w.queues
 
 	newMu.Lock()
 	saved := routine.DefaultWrapper
 	routine.DefaultWrapper = admissionRoutine{st}
-	s := scheduler.New(qm, cc, st, discardRecorder{},
+	s := scheduler.New(qm, cc, st, discardRecorder{}, append([]scheduler.Option{
 		scheduler.WithPodsReadyRequeuingTimestamp(requeuing),
 		scheduler.WithFairSharing(o.FairSharing),
 		scheduler.WithAdmissionFairSharing(o.AdmissionFairSharing),
-		scheduler.WithPreemptionExpectations(expect),
-		scheduler.WithClock(nil, clk))
+		scheduler.WithClock(nil, clk)}, w.scheduler...)...)
 	routine.DefaultWrapper = saved
 	newMu.Unlock()
 
-	wopts := []core.Option{core.WithPreemptionExpectations(expect)}
+	wopts := w.core
 	if afs.Enabled(o.AdmissionFairSharing) {
 		// The LocalQueue reconciler hears of every Workload event, as in Kueue's
 		// core.SetupControllers, and the handlers account admitted usage.
@@ -181,14 +178,10 @@ func New(o Options) (*Kueue, error) {
 			return nil, err
 		}
 	}
-	requeues, err := bindNotified(rq)
-	if err != nil {
-		return nil, err
-	}
 	log := logr.Discard()
 	*k = Kueue{Store: st, cache: cc, queues: qm, sched: s, reconciler: r, clk: clk, opts: o,
 		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{},
-		work: newWorkQueue(), requeues: requeues, ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuing}, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{}}
+		work: newWorkQueue(), requeues: w.requeues, ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuing}, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{}}
 	k.newLocalQueueReconciler()
 	return k, nil
 }
@@ -277,8 +270,7 @@ func (k *Kueue) add(o client.Object) error {
 	}
 	switch x := o.(type) {
 	case *corev1.Node:
-		// Kueue's TAS node controller feeds its node cache from Node events.
-		k.cache.TASCache().SyncNode(x)
+		syncTASNode(k.cache, x)
 	case *kueue.ResourceFlavor:
 		k.cache.AddOrUpdateResourceFlavor(k.log, x)
 	case *kueue.Topology:
@@ -355,36 +347,6 @@ func (k *Kueue) Cycle() (keepGoing bool, err error) {
 	return keepGoing, nil
 }
 
-// batchRequeues starts a batch for each ClusterQueue and root Cohort Kueue notified since the
-// last call that has none waiting: one batch period later, on the clock, its inadmissible
-// workloads move back to the heaps, as the real requeuer's delaying queue does (a name already
-// waiting is not added again).
-func (k *Kueue) batchRequeues() {
-	period := requeueBatchPeriod()
-	for name := range k.requeues.cqs {
-		if !k.cqBatches[name] {
-			k.cqBatches[name] = true
-			// timerClock marks the heads changed and collects what the move notified.
-			k.clk.AfterFunc(period, func() {
-				delete(k.cqBatches, name)
-				requeueWorkloadsCQ(k.ctx, k.queues, name)
-			})
-		}
-	}
-	for name := range k.requeues.cohorts {
-		if !k.cohortBatches[name] {
-			k.cohortBatches[name] = true
-			// timerClock marks the heads changed and collects what the move notified.
-			k.clk.AfterFunc(period, func() {
-				delete(k.cohortBatches, name)
-				requeueWorkloadsCohort(k.ctx, k.queues, name)
-			})
-		}
-	}
-	clear(k.requeues.cqs)
-	clear(k.requeues.cohorts)
-}
-
 // Cycles is the number of cycles run.
 func (k *Kueue) Cycles() int64 { return k.cycles }
 
@@ -409,12 +371,4 @@ func (k *Kueue) Deliver(c Change) {
 
 func activeCondition() metav1.Condition {
 	return metav1.Condition{Type: kueue.ClusterQueueActive, Status: "True", Reason: "Ready", Message: "Can admit new workloads"}
-}
-
-// discardRecorder drops Kueue's Kubernetes events; the sim records its own.
-type discardRecorder struct{}
-
-var _ events.EventRecorder = discardRecorder{}
-
-func (discardRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {
 }

@@ -8,15 +8,12 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/workload"
-	"sigs.k8s.io/kueue/pkg/workload/evict"
-	"sigs.k8s.io/kueue/pkg/workload/finish"
-	"sigs.k8s.io/kueue/pkg/workload/patching"
 )
 
 // The Workload predicates and writes the caller needs to play Kueue's workload controller and job
-// reconciler around the scheduler. Each is Kueue's own function (pkg/workload, split
-// into subpackages by v0.19), named here so that a Kueue version that moves or changes them is
-// met in this package alone.
+// reconciler around the scheduler. Each is Kueue's own function (pkg/workload and, from v0.19, its
+// subpackages: the per-version files compat_*.go name them), named here so that a Kueue version
+// that moves or changes them is met in this package alone.
 
 // HasQuotaReservation is Kueue's workload.HasQuotaReservation: wl's QuotaReserved condition is
 // True.
@@ -31,14 +28,14 @@ func HasPodsReadyCondition(wl *kueue.Workload) bool {
 }
 
 // IsEvicted is Kueue's workload.IsEvicted: wl's Evicted condition is True.
-func IsEvicted(wl *kueue.Workload) bool { return evict.IsEvicted(wl) }
+func IsEvicted(wl *kueue.Workload) bool { return isEvicted(wl) }
 
 // IsFinished is Kueue's workload.IsFinished: wl's Finished condition is True.
-func IsFinished(wl *kueue.Workload) bool { return finish.IsFinished(wl) }
+func IsFinished(wl *kueue.Workload) bool { return isFinished(wl) }
 
 // ReleaseEvicted clears the admission of an evicted Workload cur whose job has stopped, as Kueue's
 // job reconciler does once the job is suspended (pkg/controller/jobframework, "handle eviction"):
-// in one patching.PatchAdmissionStatus, workload.SetRequeuedCondition with the Evicted
+// in one PatchAdmissionStatus, workload.SetRequeuedCondition with the Evicted
 // condition's reason and message — Requeued True when Kueue preempted the Workload or its node
 // failed, False otherwise — and workload.UnsetQuotaReservationWithCondition (reason
 // PendingEvaluation, or Pending without the unadmitted-reasons gate; the eviction's message). cur is not modified; the write is in the Store's changes.
@@ -49,12 +46,10 @@ func (k *Kueue) ReleaseEvicted(cur *kueue.Workload) error {
 	}
 	wl := cur.DeepCopy()
 	defer k.Store.as(ByJob)()
-	return patching.PatchAdmissionStatus(k.ctx, k.Store, wl, k.clk, func(wl *kueue.Workload) (bool, error) {
+	return patchAdmissionStatus(k.ctx, k.Store, wl, k.clk, func(wl *kueue.Workload) (bool, error) {
 		setRequeued := evCond.Reason == kueue.WorkloadEvictedByPreemption || evCond.Reason == kueue.WorkloadEvictedDueToNodeFailures
 		updated := workload.SetRequeuedCondition(wl, evCond.Reason, evCond.Message, setRequeued)
-		//lint:ignore SA1019 Kueue's own fallback reason while its UnadmittedWorkloadsObservability gate is off
-		reason := workload.UnadmittedWorkloadReasonWithFallback(kueue.WorkloadQuotaReservedReasonPendingEvaluation, kueue.WorkloadPending)
-		if workload.UnsetQuotaReservationWithCondition(wl, reason, evCond.Message, k.clk.Now()) {
+		if workload.UnsetQuotaReservationWithCondition(wl, releasedReason(), evCond.Message, k.clk.Now()) {
 			updated = true
 		}
 		return updated, nil
@@ -62,7 +57,7 @@ func (k *Kueue) ReleaseEvicted(cur *kueue.Workload) error {
 }
 
 // Finish declares the job of the stored Workload key finished, as Kueue's job reconciler does:
-// finish.Finish sets the Finished condition, reason Failed when failed and Succeeded otherwise,
+// Kueue's Finish sets the Finished condition, reason Failed when failed and Succeeded otherwise,
 // with message msg. With the WorkloadRequestUseMergePatch feature gate on, Finish writes into the
 // object it is given, so it gets a copy of the stored one; the server-side apply path only reads
 // it. The write is in the Store's changes.
@@ -79,5 +74,5 @@ func (k *Kueue) Finish(key types.NamespacedName, failed bool, msg string) error 
 		cur = cur.DeepCopy()
 	}
 	defer k.Store.as(ByJob)()
-	return finish.Finish(k.ctx, k.Store, cur, reason, msg, k.clk)
+	return finishWorkload(k.ctx, k.Store, cur, reason, msg, k.clk)
 }

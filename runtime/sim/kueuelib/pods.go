@@ -22,7 +22,7 @@ func (k *Kueue) PodTemplate(pod *corev1.Pod, psa *kueue.PodSetAssignment, ps *ku
 	if err != nil {
 		return err
 	}
-	return podset.Merge(k.log, &pod.ObjectMeta, &pod.Spec, info)
+	return mergePodSet(k.log, &pod.ObjectMeta, &pod.Spec, info)
 }
 
 // CheckAssignment is PodTemplate's podset.FromAssignment alone, for a pod set whose template

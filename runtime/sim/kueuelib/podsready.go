@@ -117,7 +117,7 @@ func (k *Kueue) SyncPodsReady(key types.NamespacedName, ready bool) error {
 		return nil
 	}
 	defer k.Store.as(ByJobPodsReady)()
-	return workload.SetConditionAndUpdate(k.ctx, k.Store, cur.DeepCopy(), cond.Type, cond.Status, cond.Reason, cond.Message,
+	return setConditionAndUpdate(k.ctx, k.Store, cur.DeepCopy(), cond.Type, cond.Status, cond.Reason, cond.Message,
 		constants.JobControllerName, k.clk)
 }
 

@@ -80,7 +80,7 @@ func (k *Kueue) CreateAdmitted(wl *kueue.Workload, cq string, podsets []Restored
 		if rp.Count != req.Count {
 			return fmt.Errorf("workload %s/%s pod set %s: %d pods admitted, the pod set has %d (partial admission is not restored)", wl.Namespace, wl.Name, rp.Name, rp.Count, req.Count)
 		}
-		requests := req.Requests.ToResourceList(nil) // nil: the default formatting the scheduler uses unless configured
+		requests := requestsOf(req)
 		psa := kueue.PodSetAssignment{Name: req.Name, Count: new(rp.Count),
 			Flavors: map[corev1.ResourceName]kueue.ResourceFlavorReference{}, ResourceUsage: corev1.ResourceList{}}
 		for r, f := range rp.Flavors {

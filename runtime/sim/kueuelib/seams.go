@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"time"
 	"unsafe"
 
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -17,10 +15,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/wait"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
-
-// KueueVersion is the Kueue module version whose unexported code the seams below reach.
-// They are checked by TestSeams; a different Kueue version must be checked again before use.
-const KueueVersion = "v0.19.2"
 
 // Seam 1: one scheduling cycle. Kueue runs (*Scheduler).schedule in a loop behind a real-time
 // backoff (Start → wait.UntilWithBackoff); its unit tests call schedule directly, from inside the
@@ -93,11 +87,8 @@ func newHeads(m *qcache.Manager, names []kueue.ClusterQueueReference) (*heads, e
 // Seam 6: the inadmissible workloads a ClusterQueue keeps aside. A pending Workload Kueue tried and
 // could not admit waits outside the heap until something in its ClusterQueue or cohort changes;
 // only Kueue's memory says which. The queue's exported DumpInadmissible lists them; a restored
-// Workload is put back there with the queue's unexported moveHeapToInadmissible (linknamed), after
-// the LocalQueue's adoption pushed it to the heap.
-//
-//go:linkname moveHeapToInadmissible sigs.k8s.io/kueue/pkg/cache/queue.(*ClusterQueue).moveHeapToInadmissible
-func moveHeapToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info)
+// Workload is put back there after the LocalQueue's adoption pushed it to the heap, by the
+// version's unexported move (moveToInadmissible, in compat_*.go).
 
 // parked lists the inadmissible Workloads of every ClusterQueue ("namespace/name").
 func (h *heads) parked() map[string]bool {
@@ -116,7 +107,7 @@ func (h *heads) parked() map[string]bool {
 func (h *heads) park(key workload.Reference) bool {
 	for _, cq := range h.cqs {
 		if info := cq.Info(key); info != nil {
-			moveHeapToInadmissible(cq, key, info)
+			moveToInadmissible(cq, key, info)
 			return true
 		}
 	}
@@ -164,66 +155,6 @@ func setReconcilerClock(r *core.WorkloadReconciler, c clock.Clock) error {
 	}
 	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(c))
 	return nil
-}
-
-// Seam 4: the inadmissible-workload requeuer. Kueue's queue manager notifies a requeuer when
-// something may make inadmissible workloads admissible (quota freed, a queue changed); the real
-// one (qcache.NewRequeuer) puts the ClusterQueue or root Cohort on a delaying workqueue with the
-// batch period (getRequeueBatchPeriod: 1 s, or 10 s under SchedulerLongRequeueInterval), so
-// notifications within a period are coalesced and the workloads move back to the heaps one
-// period after the first of them. Kueue's exported synchronous requeuer
-// (NewManagerForUnitTestsWithRequeuer) records the notified names in its unexported sets cqs
-// and cohorts; the sim reads and clears them after each step of Kueue's code and moves each
-// name's workloads one period later, on the virtual clock, with the functions the real
-// requeuer calls.
-//
-//go:linkname requeueBatchPeriod sigs.k8s.io/kueue/pkg/cache/queue.getRequeueBatchPeriod
-func requeueBatchPeriod() time.Duration
-
-//go:linkname requeueWorkloadsCQ sigs.k8s.io/kueue/pkg/cache/queue.requeueWorkloadsCQ
-func requeueWorkloadsCQ(ctx context.Context, m *qcache.Manager, name kueue.ClusterQueueReference) int
-
-//go:linkname requeueWorkloadsCohort sigs.k8s.io/kueue/pkg/cache/queue.requeueWorkloadsCohort
-func requeueWorkloadsCohort(ctx context.Context, m *qcache.Manager, name kueue.CohortReference) int
-
-// notified is the synchronous requeuer's pending names.
-type notified struct {
-	cqs     map[kueue.ClusterQueueReference]sets.Empty
-	cohorts map[kueue.CohortReference]sets.Empty
-}
-
-// bindNotified finds the sets of the requeuer rq (a *qcache.testInadmissibleWorkloadRequeuer).
-func bindNotified(rq any) (*notified, error) {
-	v := reflect.ValueOf(rq)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return nil, fmt.Errorf("kueue %s seam: the requeuer is %T, not a pointer to a struct", KueueVersion, rq)
-	}
-	field := func(name string) (reflect.Value, error) {
-		f := v.Elem().FieldByName(name)
-		if !f.IsValid() {
-			return f, fmt.Errorf("kueue %s seam: the requeuer has no field %s", KueueVersion, name)
-		}
-		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem(), nil
-	}
-	cqs, err := field("cqs")
-	if err != nil {
-		return nil, err
-	}
-	cohorts, err := field("cohorts")
-	if err != nil {
-		return nil, err
-	}
-	n := &notified{}
-	c, ok := cqs.Interface().(sets.Set[kueue.ClusterQueueReference])
-	if !ok {
-		return nil, fmt.Errorf("kueue %s seam: the requeuer's cqs is %s", KueueVersion, cqs.Type())
-	}
-	h, ok := cohorts.Interface().(sets.Set[kueue.CohortReference])
-	if !ok {
-		return nil, fmt.Errorf("kueue %s seam: the requeuer's cohorts is %s", KueueVersion, cohorts.Type())
-	}
-	n.cqs, n.cohorts = c, h
-	return n, nil
 }
 
 // Seam 5: waitForPodsReady in the workload controller. Kueue's core.SetupControllers gives the

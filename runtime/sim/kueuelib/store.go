@@ -67,7 +67,10 @@ type Store struct {
 	scheme    *runtime.Scheme
 	mapper    apimeta.RESTMapper
 	workloads map[types.NamespacedName]*kueue.Workload
-	objects   map[objKey]client.Object
+	// owners are the jobs of the stored Workloads (their controller references): a replay's job
+	// exists exactly as long as its Workload, and the sim keeps no job objects of its own.
+	owners  map[ownerKey]types.UID
+	objects map[objKey]client.Object
 	// byType holds each type's objects sorted by namespace and name, for List.
 	byType  map[reflect.Type][]client.Object
 	changes []Change
@@ -87,11 +90,24 @@ type objKey struct {
 	key types.NamespacedName
 }
 
+type ownerKey struct {
+	apiVersion, kind, namespace, name string
+}
+
+// ownerOf is the key of wl's controller owner; ok is false when it has none.
+func ownerOf(wl *kueue.Workload) (ownerKey, types.UID, bool) {
+	ref := metav1.GetControllerOf(wl)
+	if ref == nil {
+		return ownerKey{}, "", false
+	}
+	return ownerKey{ref.APIVersion, ref.Kind, wl.Namespace, ref.Name}, ref.UID, true
+}
+
 // NewStore returns an empty store whose Scheme is scheme (it must know Kueue's v1beta2 types
 // and the job kinds whose objects the sim turns into Workloads).
 func NewStore(scheme *runtime.Scheme) *Store {
 	return &Store{scheme: scheme, mapper: apimeta.NewDefaultRESTMapper(nil),
-		workloads: map[types.NamespacedName]*kueue.Workload{}, objects: map[objKey]client.Object{}, byType: map[reflect.Type][]client.Object{}}
+		workloads: map[types.NamespacedName]*kueue.Workload{}, owners: map[ownerKey]types.UID{}, objects: map[objKey]client.Object{}, byType: map[reflect.Type][]client.Object{}}
 }
 
 var _ client.Client = (*Store)(nil)
@@ -265,6 +281,16 @@ func (s *Store) Get(_ context.Context, key client.ObjectKey, obj client.Object, 
 		src.DeepCopyInto(wl)
 		return nil
 	}
+	// Metadata of a Workload's job, as Kueue's orphan check asks for it (v0.17's workload
+	// controller, the FinishOrphanedWorkloads gate).
+	if pm, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		uid, found := s.owners[ownerKey{pm.APIVersion, pm.Kind, key.Namespace, key.Name}]
+		if !found {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(pm.Kind) + "s"}, key.Name)
+		}
+		pm.Namespace, pm.Name, pm.UID = key.Namespace, key.Name, uid
+		return nil
+	}
 	src, ok := s.objects[objKey{reflect.TypeOf(obj), key}]
 	if !ok {
 		return apierrors.NewNotFound(s.resource(obj), key.Name)
@@ -412,6 +438,9 @@ func (s *Store) Create(_ context.Context, obj client.Object, opts ...client.Crea
 	apiTimes(wl)
 	stored := wl.DeepCopy()
 	s.workloads[key] = stored
+	if k, uid, ok := ownerOf(stored); ok {
+		s.owners[k] = uid
+	}
 	s.changes = append(s.changes, Change{New: stored, Async: s.async > 0, By: s.by})
 	return nil
 }
@@ -430,6 +459,9 @@ func (s *Store) Delete(_ context.Context, obj client.Object, _ ...client.DeleteO
 		return apierrors.NewNotFound(kueue.Resource("workloads"), wl.Name)
 	}
 	delete(s.workloads, key)
+	if k, uid, ok := ownerOf(old); ok && s.owners[k] == uid {
+		delete(s.owners, k)
+	}
 	s.changes = append(s.changes, Change{Old: old, Async: s.async > 0, By: s.by})
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -133,5 +134,48 @@ func TestStoreListsByKueuesIndexes(t *testing.T) {
 	var ns kueue.ClusterQueueList
 	if err := st.List(ctx, &ns); err != nil || len(ns.Items) != 2 {
 		t.Fatalf("ClusterQueues: %d (%v)", len(ns.Items), err)
+	}
+}
+
+// TestStoreAnswersForAWorkloadsJob checks the metadata Get Kueue's orphan check makes (v0.17's
+// workload controller, FinishOrphanedWorkloads): a Workload's job exists, with the UID of its
+// controller reference, exactly as long as the Workload is stored.
+func TestStoreAnswersForAWorkloadsJob(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	ctrl := true
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "job-a-1",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "a", UID: "job-uid", Controller: &ctrl}}}}
+	get := func(apiVersion, kind, name string) (*metav1.PartialObjectMetadata, error) {
+		pm := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}}
+		return pm, st.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: name}, pm)
+	}
+	if _, err := get("batch/v1", "Job", "a"); !apierrors.IsNotFound(err) {
+		t.Fatalf("before the Workload: %v, want NotFound", err)
+	}
+	if err := st.Create(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		apiVersion, kind, name string
+		found                  bool
+	}{
+		{"batch/v1", "Job", "a", true},
+		{"batch/v1", "Job", "b", false},
+		{"jobset.x-k8s.io/v1alpha2", "JobSet", "a", false},
+	} {
+		pm, err := get(tc.apiVersion, tc.kind, tc.name)
+		switch {
+		case tc.found && (err != nil || pm.UID != "job-uid" || pm.Name != tc.name):
+			t.Errorf("%s %s: %v, UID %q; want found with UID job-uid", tc.kind, tc.name, err, pm.UID)
+		case !tc.found && !apierrors.IsNotFound(err):
+			t.Errorf("%s %s: %v, want NotFound", tc.kind, tc.name, err)
+		}
+	}
+	if err := st.Delete(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := get("batch/v1", "Job", "a"); !apierrors.IsNotFound(err) {
+		t.Errorf("after the Workload: %v, want NotFound", err)
 	}
 }

@@ -113,7 +113,7 @@ func workloadFor(ctx context.Context, st *Store, obj client.Object, created meta
 		return nil, fmt.Errorf("kueue integration for %s holds a %s, not a %s", gvk, dst.Type(), src.Type())
 	}
 	dst.Elem().Set(src.Elem())
-	wl, err := jobframework.ConstructWorkload(ctx, st, job, nil, nil)
+	wl, err := constructWorkload(ctx, st, job)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s/%s: workload: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
