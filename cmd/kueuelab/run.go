@@ -19,6 +19,7 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
+	"github.com/kueuelab/kueuelab/runtime/kueuever"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -28,7 +29,7 @@ import (
 
 type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
-	faults, clockTrace                                  string
+	faults, clockTrace, kueueVersion                    string
 	engine                                              results.Engine
 	sim                                                 simFlags
 	speedup                                             results.Speedup
@@ -101,7 +102,9 @@ The sim engine does not model faults: --faults needs --engine cluster.
 
 --engine sim replays the same trace, cluster spec and mapping through Kueue v0.19.2's own
 scheduler, imported as a library, in virtual time: no cluster, no processes, the same results
-files. ` + simHelp,
+files. --kueue-version v0.15.0, v0.17.1 or v0.18.3 replays it through that release's code
+instead: a kueuelab binary linking it, built from this source tree into the cache on first use
+(the Go toolchain on PATH; a few minutes the first time, ~2 s to check afterwards). ` + simHelp,
 		Example: `  kueuelab run --gen-jobs 300 --gen-span 12h --seed 1 --cluster examples/clusters/teams.yaml
   kueuelab run --trace trace.jsonl --cluster examples/clusters/teams.yaml --out results/base
   kueuelab cluster install --kubeconfig ~/.kube/config --cluster spec.yaml
@@ -133,6 +136,7 @@ files. ` + simHelp,
 	f.engine = results.EngineCluster
 	fl.Var(&f.engine, "engine", "cluster (a real Kueue on a cluster) or sim (Kueue's scheduler in virtual time)")
 	f.sim.register(fl)
+	fl.StringVar(&f.kueueVersion, "kueue-version", kueuever.Default, kueueVersionHelp)
 	return c
 }
 
@@ -150,6 +154,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if err := f.sim.check(f.engine, cmd.Flags()); err != nil {
 		return err
+	}
+	if v, here, err := pickKueue(f.kueueVersion, f.engine); err != nil {
+		return err
+	} else if !here {
+		return runThroughRelease(ctx, v, out, cmd.ErrOrStderr())
 	}
 	in := replay.Inputs{Seed: f.seed, Timeout: f.timeout, Out: out}
 	if f.faults != "" {

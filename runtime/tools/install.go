@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -155,7 +157,13 @@ func (in Installer) patchedK8sWrapper(ctx context.Context, r runner, c Component
 
 // copySource copies the module out of the read-only module cache and applies the component's patch.
 func (in Installer) copySource(ctx context.Context, r runner, c Component, dir string) error {
-	src, err := ModuleDir(ctx, in.Go, c.Module+"@"+c.Version)
+	return PatchedModule(ctx, in.Go, c.Module+"@"+c.Version, dir, c.patches, r.log)
+}
+
+// PatchedModule writes into dir (replacing what it holds) a copy of module@version from the module
+// cache with the named patches of patches/ applied in order; patch(1)'s output goes to log.
+func PatchedModule(ctx context.Context, goBin, moduleAtVersion, dir string, names []string, log io.Writer) error {
+	src, err := ModuleDir(ctx, goBin, moduleAtVersion)
 	if err != nil {
 		return err
 	}
@@ -166,18 +174,32 @@ func (in Installer) copySource(ctx context.Context, r runner, c Component, dir s
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
-	for _, name := range c.patches {
+	for _, name := range names {
 		p, err := patches.ReadFile("patches/" + name)
 		if err != nil {
 			return err
 		}
 		cmd := exec.CommandContext(ctx, "patch", "-p1", "--forward", "--batch")
-		cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, bytes.NewReader(p), r.log, r.log
+		cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, bytes.NewReader(p), log, log
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apply patches/%s: %w", name, err)
+			return fmt.Errorf("apply patches/%s to %s: %w", name, moduleAtVersion, err)
 		}
 	}
 	return nil
+}
+
+// PatchSum is a digest of the named patches' contents, for a cache key.
+func PatchSum(names []string) (string, error) {
+	h := sha256.New()
+	for _, name := range names {
+		p, err := patches.ReadFile("patches/" + name)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", name, len(p))
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
 // writeK8sWrapper writes a wrapper module requiring k8s.io/kubernetes with one replace per staging
