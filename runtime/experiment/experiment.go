@@ -21,6 +21,7 @@ import (
 	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/runtime/controlplane"
+	"github.com/kueuelab/kueuelab/runtime/kueuever"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim"
 )
@@ -65,6 +66,10 @@ type Experiment struct {
 	// "none" (the default: Kueue infinitely fast), "kueue" (the built-in model) or a
 	// control-plane file (relative to the experiment file; runtime/controlplane). Engine sim only.
 	ControlPlane string `yaml:"controlPlane,omitempty"`
+	// KueueVersion is the Kueue release of every variant that does not give its own (default
+	// runtime/kueuever.Default). The sim engine runs every supported release (runtime/simver); the
+	// cluster engine the releases its tools build.
+	KueueVersion string `yaml:"kueueVersion,omitempty"`
 
 	file    string
 	timeout time.Duration
@@ -124,6 +129,9 @@ type Variant struct {
 	Workloads *WorkloadOverrides `yaml:"workloads,omitempty"`
 	// ControlPlane replaces the experiment's control-plane model for this variant.
 	ControlPlane string `yaml:"controlPlane,omitempty"`
+	// KueueVersion replaces the experiment's Kueue release for this variant: an upgrade what-if
+	// is variants that differ in it alone.
+	KueueVersion string `yaml:"kueueVersion,omitempty"`
 
 	line int
 }
@@ -290,10 +298,37 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 		}
 	}
 	e.validateControlPlanes(root, el)
+	e.validateKueueVersions(root, el)
 	if e.Baseline != "" && !seen[e.Baseline] {
 		el.add(line("baseline"), "baseline", "no variant named %q", e.Baseline)
 	}
 	e.validateFaults(root, el)
+}
+
+// KueueVersionOf is the Kueue release variant v runs.
+func (e *Experiment) KueueVersionOf(v *Variant) (kueuever.Version, error) {
+	return kueuever.Lookup(cmp.Or(v.KueueVersion, e.KueueVersion))
+}
+
+// validateKueueVersions checks every release the experiment names against its engine.
+func (e *Experiment) validateKueueVersions(root *yaml.Node, el *errList) {
+	check := func(p yamldoc.Path, name string) {
+		v, err := kueuever.Lookup(name)
+		switch {
+		case err != nil:
+			el.add(yamldoc.Line(root, p), p.String(), "%v", err)
+		case e.Engine == results.EngineCluster && !v.Cluster:
+			el.add(yamldoc.Line(root, p), p.String(), "Kueue %s: the cluster engine runs Kueue %s; engine: sim runs %s", v.Name, kueuever.Default, kueuever.Names())
+		}
+	}
+	if e.KueueVersion != "" {
+		check(yamldoc.Path{"kueueVersion"}, e.KueueVersion)
+	}
+	for i := range e.Variants {
+		if e.Variants[i].KueueVersion != "" {
+			check(yamldoc.Path{"variants", i, "kueueVersion"}, e.Variants[i].KueueVersion)
+		}
+	}
 }
 
 // ControlPlaneOf is the control-plane model of variant v (nil: none).

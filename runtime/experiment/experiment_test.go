@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueuever"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
@@ -184,6 +186,10 @@ func TestParseErrors(t *testing.T) {
 			[]string{"exp.yaml:6: controlPlane: a control-plane model needs engine: sim"}},
 		{"control plane file missing", header("engine: sim\nvariants: [{name: a}, {name: b, controlPlane: nowhere.yaml}]\n"),
 			[]string{"exp.yaml:7: variants[1].controlPlane: control plane: open", "nowhere.yaml"}},
+		{"unsupported Kueue release", header("engine: sim\nkueueVersion: v0.16.0\nvariants: [{name: a}]\n"),
+			[]string{`exp.yaml:7: kueueVersion: kueue version "v0.16.0" is not supported (supported: v0.15.0, v0.17.1, v0.18.3, v0.19.2)`}},
+		{"older Kueue on the cluster engine", header("variants:\n- name: a\n  kueueVersion: v0.18\n"),
+			[]string{"exp.yaml:8: variants[0].kueueVersion: Kueue v0.18.3: the cluster engine runs Kueue v0.19.2; engine: sim runs v0.15.0, v0.17.1, v0.18.3, v0.19.2"}},
 		{"sim refuses faults", header("engine: sim\nfaults:\n  events:\n  - {at: 1h, node: h100-000}\nvariants: [{name: a}]\n"),
 			[]string{"exp.yaml:8: faults: the sim engine does not model faults: use the cluster engine"}},
 		{"sim refuses a variant's faults", header("engine: sim\nvariants:\n- name: a\n  faults: {events: [{at: 1h, node: h100-000}]}\n"),
@@ -560,5 +566,45 @@ variants:
 	}
 	if _, err := Run(t.Context(), e, Options{OutDir: filepath.Join(dir, "out2"), REST: &rest.Config{Host: "https://127.0.0.1:1"}}); err == nil {
 		t.Error("engine sim with --kubeconfig was accepted")
+	}
+}
+
+// TestSimAcrossKueueReleases runs an upgrade what-if on the sim engine for real: the same trace
+// through Kueue v0.15.0 (a child kueuelab built for it, runtime/simver) and the release this
+// binary links, each run's summary naming its Kueue.
+func TestSimAcrossKueueReleases(t *testing.T) {
+	dir := t.TempDir()
+	abs, err := filepath.Abs(teams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(header(`engine: sim
+kueueVersion: v0.15.0
+variants:
+- name: old
+- name: new
+  kueueVersion: `+kueuever.Default+`
+`), teams, abs, 1)
+	expFile := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(expFile, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(expFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	o, err := Run(t.Context(), e, Options{OutDir: filepath.Join(dir, "out"), Out: &progress})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if o.Ran != 2 {
+		t.Fatalf("ran %d runs, want 2", o.Ran)
+	}
+	for v, want := range map[string]string{"old": "v0.15.0", "new": kueuever.Default} {
+		m, ok := ReadDone(filepath.Join(dir, "out", v, "r0"))
+		if !ok || m.Summary.Kueue == nil || m.Summary.Kueue.Version != want || m.Summary.Groups[0].Succeeded != 10 {
+			t.Errorf("%s: done marker %v, summary %+v; want Kueue %s and 10 succeeded", v, ok, m.Summary.Kueue, want)
+		}
 	}
 }

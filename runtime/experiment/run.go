@@ -21,11 +21,14 @@ import (
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/render/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueuever"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/sim"
+	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
+	"github.com/kueuelab/kueuelab/runtime/simver"
 )
 
 // Files Run writes in the output directory.
@@ -407,6 +410,13 @@ func (o *Options) execute(ctx context.Context, j *job) (*replay.Result, error) {
 		Progress: &prefixWriter{w: o.Out, prefix: j.label() + ": "}, Out: &prefixWriter{w: o.Log, prefix: j.label() + ": "}}
 	var eng replay.Engine
 	if e.Engine == results.EngineSim {
+		v, err := e.KueueVersionOf(j.variant)
+		if err != nil {
+			return nil, err
+		}
+		if v.Name != kueuelib.KueueVersion {
+			return o.executeThroughRelease(ctx, j, v)
+		}
 		se, err := simEngine(j)
 		if err != nil {
 			return nil, err
@@ -421,6 +431,28 @@ func (o *Options) execute(ctx context.Context, j *job) (*replay.Result, error) {
 		eng = ce
 	}
 	return replay.Run(ctx, eng, in)
+}
+
+// executeThroughRelease runs one sim job through the kueuelab binary linking release v (built on
+// first use, runtime/simver): that binary runs this experiment's run number alone, into the same
+// directory, as an index of the experiment's Indexed Job does, and its done marker is the result.
+func (o *Options) executeThroughRelease(ctx context.Context, j *job, v kueuever.Version) (*replay.Result, error) {
+	bin, err := simver.Binary(ctx, v, &prefixWriter{w: o.Out, prefix: j.label() + ": "})
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"experiment", "run", j.exp.file, "--out", o.OutDir,
+		"--index", strconv.Itoa(j.vi*j.repeats + j.rep), "--repeats", strconv.Itoa(j.repeats)}
+	var stderr bytes.Buffer
+	log := &prefixWriter{w: o.Log, prefix: j.label() + " (Kueue " + v.Name + "): "}
+	if err := simver.Run(ctx, bin, args, log, io.MultiWriter(log, &stderr)); err != nil {
+		return nil, fmt.Errorf("sim for Kueue %s: %w: %s", v.Name, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	m, ok := ReadDone(j.dir)
+	if !ok {
+		return nil, fmt.Errorf("sim for Kueue %s ended without a done marker in %s", v.Name, j.dir)
+	}
+	return &replay.Result{Summary: m.Summary}, nil
 }
 
 // asks are the capabilities the options ask of the experiment's engine.
