@@ -240,7 +240,7 @@ func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *
 		}
 		// Kueue v0.19's defaults (waitForPodsReady on) in trace time, as a variant without
 		// kueueConfig of an experiment runs them.
-		kc := (*experiment.KueueConfig)(nil).WithKueueDefaults()
+		kc := (*experiment.KueueConfig)(nil).WithKueueDefaults(kueuever.MustLookup(tools.KueueVersion))
 		cl, err := localCluster(ctx, f.name, spec, kc.Fields(), out)
 		if err != nil {
 			return nil, nil, err

@@ -289,8 +289,8 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 		}
 		if v.KueueConfig != nil {
 			err := v.KueueConfig.check()
-			if err == nil && e.Engine == results.EngineSim {
-				_, err = sim.KueueConfigFromFields(v.KueueConfig.WithKueueDefaults().Fields())
+			if rel, verr := e.KueueVersionOf(v); err == nil && verr == nil && e.Engine == results.EngineSim {
+				_, err = sim.KueueConfigFromFields(v.KueueConfig.WithKueueDefaults(rel).Fields())
 			}
 			if err != nil {
 				el.add(yamldoc.Line(root, yamldoc.Path{"variants", i, "kueueConfig"}), p+".kueueConfig", "%v", err)

@@ -605,6 +605,11 @@ variants:
 		m, ok := ReadDone(filepath.Join(dir, "out", v, "r0"))
 		if !ok || m.Summary.Kueue == nil || m.Summary.Kueue.Version != want || m.Summary.Groups[0].Succeeded != 10 {
 			t.Errorf("%s: done marker %v, summary %+v; want Kueue %s and 10 succeeded", v, ok, m.Summary.Kueue, want)
+			continue
+		}
+		// Each release with its own defaults: waitForPodsReady is on by default from v0.19 only.
+		if on := m.Summary.Kueue.WaitForPodsReady != nil; on != (want == kueuever.Default) {
+			t.Errorf("%s: Kueue %s ran with waitForPodsReady %+v", v, want, m.Summary.Kueue.WaitForPodsReady)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/kueuelab/kueuelab/runtime/kueuever"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
@@ -42,19 +43,19 @@ const (
 	defaultRequeueTimestamp = "Eviction"
 )
 
-// WithKueueDefaults returns the configuration the cluster engine's Kueue (v0.19) runs for k,
-// with Kueue's defaults made explicit in trace time: Kueue v0.19 turns waitForPodsReady on when
-// its Configuration has no such section, with durations that are wall time to it, so a local
-// cluster that left them to Kueue would time gangs out after 30 wall minutes (weeks of trace
-// time at speedup 1000). Here a variant without waitForPodsReady gets Kueue's defaults as trace
-// durations, scaled like any other setting; one with enable: false turns it off.
-func (k *KueueConfig) WithKueueDefaults() *KueueConfig {
+// WithKueueDefaults returns the configuration Kueue release v runs for k, with its defaults made
+// explicit in trace time: Kueue v0.19 turns waitForPodsReady on when its Configuration has no
+// such section, with durations that are wall time to it, so a local cluster that left them to
+// Kueue would time gangs out after 30 wall minutes (weeks of trace time at speedup 1000). Here a
+// variant without waitForPodsReady gets those defaults as trace durations, scaled like any other
+// setting, on a release that has them (v0.19 on); one with enable: false turns it off.
+func (k *KueueConfig) WithKueueDefaults(v kueuever.Version) *KueueConfig {
 	out := &KueueConfig{kueueDefaults: true}
 	if k != nil {
 		out.FairSharing, out.WaitForPodsReady, out.AdmissionFairSharing = k.FairSharing, k.WaitForPodsReady, k.AdmissionFairSharing
 		out.ClientConnection = k.ClientConnection
 	}
-	if out.WaitForPodsReady == nil {
+	if out.WaitForPodsReady == nil && v.DefaultsWaitForPodsReady() {
 		no := false
 		out.WaitForPodsReady = &WaitForPodsReady{Enable: true, Timeout: defaultPodsReadyTimeout, BlockAdmission: &no,
 			RecoveryTimeout: defaultPodsReadyTimeout, RequeuingStrategy: &RequeuingStrategy{Timestamp: defaultRequeueTimestamp,

@@ -4,8 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kueuelab/kueuelab/runtime/kueuever"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
+
+var v19 = kueuever.MustLookup("v0.19.2")
 
 // TestKueueDefaultsInTraceTime: a variant that leaves waitForPodsReady to Kueue v0.19 (on by
 // default) gets Kueue's documented defaults (timeout 30 min, recovery = timeout,
@@ -14,7 +17,11 @@ import (
 // clock; a variant's own settings stay as written; enable: false turns Kueue's default off.
 func TestKueueDefaultsInTraceTime(t *testing.T) {
 	var none *KueueConfig
-	d := none.WithKueueDefaults()
+	// Before v0.19 Kueue's Configuration leaves waitForPodsReady off.
+	if f := none.WithKueueDefaults(kueuever.MustLookup("v0.18.3")).Fields(); f["waitForPodsReady"] != nil || f["featureGates"] != nil {
+		t.Errorf("v0.18.3 defaults: %v, want no waitForPodsReady", f)
+	}
+	d := none.WithKueueDefaults(v19)
 	w := d.Fields()["waitForPodsReady"].(map[string]any)
 	rs := w["requeuingStrategy"].(map[string]any)
 	if w["timeout"] != "30m0s" || w["recoveryTimeout"] != "30m0s" || w["blockAdmission"] != false ||
@@ -28,7 +35,7 @@ func TestKueueDefaultsInTraceTime(t *testing.T) {
 		t.Errorf("meta %+v", m)
 	}
 	own := &KueueConfig{WaitForPodsReady: &WaitForPodsReady{Enable: true, Timeout: "10m"}}
-	if f := own.WithKueueDefaults().Fields()["waitForPodsReady"].(map[string]any); f["timeout"] != "10m0s" ||
+	if f := own.WithKueueDefaults(v19).Fields()["waitForPodsReady"].(map[string]any); f["timeout"] != "10m0s" ||
 		f["requeuingStrategy"].(map[string]any)["backoffBaseSeconds"] != int32(60) {
 		t.Errorf("the variant's settings changed: %v", f)
 	}
@@ -39,16 +46,16 @@ func TestKueueDefaultsInTraceTime(t *testing.T) {
 		t.Errorf("err = %v, want the fractional backoff named", err)
 	}
 	// Fair sharing alone: Kueue's waitForPodsReady defaults come with it.
-	fs := (&KueueConfig{FairSharing: &KueueFairSharing{Enable: true}}).WithKueueDefaults().Fields()
+	fs := (&KueueConfig{FairSharing: &KueueFairSharing{Enable: true}}).WithKueueDefaults(v19).Fields()
 	if fs["fairSharing"] == nil || fs["waitForPodsReady"] == nil {
 		t.Errorf("fields %v", fs)
 	}
 	off := &KueueConfig{WaitForPodsReady: &WaitForPodsReady{Enable: false}}
-	f := off.WithKueueDefaults().Fields()
+	f := off.WithKueueDefaults(v19).Fields()
 	if g, _ := f["featureGates"].(map[string]any); g["DisableWaitForPodsReady"] != true || f["waitForPodsReady"] != nil {
 		t.Errorf("enable: false: fields %v", f)
 	}
-	if tm := off.WithKueueDefaults().Timers(); tm.PodsReadyTimeout != 0 {
+	if tm := off.WithKueueDefaults(v19).Timers(); tm.PodsReadyTimeout != 0 {
 		t.Errorf("enable: false: timers %+v", tm)
 	}
 	if off.Empty() {

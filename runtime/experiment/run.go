@@ -471,7 +471,7 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 	log := &prefixWriter{w: o.Log, prefix: j.label() + ": "}
 	kc := j.variant.KueueConfig
 	if o.REST == nil || o.ReconfigureKueue != nil {
-		kc = kc.WithKueueDefaults() // a Kueue kueuelab configures
+		kc = kc.WithKueueDefaults(kueuever.MustLookup(kueuever.Default)) // a Kueue kueuelab configures
 	}
 	done = func() {}
 	rc, state := o.REST, o.State
@@ -522,7 +522,7 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 // simEngine is the sim engine of one job: the variant's Kueue configuration (its durations in
 // trace time) and the experiment's timing.
 func simEngine(j *job) (*sim.Engine, error) {
-	kc, err := sim.KueueConfigFromFields(j.variant.KueueConfig.WithKueueDefaults().Fields())
+	kc, err := sim.KueueConfigFromFields(j.variant.KueueConfig.WithKueueDefaults(kueuever.MustLookup(kueuelib.KueueVersion)).Fields())
 	if err != nil {
 		return nil, fmt.Errorf("variant %s: %w", j.variant.Name, err)
 	}

@@ -72,6 +72,19 @@ func Lookup(s string) (Version, error) {
 	return Version{}, fmt.Errorf("kueue version %q is not supported (supported: %s)", s, Names())
 }
 
+// MustLookup is Lookup for a name known to be supported.
+func MustLookup(s string) Version {
+	v, err := Lookup(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// DefaultsWaitForPodsReady says whether the release turns waitForPodsReady on when its
+// Configuration has no such section (from v0.19).
+func (v Version) DefaultsWaitForPodsReady() bool { return v.Has("v0.19.0") }
+
 // Since names a setting or behaviour and the release that introduced it.
 type Since struct {
 	What    string
