@@ -122,6 +122,10 @@ func runTests(m *testing.M, cl *localcluster.Cluster, opts localcluster.Options)
 	t0 := time.Now()
 	code := m.Run()
 	fmt.Printf("e2e: tests took %s\n", time.Since(t0).Round(100*time.Millisecond))
+	if err := stopSupCluster(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
+	}
 	return code
 }
 

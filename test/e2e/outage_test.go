@@ -24,8 +24,8 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/runner"
 )
 
-// TestRunSurvivesControlPlaneFaults replays a trace of lone workloads on a cluster of the test's
-// own (its supervisor a daemon, as the CLI's) and SIGKILLs a component mid-run: Kueue once a
+// TestRunSurvivesControlPlaneFaults replays a trace of lone workloads on the supervised cluster
+// (startSupCluster: its supervisor a daemon, as the CLI's) and SIGKILLs a component mid-run: Kueue once a
 // workload is admitted, mpi-operator the moment an MPIJob is admitted (before it has started its
 // pods), kube-apiserver once a workload is admitted. In each case the run must end by itself with
 // every workload succeeded and each one's JCT its work's time (|JCT − ideal| ≤ max(1 %, 1 trace s),
@@ -33,9 +33,9 @@ import (
 // trace clock, and the summary counts the victim's restart.
 func TestRunSurvivesControlPlaneFaults(t *testing.T) {
 	if testing.Short() {
-		t.Skip("brings up a cluster of its own and kills its components")
+		t.Skip("brings up the supervised cluster and kills its components")
 	}
-	sc, cl := startSupCluster(t, "outage")
+	sc, cl := startSupCluster(t)
 	full, _ := runTrace(t)
 	// One workload of each kind the default mapping runs through an operator or Kueue alone:
 	// MPIJob (mpi-operator), JobSet (jobset), Job; spaced so that each runs alone.

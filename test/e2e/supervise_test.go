@@ -127,35 +127,48 @@ func allReady(h *localcluster.Health) (bool, string) {
 	return len(not) == 0, strings.Join(not, " ")
 }
 
-// startSupCluster brings up a cluster of the test's own (kills must not disturb the shared one)
-// whose supervisor runs as a daemon, as the CLI's does, and takes it down when the test ends.
-func startSupCluster(t *testing.T, prefix string) (*supCluster, *localcluster.Cluster) {
+// supShared is the supervised cluster (its supervisor a daemon, as the CLI's) of the tests that
+// kill its components, TestRunSurvivesControlPlaneFaults and TestSupervisedComponentsRecover: the
+// kills must not disturb the shared cluster, and one cluster for both saves a cluster start
+// (about 25 s) per run. Every test that uses it ends with every component ready (or, the last,
+// with the cluster down, which the next Up starts again); its restart counts carry over from one
+// test to the next, so the tests compare counts before and after a kill, never absolute ones.
+// The tests run one after the other (neither is parallel). stopSupCluster takes it down after
+// the last test.
+var supShared struct {
+	opts   localcluster.Options // Out is the current test's log
+	failed bool                 // a test that used it failed: its state dir is kept
+}
+
+// startSupCluster gives t the supervised cluster, brought up at its first use and otherwise
+// adopted as it runs (Up starts what is not running, and restarts nothing that is).
+func startSupCluster(t *testing.T) (*supCluster, *localcluster.Cluster) {
 	t.Helper()
-	set := tools.Pinned()
-	bin, err := tools.BinDir("", set)
-	if err != nil {
-		t.Fatal(err)
+	if supShared.opts.Root == "" {
+		set := tools.Pinned()
+		bin, err := tools.BinDir("", set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := os.MkdirTemp("", "kueuelab-e2e-sup-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := freePortBlock(29400, 17)
+		if err != nil {
+			t.Fatal(err)
+		}
+		supShared.opts = localcluster.Options{Root: root, Name: fmt.Sprintf("sup-%d", os.Getpid()), BinDir: bin, PortBase: base,
+			Timeout: 3 * time.Minute, Daemon: testDaemon}
 	}
-	root, err := os.MkdirTemp("", "kueuelab-e2e-"+prefix+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := fmt.Sprintf("%s-%d", prefix, os.Getpid())
-	base, err := freePortBlock(29400, 17)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &supCluster{t: t, dir: filepath.Join(root, name), opts: localcluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base,
-		Timeout: 3 * time.Minute, Daemon: testDaemon, Out: logWriter{t}}}
+	opts := supShared.opts
+	opts.Out = logWriter{t}
+	sc := &supCluster{t: t, dir: filepath.Join(opts.Root, opts.Name), opts: opts}
 	t.Cleanup(func() {
-		if err := localcluster.Down(context.Background(), root, name, false, logWriter{t}); err != nil {
-			t.Errorf("cluster down: %v", err)
-		}
 		if t.Failed() {
+			supShared.failed = true
 			t.Logf("state (logs, status.json) kept in %s", sc.dir)
-			return
 		}
-		_ = os.RemoveAll(root)
 	})
 	cl, err := localcluster.Up(t.Context(), sc.opts)
 	if err != nil {
@@ -171,14 +184,31 @@ func startSupCluster(t *testing.T, prefix string) (*supCluster, *localcluster.Cl
 	return sc, cl
 }
 
-// TestSupervisedComponentsRecover brings up a cluster of its own (the kills must not disturb the
-// shared one) with its supervisor running as a daemon, SIGKILLs every component in turn and sees
+// stopSupCluster takes the supervised cluster down if a test brought it up, and removes its
+// state unless a test that used it failed.
+func stopSupCluster() error {
+	o := supShared.opts
+	if o.Root == "" {
+		return nil
+	}
+	if err := localcluster.Down(context.Background(), o.Root, o.Name, false, os.Stdout); err != nil {
+		return fmt.Errorf("supervised cluster down: %w", err)
+	}
+	if supShared.failed {
+		fmt.Printf("e2e: the supervised cluster's state (logs, status.json) kept in %s\n", filepath.Join(o.Root, o.Name))
+		return nil
+	}
+	return os.RemoveAll(o.Root)
+}
+
+// TestSupervisedComponentsRecover takes the supervised cluster (startSupCluster; the kills must
+// not disturb the shared one), whose supervisor runs as a daemon, SIGKILLs every component in turn and sees
 // each restarted and ready with its restart counted; checks that the restarted Kueue rebuilt its
 // quota accounting from the API and that the restarted operators run their kinds; kills the
 // supervisor itself and sees the next Up adopt the running components; and makes JobSet
 // crash-loop with a broken config.
 func TestSupervisedComponentsRecover(t *testing.T) {
-	sc, _ := startSupCluster(t, "sup")
+	sc, _ := startSupCluster(t)
 	h := sc.health()
 	if sv := h.Supervisor; !sv.Alive || sv.InProcess || sv.PID == os.Getpid() {
 		t.Fatalf("supervisor %+v, want a live daemon", sv)
