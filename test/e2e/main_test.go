@@ -15,6 +15,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
+	"github.com/kueuelab/kueuelab/runtime/kueuever"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/runner"
 	"github.com/kueuelab/kueuelab/runtime/tools"
@@ -81,7 +82,7 @@ func run(m *testing.M) int {
 	}
 	t0 := time.Now()
 	// Kueue v0.19's defaults in trace time, as `kueuelab run` starts the local cluster.
-	kc := (*experiment.KueueConfig)(nil).WithKueueDefaults()
+	kc := (*experiment.KueueConfig)(nil).WithKueueDefaults(kueuever.MustLookup(kueuever.Default))
 	timers = kc.Timers()
 	opts := localcluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout,
 		KueueConfig: kc.Fields()}
