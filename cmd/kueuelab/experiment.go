@@ -63,7 +63,7 @@ func newExperimentRunCmd() *cobra.Command {
 	var (
 		out, kubeconfig, binDir, name, indexEnv string
 		repeats, portBase, parallel, index      int
-		verbose                                 bool
+		verbose, inProcess                      bool
 		remoteF                                 remoteFlags
 	)
 	c := &cobra.Command{
@@ -102,7 +102,7 @@ instead (runtime/sim: no cluster, seconds per run); 'sim: {cycle, podStart}' set
 			if out == "" {
 				out = filepath.Join("results", strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0])))
 			}
-			o := experiment.Options{OutDir: out, Repeats: repeats, Parallel: parallel, Out: cmd.OutOrStdout()}
+			o := experiment.Options{OutDir: out, Repeats: repeats, Parallel: parallel, Out: cmd.OutOrStdout(), InProcess: inProcess}
 			if verbose {
 				o.Log = cmd.ErrOrStderr()
 			}
@@ -169,6 +169,10 @@ instead (runtime/sim: no cluster, seconds per run); 'sim: {cycle, podStart}' set
 	f.StringVar(&indexEnv, "index-from-env", "", "read --index from this environment variable (JOB_COMPLETION_INDEX in an Indexed Job)")
 	remoteF.register(f)
 	f.BoolVarP(&verbose, "verbose", "v", false, "show cluster start/stop and each run's summary table on stderr")
+	// Set by kueuelab itself on the process of its own it starts for a sim run on another Kueue
+	// release or with feature gates.
+	f.BoolVar(&inProcess, "in-process", false, "run every sim run in this process")
+	_ = f.MarkHidden("in-process")
 	return c
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/kueuelab/kueuelab/model/fault"
 	"github.com/kueuelab/kueuelab/model/gen"
@@ -24,12 +25,14 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/runner"
+	"github.com/kueuelab/kueuelab/runtime/sim"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
 type runFlags struct {
 	tracePath, specPath, kubeconfig, out, mapping, name string
 	faults, clockTrace, kueueVersion                    string
+	featureGates                                        map[string]bool
 	engine                                              results.Engine
 	sim                                                 simFlags
 	speedup                                             results.Speedup
@@ -137,6 +140,7 @@ instead: a kueuelab binary linking it, built from this source tree into the cach
 	fl.Var(&f.engine, "engine", "cluster (a real Kueue on a cluster) or sim (Kueue's scheduler in virtual time)")
 	f.sim.register(fl)
 	fl.StringVar(&f.kueueVersion, "kueue-version", kueuever.Default, kueueVersionHelp)
+	fl.Var(cliflag.NewMapStringBool(&f.featureGates), "feature-gates", "Kueue feature gates, Name=true,Name=false (as Kueue's Configuration sets them; both engines)")
 	return c
 }
 
@@ -206,7 +210,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	var eng replay.Engine
 	if f.engine == results.EngineSim {
 		defer tuneGCForSim()()
-		eng = f.sim.engine()
+		se := f.sim.engine()
+		se.Kueue.FeatureGates = f.featureGates
+		if err := sim.CheckKueueConfig(se.Kueue); err != nil {
+			return fmt.Errorf("--feature-gates: %w", err)
+		}
+		eng = se
 	} else {
 		// The cluster engine replays the trace from memory: read it before the cluster starts.
 		if in.Trace, err = trace.LoadWorkloads(ctx, f.tracePath, trace.Options{}); err != nil {
@@ -240,7 +249,7 @@ func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *
 		}
 		// Kueue v0.19's defaults (waitForPodsReady on) in trace time, as a variant without
 		// kueueConfig of an experiment runs them.
-		kc := (*experiment.KueueConfig)(nil).WithKueueDefaults(kueuever.MustLookup(tools.KueueVersion))
+		kc := (&experiment.KueueConfig{FeatureGates: f.featureGates}).WithKueueDefaults(kueuever.MustLookup(tools.KueueVersion))
 		cl, err := localCluster(ctx, f.name, spec, kc.Fields(), out)
 		if err != nil {
 			return nil, nil, err

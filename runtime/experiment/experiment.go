@@ -289,7 +289,8 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 		}
 		if v.KueueConfig != nil {
 			err := v.KueueConfig.check()
-			if rel, verr := e.KueueVersionOf(v); err == nil && verr == nil && e.Engine == results.EngineSim {
+			// A variant on another release is checked by that release's own kueuelab.
+			if rel, verr := e.KueueVersionOf(v); err == nil && verr == nil && e.Engine == results.EngineSim && rel.Name == sim.KueueVersion {
 				_, err = sim.KueueConfigFromFields(v.KueueConfig.WithKueueDefaults(rel).Fields())
 			}
 			if err != nil {

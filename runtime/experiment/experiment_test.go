@@ -584,6 +584,9 @@ variants:
 - name: old
 - name: new
   kueueVersion: `+kueuever.Default+`
+- name: gated
+  kueueVersion: `+kueuever.Default+`
+  kueueConfig: {featureGates: {SchedulerLongRequeueInterval: true}}
 `), teams, abs, 1)
 	expFile := filepath.Join(dir, "exp.yaml")
 	if err := os.WriteFile(expFile, []byte(doc), 0o644); err != nil {
@@ -598,8 +601,16 @@ variants:
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
-	if o.Ran != 2 {
-		t.Fatalf("ran %d runs, want 2", o.Ran)
+	if o.Ran != 3 {
+		t.Fatalf("ran %d runs, want 3", o.Ran)
+	}
+	if m, ok := ReadDone(filepath.Join(dir, "out", "gated", "r0")); !ok || m.Summary.Kueue == nil || !m.Summary.Kueue.FeatureGates["SchedulerLongRequeueInterval"] {
+		t.Errorf("gated: done %v, Kueue %+v; want the gate in the summary", ok, m.Summary.Kueue)
+	}
+	// Gates are process-wide: different ones in parallel runs of one process are refused.
+	if _, err := Run(t.Context(), e, Options{OutDir: filepath.Join(dir, "out2"), Parallel: 2}); err == nil ||
+		!strings.Contains(err.Error(), "variants new and gated set different Kueue feature gates") {
+		t.Errorf("parallel runs with different gates: %v", err)
 	}
 	for v, want := range map[string]string{"old": "v0.15.0", "new": kueuever.Default} {
 		m, ok := ReadDone(filepath.Join(dir, "out", v, "r0"))

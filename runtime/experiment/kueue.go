@@ -29,6 +29,10 @@ type KueueConfig struct {
 	// turns it into trace time (runtime/controlplane); the cluster engine's Kueue runs with it,
 	// but its trace clock waits for Kueue whatever its rate.
 	ClientConnection *ClientConnection `yaml:"clientConnection,omitempty"`
+	// FeatureGates are Kueue feature gates by name, as in its Configuration. Gates are
+	// process-wide: on the sim engine a variant with gates runs in a kueuelab process of its own;
+	// the cluster engine's Kueue reads them from its Configuration (a fresh local cluster per run).
+	FeatureGates map[string]bool `yaml:"featureGates,omitempty"`
 
 	// kueueDefaults marks a configuration completed by WithKueueDefaults: a waitForPodsReady
 	// with enable: false then turns Kueue's default off (its DisableWaitForPodsReady gate).
@@ -53,7 +57,7 @@ func (k *KueueConfig) WithKueueDefaults(v kueuever.Version) *KueueConfig {
 	out := &KueueConfig{kueueDefaults: true}
 	if k != nil {
 		out.FairSharing, out.WaitForPodsReady, out.AdmissionFairSharing = k.FairSharing, k.WaitForPodsReady, k.AdmissionFairSharing
-		out.ClientConnection = k.ClientConnection
+		out.ClientConnection, out.FeatureGates = k.ClientConnection, k.FeatureGates
 	}
 	if out.WaitForPodsReady == nil && v.DefaultsWaitForPodsReady() {
 		no := false
@@ -139,7 +143,21 @@ func (k *KueueConfig) check() error {
 			errs = append(errs, fmt.Errorf("clientConnection.burst: %d: client-go's token bucket needs a burst of at least 1", c.Burst))
 		}
 	}
+	for g := range k.FeatureGates {
+		if g == "" {
+			errs = append(errs, errors.New("featureGates: a gate without a name"))
+		}
+	}
 	return errors.Join(append(errs, k.checkDurations())...)
+}
+
+// OwnGates are the feature gates the variant sets itself (those that need a process of their
+// own on the sim engine).
+func (k *KueueConfig) OwnGates() map[string]bool {
+	if k == nil {
+		return nil
+	}
+	return k.FeatureGates
 }
 
 // ClientConnection is Kueue's Configuration clientConnection.
@@ -231,8 +249,15 @@ func (k *KueueConfig) Fields() map[string]any {
 		}
 		out["fairSharing"] = map[string]any{"preemptionStrategies": slices.Clone(s)}
 	}
+	gates := map[string]any{}
+	for g, on := range k.FeatureGates {
+		gates[g] = on
+	}
 	if w := k.WaitForPodsReady; w != nil && !w.Enable && k.kueueDefaults {
-		out["featureGates"] = map[string]any{"DisableWaitForPodsReady": true}
+		gates["DisableWaitForPodsReady"] = true
+	}
+	if len(gates) > 0 {
+		out["featureGates"] = gates
 	}
 	if w := k.WaitForPodsReady; w != nil && w.Enable {
 		m := map[string]any{"timeout": durationOr(w.Timeout, 0).String()}
@@ -282,7 +307,7 @@ func (k *KueueConfig) Meta() *results.KueueMeta {
 		qps, burst = c.QPS, c.Burst
 	}
 	m := &results.KueueMeta{Version: tools.KueueVersion, Source: "the local cluster's Kueue configuration",
-		ClientQPS: float64(qps), ClientBurst: int(burst), Clock: results.ClockTrace}
+		ClientQPS: float64(qps), ClientBurst: int(burst), Clock: results.ClockTrace, FeatureGates: k.FeatureGates}
 	if t := k.Timers(); t.PodsReadyTimeout > 0 {
 		m.WaitForPodsReady = &results.PodsReadyMeta{TimeoutSec: t.PodsReadyTimeout, RecoveryTimeoutSec: t.RecoveryTimeout,
 			BackoffBaseSec: t.BackoffBase, BackoffMaxSec: t.BackoffMax, BlockAdmission: ptr.Deref(k.WaitForPodsReady.BlockAdmission, false)}

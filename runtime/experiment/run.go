@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -101,6 +102,9 @@ type Options struct {
 	// Parallel runs that many variant × repeat runs at once, each on its own local cluster
 	// (names <name>-<i>, port blocks 100 apart); 0 or 1: one after another. Not with REST.
 	Parallel int
+	// InProcess runs every sim job in this process: it is the process a job on another Kueue
+	// release is sent to (executeThroughRelease).
+	InProcess bool
 	// Index, when set, runs only run number *Index of the experiment: variant Index ÷ repeats,
 	// repeat Index mod repeats (one completion index of `experiment render-job`'s Indexed Job).
 	Index *int
@@ -192,6 +196,9 @@ func Run(ctx context.Context, e *Experiment, o Options) (*Outcome, error) {
 	}
 	if o.Index != nil && (*o.Index < 0 || *o.Index >= len(e.Variants)*repeats) {
 		return nil, fmt.Errorf("experiment %s: run index %d: want 0..%d (%d variants × %d repeats)", e.file, *o.Index, len(e.Variants)*repeats-1, len(e.Variants), repeats)
+	}
+	if err := o.checkGates(e); err != nil {
+		return nil, err
 	}
 	specs := make([]*cluster.Spec, len(e.Variants))
 	var errs []error
@@ -414,7 +421,7 @@ func (o *Options) execute(ctx context.Context, j *job) (*replay.Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if v.Name != kueuelib.KueueVersion {
+		if !o.InProcess && v.Name != kueuelib.KueueVersion {
 			return o.executeThroughRelease(ctx, j, v)
 		}
 		se, err := simEngine(j)
@@ -433,15 +440,16 @@ func (o *Options) execute(ctx context.Context, j *job) (*replay.Result, error) {
 	return replay.Run(ctx, eng, in)
 }
 
-// executeThroughRelease runs one sim job through the kueuelab binary linking release v (built on
-// first use, runtime/simver): that binary runs this experiment's run number alone, into the same
-// directory, as an index of the experiment's Indexed Job does, and its done marker is the result.
+// executeThroughRelease runs one sim job in the kueuelab binary linking release v (built on
+// first use, runtime/simver): that binary runs this experiment's run number alone (--in-process),
+// into the same directory, as an index of the experiment's Indexed Job does, and its done marker
+// is the result.
 func (o *Options) executeThroughRelease(ctx context.Context, j *job, v kueuever.Version) (*replay.Result, error) {
 	bin, err := simver.Binary(ctx, v, &prefixWriter{w: o.Out, prefix: j.label() + ": "})
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"experiment", "run", j.exp.file, "--out", o.OutDir,
+	args := []string{"experiment", "run", j.exp.file, "--out", o.OutDir, "--in-process",
 		"--index", strconv.Itoa(j.vi*j.repeats + j.rep), "--repeats", strconv.Itoa(j.repeats)}
 	var stderr bytes.Buffer
 	log := &prefixWriter{w: o.Log, prefix: j.label() + " (Kueue " + v.Name + "): "}
@@ -453,6 +461,27 @@ func (o *Options) executeThroughRelease(ctx context.Context, j *job, v kueuever.
 		return nil, fmt.Errorf("sim for Kueue %s ended without a done marker in %s", v.Name, j.dir)
 	}
 	return &replay.Result{Summary: m.Summary}, nil
+}
+
+// checkGates refuses sim runs at once in this process with different Kueue feature gates: the
+// gates are process-wide (variants on another release run in processes of their own).
+func (o *Options) checkGates(e *Experiment) error {
+	if e.Engine != results.EngineSim || o.Parallel <= 1 {
+		return nil
+	}
+	var first *Variant
+	for i := range e.Variants {
+		v := &e.Variants[i]
+		if rel, err := e.KueueVersionOf(v); err != nil || (rel.Name != kueuelib.KueueVersion && !o.InProcess) {
+			continue
+		}
+		if first == nil {
+			first = v
+		} else if !maps.Equal(first.KueueConfig.OwnGates(), v.KueueConfig.OwnGates()) {
+			return fmt.Errorf("%s: variants %s and %s set different Kueue feature gates, which are process-wide: run them with --parallel 1", e.file, first.Name, v.Name)
+		}
+	}
+	return nil
 }
 
 // asks are the capabilities the options ask of the experiment's engine.

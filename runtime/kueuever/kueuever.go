@@ -103,3 +103,23 @@ func (v Version) Require(what, since string) error {
 	}
 	return fmt.Errorf("%s needs Kueue %s or later (this replay runs Kueue %s)", what, since, v.Name)
 }
+
+// renamedGates are Kueue feature gates v0.18 renamed (the old names deprecated in v0.18, removed
+// in v0.19).
+var renamedGates = map[string]string{
+	"DynamicResourceAllocation": "KueueDRAIntegration",
+	"DRAExtendedResources":      "KueueDRAIntegrationExtendedResource",
+}
+
+// GateHint says what an unknown gate name is called in other releases, or "".
+func GateHint(name string) string {
+	if to, ok := renamedGates[name]; ok {
+		return fmt.Sprintf("%s was renamed %s in v0.18.0; the old name is gone from v0.19.0", name, to)
+	}
+	for from, to := range renamedGates {
+		if to == name {
+			return fmt.Sprintf("%s is %s before v0.18.0", name, from)
+		}
+	}
+	return ""
+}

@@ -131,6 +131,8 @@ type KueueMeta struct {
 	// Source says where the settings were read: the configuration kueuelab gave its local
 	// cluster's Kueue, or the ConfigMap of the cluster behind --kubeconfig.
 	Source string `json:"source,omitempty"`
+	// FeatureGates are the gates the run set (Kueue's defaults for the rest).
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 	// ClientQPS and ClientBurst are Kueue's API client rate (clientConnection).
 	ClientQPS   float64 `json:"clientQPS,omitempty"`
 	ClientBurst int     `json:"clientBurst,omitempty"`

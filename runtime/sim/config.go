@@ -22,13 +22,18 @@ type KueueConfig struct {
 	// 30 min timeout, recoveryTimeout = timeout, requeuing backoff 60 s doubling to 3,600 s);
 	// blockAdmission is not modelled.
 	WaitForPodsReady *config.WaitForPodsReady `json:"waitForPodsReady,omitempty"`
-	// FeatureGates: of Kueue's gates the sim models DisableWaitForPodsReady alone (waitForPodsReady
-	// cannot be turned off by configuration in v0.19).
+	// FeatureGates are Kueue's feature gates by name, set in the linked Kueue's process-wide gate
+	// for the run (one set of gates per process at a time: kueuelib.SetFeatureGates), as Kueue's
+	// main sets them from its Configuration; DisableWaitForPodsReady also drops waitForPodsReady
+	// (which cannot be turned off by configuration in v0.19).
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 	// ClientConnection is Kueue's API client rate limit, which the control-plane model applies
 	// (no effect without one).
 	ClientConnection *config.ClientConnection `json:"clientConnection,omitempty"`
 }
+
+// KueueVersion is the Kueue release the sim links.
+const KueueVersion = kueuelib.KueueVersion
 
 // disableWaitForPodsReady is Kueue's gate that turns waitForPodsReady off.
 const disableWaitForPodsReady = "DisableWaitForPodsReady"
@@ -48,17 +53,18 @@ func KueueConfigFromFields(fields map[string]any) (KueueConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&k); err != nil {
-		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing, waitForPodsReady and clientConnection)", err)
+		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing, waitForPodsReady, clientConnection and featureGates)", err)
 	}
 	return k, k.check()
 }
 
+// CheckKueueConfig checks k as a run's Kueue configuration.
+func CheckKueueConfig(k KueueConfig) error { return k.check() }
+
 func (k KueueConfig) check() error {
 	var errs []error
-	for g := range k.FeatureGates {
-		if g != disableWaitForPodsReady {
-			errs = append(errs, fmt.Errorf("kueue config: featureGates: the sim engine models %s alone, not %s", disableWaitForPodsReady, g))
-		}
+	if err := kueuelib.CheckFeatureGates(k.FeatureGates); err != nil {
+		errs = append(errs, fmt.Errorf("kueue config: featureGates: %w", err))
 	}
 	if w := k.WaitForPodsReady; w != nil && w.BlockAdmission != nil && *w.BlockAdmission {
 		errs = append(errs, errors.New("kueue config: waitForPodsReady.blockAdmission: the sim engine does not model it (Kueue's scheduler then waits, blocked, for the admitted pods); use the cluster engine"))
@@ -98,7 +104,7 @@ func (k KueueConfig) clientRate() (float64, int) {
 
 // kueueMeta is the summary's account of the Kueue the sim runs with o (Kueue's defaults filled
 // in): the version its seams are checked on, which is the linked one.
-func kueueMeta(o kueuelib.Options) *results.KueueMeta {
-	return &results.KueueMeta{Version: kueuelib.KueueVersion, Source: "the sim engine's Kueue configuration", Clock: results.ClockTrace,
+func kueueMeta(o kueuelib.Options, gates map[string]bool) *results.KueueMeta {
+	return &results.KueueMeta{Version: kueuelib.KueueVersion, Source: "the sim engine's Kueue configuration", Clock: results.ClockTrace, FeatureGates: gates,
 		WaitForPodsReady: kueuewl.WaitForPodsReadyOf(o.WaitForPodsReady).Meta()}
 }

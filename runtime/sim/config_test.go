@@ -51,7 +51,7 @@ func TestKueueConfigWaitForPodsReady(t *testing.T) {
 				t.Errorf("waitForPodsReady %+v, want timeout and recovery %v, backoff 60 s to 3600 s", w, tc.timeout)
 			}
 			// The summary says so, in trace seconds.
-			m := kueueMeta(o)
+			m := kueueMeta(o, nil)
 			if m.Version != kueuelib.KueueVersion || m.Clock != results.ClockTrace {
 				t.Errorf("summary's Kueue %s on the %s clock, want %s on the trace clock", m.Version, m.Clock, kueuelib.KueueVersion)
 			}

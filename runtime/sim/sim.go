@@ -231,6 +231,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
+	release, err := kueuelib.SetFeatureGates(cfg.Kueue.FeatureGates)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	defer release()
 	s, err := newSim(ctx, &cfg)
 	if err != nil {
 		return nil, err
@@ -356,7 +361,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if err != nil {
 		return nil, errors.Join(err, evlog.Close())
 	}
-	s := &sim{cfg: cfg, loop: loop, clk: loop.Clock(), kq: kq, kueue: kueueMeta(kopts), rec: rec, evlog: evlog, plan: p, items: p.items, lqs: lqs,
+	s := &sim{cfg: cfg, loop: loop, clk: loop.Clock(), kq: kq, kueue: kueueMeta(kopts, cfg.Kueue.FeatureGates), rec: rec, evlog: evlog, plan: p, items: p.items, lqs: lqs,
 		wls: map[types.NamespacedName]*kwl{}, pods: pr, lostJ: map[string]float64{}}
 	for _, r := range p.records {
 		if r.Terminal() {

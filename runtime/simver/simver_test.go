@@ -47,7 +47,9 @@ func binary(t *testing.T, v kueuever.Version) string {
 		if b, err = simver.Binary(context.Background(), v, &log); err != nil {
 			t.Fatalf("%v\n%s", err, log.String())
 		}
-		t.Log(log.String())
+		if log.Len() > 0 {
+			t.Log(log.String())
+		}
 	}
 	binaries[v.Name] = b
 	return b
@@ -78,14 +80,16 @@ type run struct {
 
 var cyclesRE = regexp.MustCompile(`sim: \d+ workloads, \d+ events, (\d+) scheduling cycles`)
 
-// replay runs trace (testdata) on testdata/spec.yaml through release v's sim up to maxTrace
-// seconds, and checks that the run names v as its Kueue.
-func replay(t *testing.T, v kueuever.Version, trace string, maxTrace int) run {
+// replay runs trace (testdata) on testdata/spec.yaml (or the spec extra's --cluster names)
+// through release v's sim up to maxTrace seconds, with the flags extra, and checks that the run
+// names v as its Kueue.
+func replay(t *testing.T, v kueuever.Version, trace string, maxTrace int, extra ...string) run {
 	t.Helper()
 	out := t.TempDir()
-	cmd := exec.Command(binary(t, v), "run", "--engine", "sim", "--kueue-version", v.Name,
+	args := []string{"run", "--engine", "sim", "--kueue-version", v.Name,
 		"--trace", filepath.Join("testdata", trace), "--cluster", filepath.Join("testdata", "spec.yaml"),
-		"--sim-max-trace", strconv.Itoa(maxTrace)+"s", "--out", out)
+		"--sim-max-trace", strconv.Itoa(maxTrace) + "s", "--out", out}
+	cmd := exec.Command(binary(t, v), append(args, extra...)...)
 	stdout, err := cmd.CombinedOutput()
 	// A run cut at the trace limit is incomplete, and says so in its exit code.
 	if err != nil && !bytes.Contains(stdout, []byte("run incomplete: trace time limit")) {
@@ -156,21 +160,43 @@ func TestInadmissibleRequeueBatch(t *testing.T) {
 	for _, v := range kueuever.Supported {
 		t.Run(v.Name, func(t *testing.T) {
 			r := replay(t, v, "requeue.jsonl", 7200)
-			done, ok1 := r.first("a", "finished", "Succeeded")
-			admitted, ok2 := r.first("b", "quota_reserved", "")
-			if !ok1 || !ok2 {
-				t.Fatalf("a finished %v, b admitted %v", ok1, ok2)
-			}
-			wait := admitted - done
-			want := 0.0
-			if v.Has("v0.17.0") {
-				want = 1
-			}
-			// The sim's cycle takes 10 ms of trace time.
-			if wait < want || wait > want+0.011 {
-				t.Errorf("b admitted %.3f s after a finished, want %.0f s (+ one 10 ms cycle)", wait, want)
-			}
+			checkRequeueWait(t, r, map[bool]float64{false: 0, true: 1}[v.Has("v0.17.0")])
 		})
+	}
+}
+
+// With the SchedulerLongRequeueInterval gate (alpha from v0.17, off by default)
+// getRequeueBatchPeriod is 10 s: b waits 10 s after a finishes. v0.15 has no such gate.
+func TestLongRequeueIntervalGate(t *testing.T) {
+	for _, v := range kueuever.Supported {
+		t.Run(v.Name, func(t *testing.T) {
+			if !v.Has("v0.17.0") {
+				out, err := exec.Command(binary(t, v), "run", "--engine", "sim", "--kueue-version", v.Name,
+					"--feature-gates", "SchedulerLongRequeueInterval=true", "--trace", filepath.Join("testdata", "requeue.jsonl"),
+					"--cluster", filepath.Join("testdata", "spec.yaml"), "--out", t.TempDir()).CombinedOutput()
+				if err == nil || !bytes.Contains(out, []byte("Kueue "+v.Name+" has no feature gate SchedulerLongRequeueInterval")) {
+					t.Errorf("the gate on %s: %v\n%s", v.Name, err, out)
+				}
+				return
+			}
+			r := replay(t, v, "requeue.jsonl", 7200, "--feature-gates", "SchedulerLongRequeueInterval=true")
+			checkRequeueWait(t, r, 10)
+		})
+	}
+}
+
+// checkRequeueWait checks that b was admitted want seconds after a finished (plus the sim's one
+// 10 ms cycle).
+func checkRequeueWait(t *testing.T, r run, want float64) {
+	t.Helper()
+	done, ok1 := r.first("a", "finished", "Succeeded")
+	admitted, ok2 := r.first("b", "quota_reserved", "")
+	if !ok1 || !ok2 {
+		t.Fatalf("a finished %v, b admitted %v", ok1, ok2)
+	}
+	// The sim's cycle takes 10 ms of trace time.
+	if wait := admitted - done; wait < want || wait > want+0.011 {
+		t.Errorf("b admitted %.3f s after a finished, want %.0f s (+ one 10 ms cycle)", wait, want)
 	}
 }
 
@@ -228,5 +254,42 @@ func TestWaitForPodsReadyDefault(t *testing.T) {
 				t.Errorf("w requeued at %.3f s (found %v), want about 60 s after its eviction at %.3f s", requeued, ok, evicted)
 			}
 		})
+	}
+}
+
+// Under withinClusterQueue: LowerOrNewerEqualPriority a pending workload may preempt an
+// equal-priority one whose queue-order timestamp is newer; with SchedulerTimestampPreemptionBuffer
+// (alpha from v0.17, off by default; pkg/scheduler/preemption/common SatisfiesPreemptionPolicy)
+// only one newer by more than 5 minutes. On a queue of 8 GPUs, r (4 GPUs) runs to 1,000 s; p (8
+// GPUs, created at 10 s) waits; q (4 GPUs, created at 200 s, one hour) fits and runs. When r ends,
+// p can preempt q, 190 s newer than p: it does without the gate (p admitted right after r ends, on
+// the release's requeue), not with it (p waits for q, to 3,800 s).
+func TestTimestampPreemptionBufferGate(t *testing.T) {
+	for _, v := range kueuever.Supported {
+		for _, on := range []bool{false, true} {
+			if on && !v.Has("v0.17.0") {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/gate=%v", v.Name, on), func(t *testing.T) {
+				extra := []string{"--cluster", filepath.Join("testdata", "spec-newer.yaml")}
+				if on {
+					extra = append(extra, "--feature-gates", "SchedulerTimestampPreemptionBuffer=true")
+				}
+				r := replay(t, v, "buffer.jsonl", 7200, extra...)
+				rEnd, _ := r.first("r", "finished", "Succeeded")
+				qEnd, _ := r.first("q", "finished", "Succeeded")
+				pAdmitted, ok := r.first("p", "quota_reserved", "")
+				if !ok {
+					t.Fatal("p was not admitted")
+				}
+				_, preempted := r.first("q", "preempted", "")
+				switch {
+				case !on && (!preempted || pAdmitted < rEnd || pAdmitted > rEnd+1.1):
+					t.Errorf("q preempted %v, p admitted at %.2f s; want q preempted and p admitted within the requeue after r ends at %.2f s", preempted, pAdmitted, rEnd)
+				case on && (preempted || pAdmitted < qEnd || pAdmitted > qEnd+1.1):
+					t.Errorf("q preempted %v, p admitted at %.2f s; want q kept and p admitted after q ends at %.2f s", preempted, pAdmitted, qEnd)
+				}
+			})
+		}
 	}
 }
