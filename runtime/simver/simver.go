@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -115,6 +116,8 @@ func Binary(ctx context.Context, v kueuever.Version, log io.Writer) (string, err
 	if err != nil {
 		return "", err
 	}
+	// The sims of checkouts that are gone (a CI clone, a deleted worktree) go with them.
+	PruneStale(filepath.Dir(filepath.Dir(dir)), log)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("sim for Kueue %s: %w", v.Name, err)
 	}
@@ -194,4 +197,67 @@ func Run(ctx context.Context, bin string, args []string, stdout, stderr io.Write
 			_ = cmd.Process.Signal(s)
 		}
 	}
+}
+
+// PruneStale removes, under sims (the cache's sims directory), the sims of source trees that no
+// longer exist: each source tree's directory goes when every wrapper in it names a source
+// directory without kueuelab's go.mod and no build of it holds its lock. What it removes it
+// names on log.
+func PruneStale(sims string, log io.Writer) {
+	trees, err := os.ReadDir(sims)
+	if err != nil {
+		return
+	}
+	for _, tree := range trees {
+		dir := filepath.Join(sims, tree.Name())
+		wrappers, _ := filepath.Glob(filepath.Join(dir, "kueue-*", "go.mod"))
+		if len(wrappers) == 0 {
+			continue
+		}
+		gone := true
+		var src string
+		for _, w := range wrappers {
+			if src = replacedSource(w); src == "" || sourceExists(src) || locked(filepath.Join(filepath.Dir(w), "lock")) {
+				gone = false
+				break
+			}
+		}
+		if gone && os.RemoveAll(dir) == nil {
+			fmt.Fprintf(log, "removed the sims of %s (that source tree is gone) from %s\n", src, dir)
+		}
+	}
+}
+
+// replacedSource is the source directory a wrapper go.mod replaces kueuelab with, or "".
+func replacedSource(gomod string) string {
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		return ""
+	}
+	prefix := "replace " + Module + " => "
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return strings.TrimSpace(strings.TrimPrefix(line, prefix))
+		}
+	}
+	return ""
+}
+
+func sourceExists(src string) bool {
+	b, err := os.ReadFile(filepath.Join(src, "go.mod"))
+	return err == nil && bytes.HasPrefix(b, []byte("module "+Module+"\n"))
+}
+
+// locked says whether a build holds the lock file path.
+func locked(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }
