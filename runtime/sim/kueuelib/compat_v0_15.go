@@ -4,6 +4,7 @@ package kueuelib
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"unsafe"
 
@@ -66,10 +67,15 @@ func constructWorkload(ctx context.Context, c client.Client, job jobframework.Ge
 // moveToInadmissible takes a Workload off the heap and into the inadmissible workloads: the
 // queue's unexported delete (linknamed; v0.15's takes the Workload) and an insert into its
 // unexported inadmissibleWorkloads map, reached through reflection as the heads are (seam 6).
-func moveToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info) {
-	cqDelete(c, logr.Discard(), wInfo.Obj)
+func moveToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info) error {
 	f := reflect.ValueOf(c).Elem().FieldByName("inadmissibleWorkloads")
+	if !f.IsValid() || f.Kind() != reflect.Map || f.Type().Key() != reflect.TypeFor[workload.Reference]() ||
+		f.Type().Elem() != reflect.TypeFor[*workload.Info]() {
+		return fmt.Errorf("kueue %s seam: queue.ClusterQueue has no map inadmissibleWorkloads of *workload.Info by workload.Reference", KueueVersion)
+	}
+	cqDelete(c, logr.Discard(), wInfo.Obj)
 	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetMapIndex(reflect.ValueOf(key), reflect.ValueOf(wInfo))
+	return nil
 }
 
 //go:linkname cqDelete sigs.k8s.io/kueue/pkg/cache/queue.(*ClusterQueue).delete

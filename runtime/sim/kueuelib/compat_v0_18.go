@@ -65,9 +65,10 @@ func constructWorkload(ctx context.Context, c client.Client, job jobframework.Ge
 // moveToInadmissible takes a Workload off the heap and into the inadmissible workloads as v0.18's
 // queue does within itself: its unexported delete (which also takes the Workload's requests off
 // the pending total) and insertInadmissible (which adds them back), both linknamed (seam 6).
-func moveToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info) {
+func moveToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info) error {
 	cqDelete(c, logr.Discard(), key)
 	cqInsertInadmissible(c, key, wInfo)
+	return nil
 }
 
 //go:linkname cqDelete sigs.k8s.io/kueue/pkg/cache/queue.(*ClusterQueue).delete

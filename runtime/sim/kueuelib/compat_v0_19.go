@@ -73,9 +73,13 @@ func constructWorkload(ctx context.Context, c client.Client, job jobframework.Ge
 }
 
 // moveToInadmissible is the queue's unexported moveHeapToInadmissible (linknamed, seam 6).
-//
-//go:linkname moveToInadmissible sigs.k8s.io/kueue/pkg/cache/queue.(*ClusterQueue).moveHeapToInadmissible
-func moveToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info)
+func moveToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info) error {
+	moveHeapToInadmissible(c, key, wInfo)
+	return nil
+}
+
+//go:linkname moveHeapToInadmissible sigs.k8s.io/kueue/pkg/cache/queue.(*ClusterQueue).moveHeapToInadmissible
+func moveHeapToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info)
 
 // discardRecorder drops Kueue's Kubernetes events (events.EventRecorder, from v0.18); the sim
 // records its own.

@@ -128,7 +128,11 @@ func (k *Kueue) Parked() map[types.NamespacedName]bool {
 
 // Park puts the restored pending Workload key aside as inadmissible, as Kueue had it.
 func (k *Kueue) Park(key types.NamespacedName) error {
-	if !k.heads.park(workload.NewReference(key.Namespace, key.Name)) {
+	found, err := k.heads.park(workload.NewReference(key.Namespace, key.Name))
+	if err != nil {
+		return fmt.Errorf("workload %s: %w", key, err)
+	}
+	if !found {
 		return fmt.Errorf("workload %s is in no ClusterQueue's heap", key)
 	}
 	k.headsKnown = false

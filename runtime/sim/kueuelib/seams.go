@@ -102,16 +102,15 @@ func (h *heads) parked() map[string]bool {
 	return out
 }
 
-// park moves the Workload key from a heap to its ClusterQueue's inadmissible workloads; it reports
+// park moves the Workload key from a heap to its ClusterQueue's inadmissible workloads; found is
 // false when no heap holds it.
-func (h *heads) park(key workload.Reference) bool {
+func (h *heads) park(key workload.Reference) (found bool, err error) {
 	for _, cq := range h.cqs {
 		if info := cq.Info(key); info != nil {
-			moveToInadmissible(cq, key, info)
-			return true
+			return true, moveToInadmissible(cq, key, info)
 		}
 	}
-	return false
+	return false, nil
 }
 
 // any reports whether a ClusterQueue for which active is true has a workload in its heap.
