@@ -44,6 +44,35 @@ type cycler struct {
 	backoff float64
 	// writesSec is the time the cycles waited for their own writes, in all.
 	writesSec float64
+
+	// Repeats. A cycle that admits nothing and writes nothing, run when nothing but the loop
+	// itself has happened since the cycle before it, which also admitted and wrote nothing,
+	// leaves Kueue as it found it: every later cycle is the same until something else happens
+	// (a StrictFIFO queue's blocked head is tried every 10 ms for as long as it stays blocked: a
+	// million cycles in 3 trace hours). skip runs none of those: it moves the loop's next
+	// iteration to where it would have been, the last one that starts before anything else
+	// happens, and counts the others as run.
+	//
+	// unchanged, if set, reports whether the cycle just run wrote nothing (asked before done);
+	// queued is the number of workloads in the ClusterQueues' heaps. A cycle after which both
+	// are as they were put every head it took back where it was (a StrictFIFO head that does not
+	// fit), rather than aside (a BestEffortFIFO one, parked until the cluster changes).
+	unchanged func() bool
+	queued    func() int
+	// heads describes the heads a cycle takes and Kueue's memory of trying them (the flavor
+	// assigner resumes after the last flavor it tried): a cycle after which it is as it was
+	// will be tried the same way again.
+	heads func() string
+	// limit, when > 0, is the trace time the run ends after: no skip goes past it.
+	limit float64
+	// skipped is the number of cycles skipped as repeats.
+	skipped int64
+	// sec is the duration of the cycle running, lastSec the one before's; quiet says that cycle
+	// admitted and wrote nothing; runs and seq are the loop's counts of events run and scheduled
+	// when it ended.
+	sec, lastSec float64
+	quiet        bool
+	runs, seq    uint64
 }
 
 func newCycler(loop *des.Loop, k scheduler, cycleSec func() float64, done func() float64, fail func(error)) *cycler {
@@ -54,7 +83,8 @@ func newCycler(loop *des.Loop, k scheduler, cycleSec func() float64, done func()
 func (c *cycler) wake() {
 	if c.blocked && c.k.HasHeads() {
 		c.blocked = false
-		c.loop.After(c.cycleSec(), c.end)
+		c.sec = c.cycleSec()
+		c.loop.After(c.sec, c.end)
 	}
 }
 
@@ -77,6 +107,10 @@ func (c *cycler) end() {
 		c.blocked = true
 		return
 	}
+	queued, heads := -1, ""
+	if c.queued != nil && c.heads != nil {
+		queued, heads = c.queued(), c.heads()
+	}
 	keepGoing, err := c.k.Cycle()
 	if err != nil {
 		c.fail(err)
@@ -87,7 +121,43 @@ func (c *cycler) end() {
 	} else if c.backoff == 0 {
 		c.backoff = backoffInitialSec
 	}
+	quiet := !keepGoing && c.unchanged != nil && c.queued != nil && c.heads != nil &&
+		c.unchanged() && c.queued() == queued && c.k.HasHeads() && c.heads() == heads
 	answered := c.done()
 	c.writesSec += answered - c.loop.Now()
-	c.loop.At(math.Max(answered, c.notBefore), c.iterate)
+	next := math.Max(answered, c.notBefore)
+	// Since the last cycle ended, only this iteration's two events ran and only this cycle's
+	// end was scheduled: nothing else happened.
+	alone := c.loop.Events() == c.runs+2 && c.loop.Scheduled() == c.seq+1
+	if quiet && c.quiet && alone && c.sec == c.lastSec && answered == c.loop.Now() && c.backoff == backoffMaxSec {
+		next = c.skip(next)
+	}
+	c.loop.At(next, c.iterate)
+	c.quiet, c.lastSec = quiet, c.sec
+	c.runs, c.seq = c.loop.Events(), c.loop.Scheduled()
+}
+
+// skip returns the start of the first iteration, from the one at start on, that does not end
+// (its cycle, and the wait for its backoff timer) before the loop's next event or the limit,
+// counting those it passes as run: the events of the loop up to the limit stay the same. It computes
+// each iteration's times as iterate, wake and end do (the backoff at its cap, the cycle's
+// duration the last one's, its writes none), so the iteration it returns starts at the very
+// time it would have.
+func (c *cycler) skip(start float64) float64 {
+	t, ok := c.loop.Next()
+	if !ok {
+		return start // nothing else is to happen: the loop ends at the limit or never, as before
+	}
+	if c.limit > 0 && c.limit < t {
+		t = c.limit
+	}
+	for {
+		end := start + c.sec
+		next := math.Max(end, start+c.backoff)
+		if !(end < t && next < t) {
+			return start
+		}
+		start = next
+		c.skipped++
+	}
 }

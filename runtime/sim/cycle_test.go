@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/kueuelab/kueuelab/runtime/sim/des"
@@ -107,5 +108,58 @@ func TestCyclerBlocksAndWakes(t *testing.T) {
 	}
 	if !failed {
 		t.Error("a failing cycle was not reported")
+	}
+}
+
+// TestCyclerSkipsRepeats: cycles that admit and write nothing, with nothing else happening, are
+// skipped, and the loop is where it would have been: the same cycles at the same times around
+// what happens next, and the same count of cycles in all.
+func TestCyclerSkipsRepeats(t *testing.T) {
+	type run struct {
+		at      []float64 // times of the cycles run
+		cycles  int64     // cycles run and skipped
+		skipped int64
+		end     float64
+	}
+	replay := func(skip bool, limit float64) run {
+		l := des.New(0)
+		f := &fakeKueue{loop: l, heads: 1 << 40}
+		c := newCycler(l, f, func() float64 { return 0.0003 }, l.Now, func(err error) { t.Fatal(err) })
+		if skip {
+			c.unchanged, c.queued, c.heads = func() bool { return true }, func() int { return 1 }, func() string { return "" }
+		}
+		c.limit = limit
+		c.wake()
+		// Something happens at 2.5 (a cycle of its own at once), and the heads are gone at 7.
+		l.At(2.5, func() { f.signals = []bool{keepGoing}; c.wake() })
+		l.At(7, func() { f.heads = 0 })
+		for {
+			if next, ok := l.Next(); !ok || (limit > 0 && next > limit) {
+				break
+			}
+			l.Step()
+		}
+		return run{at: f.at, cycles: int64(len(f.at)) + c.skipped, skipped: c.skipped, end: l.Now()}
+	}
+	for _, limit := range []float64{0, 5.55} {
+		all, skipped := replay(false, limit), replay(true, limit)
+		if skipped.skipped == 0 || skipped.cycles != all.cycles || skipped.end != all.end {
+			t.Errorf("limit %g: %d cycles run and %d skipped, ending at %g; without skipping %d, ending at %g",
+				limit, len(skipped.at), skipped.skipped, skipped.end, all.cycles, all.end)
+		}
+		// Every cycle run is one the loop without skips runs at that very time.
+		i := 0
+		for _, at := range skipped.at {
+			for i < len(all.at) && all.at[i] != at {
+				i++
+			}
+			if i == len(all.at) {
+				t.Fatalf("limit %g: a cycle at %v that the loop without skips does not run", limit, at)
+			}
+		}
+		// The cycle that sees what happened at 2.5 is run.
+		if !slices.ContainsFunc(skipped.at, func(at float64) bool { return at >= 2.5 && at < 2.511 }) {
+			t.Errorf("limit %g: no cycle run just after 2.5: %v", limit, skipped.at)
+		}
 	}
 }

@@ -288,7 +288,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if errors.Is(s.failure, ErrPreemptionLoop) {
 		loopErr, s.failure = s.failure, nil
 	}
-	res := &Result{Events: s.loop.Events(), Cycles: s.kq.Cycles()}
+	res := &Result{Events: s.loop.Events(), Cycles: s.kq.Cycles() + s.cyc.skipped}
 	if s.cp != nil {
 		res.KueueWrites, res.WaitedSec = s.cp.client.Writes()
 		res.CycleWritesSec = s.cyc.writesSec
@@ -390,6 +390,8 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 		cycleSec = func() float64 { return mm.CycleSec(kq.Heads()) }
 	}
 	s.cyc = newCycler(loop, kq, cycleSec, s.drain, s.fail)
+	s.cyc.unchanged, s.cyc.queued, s.cyc.heads = func() bool { return !kq.Store.HasChanges() }, kq.Queued, kq.HeadsState
+	s.cyc.limit = cfg.MaxTraceSec
 	s.sample = newSampler(s)
 	s.lqc = newLQController(s)
 	return s, nil

@@ -51,6 +51,9 @@ func (l *Loop) Now() float64 { return l.now }
 // Events is the number of events run so far.
 func (l *Loop) Events() uint64 { return l.runs }
 
+// Scheduled is the number of events scheduled so far (places reserved included).
+func (l *Loop) Scheduled() uint64 { return l.seq }
+
 // Pending is the number of queued events.
 func (l *Loop) Pending() int { return len(l.q) }
 
