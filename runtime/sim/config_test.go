@@ -11,7 +11,8 @@ import (
 )
 
 // TestKueueConfigWaitForPodsReady: Kueue v0.19's waitForPodsReady is on with its defaults unless
-// the DisableWaitForPodsReady gate is set; the sim models no other gate.
+// the DisableWaitForPodsReady gate is set; another gate the linked Kueue knows is accepted (and
+// leaves waitForPodsReady on), one it does not know is refused.
 func TestKueueConfigWaitForPodsReady(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -22,8 +23,9 @@ func TestKueueConfigWaitForPodsReady(t *testing.T) {
 		{"defaults", nil, 30 * time.Minute, ""},
 		{"own timeout", map[string]any{"waitForPodsReady": map[string]any{"timeout": "10m"}}, 10 * time.Minute, ""},
 		{"gate off", map[string]any{"featureGates": map[string]any{"DisableWaitForPodsReady": true}}, 0, ""},
-		{"other gate", map[string]any{"featureGates": map[string]any{"TopologyAwareScheduling": false}}, 0,
-			"the sim engine models DisableWaitForPodsReady alone, not TopologyAwareScheduling"},
+		{"other gate", map[string]any{"featureGates": map[string]any{"SchedulerLongRequeueInterval": true}}, 30 * time.Minute, ""},
+		{"unknown gate", map[string]any{"featureGates": map[string]any{"NoSuchGate": true}}, 0,
+			"featureGates: Kueue " + kueuelib.KueueVersion + " has no feature gate NoSuchGate"},
 		{"blockAdmission", map[string]any{"waitForPodsReady": map[string]any{"timeout": "10m", "blockAdmission": true}}, 0,
 			"waitForPodsReady.blockAdmission: the sim engine does not model it"},
 	} {
