@@ -8,14 +8,19 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/runtime/controlplane"
 	"github.com/kueuelab/kueuelab/runtime/forecast"
+	"github.com/kueuelab/kueuelab/runtime/kueuever"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 	"github.com/kueuelab/kueuelab/runtime/snapshot"
 )
 
@@ -31,6 +36,7 @@ func newForecastCmd() *cobra.Command {
 		manifests    []string
 		namespace    string
 		htmlOut      string
+		kueueVersion string
 	)
 	c := &cobra.Command{
 		Use:   "forecast [DIR | --kubeconfig K] [-f MANIFEST]...",
@@ -124,6 +130,22 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 				}
 				o.Dir = dir
 			}
+			// The state's Kueue release, or --kueue-version: another release than the one linked
+			// forecasts through that release's kueuelab, from the same directory.
+			st, err := state.Load(filepath.Join(o.Dir, state.StateFile))
+			if err != nil {
+				return err
+			}
+			rel, err := kueuever.ForCluster(st.KueueVersion)
+			if cmd.Flags().Changed("kueue-version") {
+				rel, err = kueuever.Lookup(kueueVersion)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w; --kueue-version forecasts on one of them", o.Dir, err)
+			}
+			if rel.Name != kueuelib.KueueVersion {
+				return forecastThroughRelease(cmd, rel, o.Dir, namespace)
+			}
 			rep, err := forecast.Run(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -173,7 +195,36 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 	fl.StringArrayVarP(&manifests, "filename", "f", nil, "manifest of job objects to forecast as if submitted now (repeatable)")
 	fl.StringVarP(&namespace, "namespace", "n", "", "namespace of -f objects that name none (default: the kubeconfig context's, else default)")
 	fl.StringVar(&htmlOut, "html", "", "also write the forecast as an HTML page with a plot of the ETAs")
+	fl.StringVar(&kueueVersion, "kueue-version", "", "Kueue release to forecast on (default: the one of the state's Kueue minor, else "+kueuever.Default+")")
 	return c
+}
+
+// forecastThroughRelease runs this forecast in the kueuelab whose sim links release rel, on the
+// snapshot directory dir (taken here when the cluster was asked for): the command's flags but the
+// cluster's, the directory, the namespace of -f objects as resolved here, and the release.
+func forecastThroughRelease(cmd *cobra.Command, rel kueuever.Version, dir, namespace string) error {
+	args := []string{"forecast", dir, "--kueue-version", rel.Name}
+	if namespace != "" {
+		args = append(args, "--namespace", namespace)
+	}
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "kubeconfig", "context", "kueue-version", "namespace":
+		case "filename":
+			files, ferr := cmd.Flags().GetStringArray("filename")
+			err = errors.Join(err, ferr)
+			for _, m := range files {
+				args = append(args, "--filename", m)
+			}
+		default:
+			args = append(args, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return runThroughRelease(cmd.Context(), rel, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
 func writeForecastHTML(path string, rep *forecast.Report) error {
@@ -192,7 +243,7 @@ func writeForecastHTML(path string, rep *forecast.Report) error {
 }
 
 func printForecast(w io.Writer, r *forecast.Report) {
-	fmt.Fprintf(w, "forecast from %s at %s (%s): %d runs to %s past it, arrivals %s\n", r.State, dur(r.NowSec), r.Source, r.Repeats, dur(r.HorizonSec), r.Arrivals)
+	fmt.Fprintf(w, "forecast from %s at %s (%s) on Kueue %s: %d runs to %s past it, arrivals %s\n", r.State, dur(r.NowSec), r.Source, r.KueueVersion, r.Repeats, dur(r.HorizonSec), r.Arrivals)
 	fmt.Fprintf(w, "work left: %d known, %d drawn from %d finished workloads, %d from the trace\n", r.Known, r.Drawn, r.History, r.FromTrace)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "WORKLOAD\tNAMESPACE\tQUEUE\tWAITED")

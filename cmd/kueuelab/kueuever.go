@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 
 	"github.com/kueuelab/kueuelab/runtime/kueuever"
@@ -45,15 +44,15 @@ func (e childExit) Error() string {
 }
 func (e childExit) ExitCode() int { return e.code }
 
-// runThroughRelease runs this very command line through the kueuelab binary whose sim links
+// runThroughRelease runs the command line args through the kueuelab binary whose sim links
 // release v (built on first use), which sees --kueue-version v as its own and runs in its
 // process.
-func runThroughRelease(ctx context.Context, v kueuever.Version, stdout, stderr io.Writer) error {
+func runThroughRelease(ctx context.Context, v kueuever.Version, args []string, stdout, stderr io.Writer) error {
 	bin, err := simver.Binary(ctx, v, stderr)
 	if err != nil {
 		return err
 	}
-	err = simver.Run(ctx, bin, os.Args[1:], stdout, stderr)
+	err = simver.Run(ctx, bin, args, stdout, stderr)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return childExit{version: v.Name, code: ee.ExitCode()}

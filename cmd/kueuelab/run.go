@@ -162,7 +162,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if v, here, err := pickKueue(f.kueueVersion, f.engine); err != nil {
 		return err
 	} else if !here {
-		return runThroughRelease(ctx, v, out, cmd.ErrOrStderr())
+		return runThroughRelease(ctx, v, os.Args[1:], out, cmd.ErrOrStderr())
 	}
 	in := replay.Inputs{Seed: f.seed, Timeout: f.timeout, Out: out}
 	if f.faults != "" {

@@ -77,6 +77,8 @@ type Report struct {
 	Repeats    int     `json:"repeats"`
 	HorizonSec float64 `json:"horizonSec"`
 	Arrivals   string  `json:"arrivals"`
+	// KueueVersion is the Kueue release whose scheduler ran the forecast.
+	KueueVersion string `json:"kueueVersion"`
 	// Known, Drawn and FromTrace count the live workloads whose work left the state knows, that
 	// each run draws from History finished workloads, and that take the trace's duration (no
 	// history to draw from).
@@ -191,7 +193,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	default:
 		return nil, fmt.Errorf("forecast: arrivals %q: want %s or %s", arrivals, state.ArrivalsNone, state.ArrivalsRecorded)
 	}
-	rep := &Report{State: o.Dir, Source: st.Source, NowSec: st.NowSec, Repeats: o.Repeats, HorizonSec: o.HorizonSec, Arrivals: arrivals, History: in.history.n()}
+	rep := &Report{State: o.Dir, Source: st.Source, NowSec: st.NowSec, Repeats: o.Repeats, HorizonSec: o.HorizonSec, Arrivals: arrivals, History: in.history.n(),
+		KueueVersion: sim.KueueVersion}
 	for i := range st.Workloads {
 		w := &st.Workloads[i]
 		switch {

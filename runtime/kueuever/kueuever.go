@@ -72,6 +72,24 @@ func Lookup(s string) (Version, error) {
 	return Version{}, fmt.Errorf("kueue version %q is not supported (supported: %s)", s, Names())
 }
 
+// ForCluster is the supported release that replays a cluster running Kueue running: the one of
+// its minor (patch releases change no queueing a replay sees). "" (unknown) is Default.
+func ForCluster(running string) (Version, error) {
+	if running == "" {
+		return MustLookup(Default), nil
+	}
+	have, err := version.ParseGeneric(running)
+	if err != nil {
+		return Version{}, fmt.Errorf("kueue version %q: not a version (supported: %s)", running, Names())
+	}
+	for _, v := range Supported {
+		if s := version.MustParseGeneric(v.Name); s.Major() == have.Major() && s.Minor() == have.Minor() {
+			return v, nil
+		}
+	}
+	return Version{}, fmt.Errorf("the cluster runs Kueue %s: kueuelab replays no release of its minor (supported: %s)", running, Names())
+}
+
 // MustLookup is Lookup for a name known to be supported.
 func MustLookup(s string) Version {
 	v, err := Lookup(s)

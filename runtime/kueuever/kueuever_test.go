@@ -61,3 +61,25 @@ func TestOneTagPerRelease(t *testing.T) {
 		t.Errorf("%d releases without a tag, want 1 (the default)", defaults)
 	}
 }
+
+func TestForCluster(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{in: "", want: Default},
+		{in: "v0.18.2", want: "v0.18.3"},
+		{in: "v0.19.0", want: "v0.19.2"},
+		{in: "v0.15.1", want: "v0.15.0"},
+		{in: "v0.16.4", err: "the cluster runs Kueue v0.16.4: kueuelab replays no release of its minor (supported: v0.15.0, v0.17.1, v0.18.3, v0.19.2)"},
+		{in: "main", err: "not a version"},
+	} {
+		v, err := ForCluster(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ForCluster(%q) = %v, %v; want error %q", tc.in, v.Name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || v.Name != tc.want {
+			t.Errorf("ForCluster(%q) = %q, %v; want %q", tc.in, v.Name, err, tc.want)
+		}
+	}
+}
