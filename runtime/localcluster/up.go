@@ -323,24 +323,30 @@ type upper struct {
 	configs map[string]string
 }
 
-// kwokStallWait is how long the nodes get to become Ready before a KWOK that never started its
-// stage controllers is restarted (on an idle machine they are Ready in about a second).
+// kwokStallWait is how long the nodes get to become Ready before KWOK is restarted (on an idle
+// machine they are Ready in about a second).
 const kwokStallWait = time.Minute
 
 // awaitNodes waits until the KWOK nodes are Ready and schedulable. KWOK v0.7.0 on a loaded
-// machine has been seen never to start its stage controllers (its log ends at "Watch nodes"),
-// so that no node ever became Ready: then it is restarted once, as a kubelet-less cluster's
+// machine has been seen never to start its stage controllers (its log ends at "Watch nodes"), and
+// once to run its lease controller for minutes with no node given a Ready condition (its log's
+// start out of reach by then): no node ever became Ready. A minute without a Ready node is KWOK
+// not doing its work whatever its log says, so it is restarted once, as a kubelet-less cluster's
 // operator would, and the wait goes on.
 func (u *upper) awaitNodes(ctx context.Context, c client.Client, timeout time.Duration) error {
 	first := min(timeout, kwokStallWait)
 	_, err := cluster.WaitNodesReady(ctx, c, first)
-	if err == nil || ctx.Err() != nil || !kwokStalled(LogTail(u.s.logFile(KWOK), 200)) {
+	if err == nil || ctx.Err() != nil || first >= timeout || anyNodeReady(ctx, c) {
 		if err != nil && first < timeout {
 			_, err = cluster.WaitNodesReady(ctx, c, timeout-first)
 		}
 		return err
 	}
-	fmt.Fprintf(u.out, "  KWOK started no stage controller in %s: restarting it\n", first)
+	why := "its stage controllers ran"
+	if kwokStalled(LogTail(u.s.logFile(KWOK), 2000)) {
+		why = "its log shows no stage controller started"
+	}
+	fmt.Fprintf(u.out, "  KWOK made no node Ready in %s (%s): restarting it\n", first, why)
 	if _, err := u.s.stop(ctx, KWOK, u.specs[KWOK].bin, 10*time.Second); err != nil {
 		return err
 	}
@@ -349,6 +355,23 @@ func (u *upper) awaitNodes(ctx context.Context, c client.Client, timeout time.Du
 	}
 	_, err = cluster.WaitNodesReady(ctx, c, max(timeout-first, kwokStallWait))
 	return err
+}
+
+// anyNodeReady says whether some node has condition Ready True (a KWOK that made one Ready is
+// working; the rest are waited for).
+func anyNodeReady(ctx context.Context, c client.Client) bool {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return false
+	}
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // kwokStalled says whether KWOK's log, since its last start, shows no stage controller started.
