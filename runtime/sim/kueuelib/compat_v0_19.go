@@ -9,13 +9,10 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
-	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/podset"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -80,21 +77,3 @@ func moveToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *w
 
 //go:linkname moveHeapToInadmissible sigs.k8s.io/kueue/pkg/cache/queue.(*ClusterQueue).moveHeapToInadmissible
 func moveHeapToInadmissible(c *qcache.ClusterQueue, key workload.Reference, wInfo *workload.Info)
-
-// discardRecorder drops Kueue's Kubernetes events (events.EventRecorder, from v0.18); the sim
-// records its own.
-type discardRecorder struct{}
-
-var _ events.EventRecorder = discardRecorder{}
-
-func (discardRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {
-}
-
-// syncTASNode feeds node to the TAS node cache, as Kueue's TAS node controller does from Node
-// events.
-func syncTASNode(cc *schdcache.Cache, node *corev1.Node) { cc.TASCache().SyncNode(node) }
-
-// setConditionAndUpdate is workload.SetConditionAndUpdate.
-func setConditionAndUpdate(ctx context.Context, c client.Client, wl *kueue.Workload, condType string, status metav1.ConditionStatus, reason, msg, manager string, clk clock.Clock) error {
-	return workload.SetConditionAndUpdate(ctx, c, wl, condType, status, reason, msg, manager, clk)
-}

@@ -1,0 +1,26 @@
+//go:build !kueue_v0_15
+
+package kueuelib
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// The calls v0.17 on share and v0.15 has otherwise (compat_v0_15.go).
+
+// syncTASNode feeds node to the TAS node cache, as Kueue's TAS node controller does from Node
+// events.
+func syncTASNode(cc *schdcache.Cache, node *corev1.Node) { cc.TASCache().SyncNode(node) }
+
+// setConditionAndUpdate is workload.SetConditionAndUpdate.
+func setConditionAndUpdate(ctx context.Context, c client.Client, wl *kueue.Workload, condType string, status metav1.ConditionStatus, reason, msg, manager string, clk clock.Clock) error {
+	return workload.SetConditionAndUpdate(ctx, c, wl, condType, status, reason, msg, manager, clk)
+}
