@@ -518,11 +518,7 @@ variants:
 // one with the built-in control-plane model and its own Kueue client rate.
 func TestSimEngine(t *testing.T) {
 	dir := t.TempDir()
-	abs, err := filepath.Abs(teams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Replace(header(`engine: sim
+	e := loadWithTeams(t, dir, `engine: sim
 sim: {cycle: 50ms}
 variants:
 - name: base
@@ -531,15 +527,7 @@ variants:
 - name: slow-client
   controlPlane: kueue
   kueueConfig: {clientConnection: {qps: 0.5, burst: 1}}
-`), teams, abs, 1)
-	expFile := filepath.Join(dir, "exp.yaml")
-	if err := os.WriteFile(expFile, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e, err := Load(expFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	if tm, _ := e.SimTiming(); tm.CycleSec != 0.05 {
 		t.Fatalf("sim timing %+v", tm)
 	}
@@ -574,11 +562,7 @@ variants:
 // binary links, each run's summary naming its Kueue.
 func TestSimAcrossKueueReleases(t *testing.T) {
 	dir := t.TempDir()
-	abs, err := filepath.Abs(teams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Replace(header(`engine: sim
+	e := loadWithTeams(t, dir, `engine: sim
 kueueVersion: v0.15.0
 variants:
 - name: old
@@ -587,15 +571,7 @@ variants:
 - name: gated
   kueueVersion: `+kueuever.Default+`
   kueueConfig: {featureGates: {SchedulerLongRequeueInterval: true}}
-`), teams, abs, 1)
-	expFile := filepath.Join(dir, "exp.yaml")
-	if err := os.WriteFile(expFile, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e, err := Load(expFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	var progress bytes.Buffer
 	o, err := Run(t.Context(), e, Options{OutDir: filepath.Join(dir, "out"), Out: &progress})
 	if err != nil {
@@ -623,4 +599,23 @@ variants:
 			t.Errorf("%s: Kueue %s ran with waitForPodsReady %+v", v, want, m.Summary.Kueue.WaitForPodsReady)
 		}
 	}
+}
+
+// loadWithTeams writes header(extra), its cluster the absolute path of teams.yaml, as dir/exp.yaml
+// and loads it.
+func loadWithTeams(t *testing.T, dir, extra string) *Experiment {
+	t.Helper()
+	abs, err := filepath.Abs(teams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expFile := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(expFile, []byte(strings.Replace(header(extra), teams, abs, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(expFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
