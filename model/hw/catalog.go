@@ -8,7 +8,9 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -33,6 +35,28 @@ type GPU struct {
 	Gamma           float64 `yaml:"gamma"`
 	MemoryEpsilon   float64 `yaml:"memoryEpsilon"`
 	MemoryGamma     float64 `yaml:"memoryGamma"`
+	// MIG is the family's Multi-Instance GPU geometry; nil when the GPU cannot be partitioned.
+	MIG *MIG `yaml:"mig,omitempty"`
+}
+
+// MIG is how one GPU of a family splits into MIG instances: compute slices (groups of SMs) and
+// memory slices (each 1/MemorySlices of the memory, L2 and bandwidth), and the profiles NVIDIA
+// offers. Placement is on the memory-slice axis, as nvidia-smi mig -lgipp prints it.
+type MIG struct {
+	ComputeSlices int          `yaml:"computeSlices"` // 7 on A100/H100/H200
+	MemorySlices  int          `yaml:"memorySlices"`  // 8
+	Profiles      []MIGProfile `yaml:"profiles"`      // smallest first
+}
+
+// MIGProfile is one GPU-instance profile ("1g.10gb") and where an instance of it may start.
+type MIGProfile struct {
+	Name            string `yaml:"name"`            // "1g.10gb"
+	ProfileID       int    `yaml:"profileId"`       // NVML GPU-instance profile ID (nvidia-smi mig -lgip): 19, 15, 14, 9, 5, 0
+	ComputeSlices   int    `yaml:"computeSlices"`   // the "Ng" of the name
+	MemorySlices    int    `yaml:"memorySlices"`    // the placement size on the memory-slice axis
+	MemoryMiB       int64  `yaml:"memoryMiB"`       // as NVML reports it (GpuInstanceProfileInfo.MemorySizeMB)
+	Multiprocessors int    `yaml:"multiprocessors"` // SMs of the instance
+	Starts          []int  `yaml:"starts"`          // valid placement starts on the memory-slice axis
 }
 
 // CPU is one CPU node model: its SPECpower curve and the platform constant.
@@ -127,6 +151,10 @@ func (c *Catalog) validate(name string, root *yaml.Node) error {
 	top := func(field, format string, args ...any) {
 		errs = append(errs, fielderr.New(name, 0, field, format, args...))
 	}
+	var doc *yaml.Node // the top-level mapping, for the lines of nested fields
+	if root != nil && len(root.Content) > 0 {
+		doc = root.Content[0]
+	}
 	if len(c.GPUs) == 0 {
 		top("gpus", "at least one GPU family is required")
 	}
@@ -163,6 +191,12 @@ func (c *Catalog) validate(name string, root *yaml.Node) error {
 		}
 		if g.MemoryGamma <= 0 {
 			bad("gpus", i, id, "memoryGamma", "must be > 0, got %g", g.MemoryGamma)
+		}
+		if g.MIG != nil {
+			validateMIG(g.MIG, func(p yamldoc.Path, field, format string, args ...any) {
+				line := yamldoc.Line(doc, append(yamldoc.Path{"gpus", i, "mig"}, p...))
+				errs = append(errs, fielderr.New(name, line, fmt.Sprintf("gpus[%s].mig%s", id, field), format, args...))
+			})
 		}
 	}
 	if len(c.CPUs) == 0 {
@@ -230,6 +264,103 @@ func (c *Catalog) validate(name string, root *yaml.Node) error {
 		}
 	}
 	return errs.Err()
+}
+
+// migName is NVIDIA's GPU-instance profile naming: compute slices, then the memory in whole GB.
+var migName = regexp.MustCompile(`^([1-7])g\.[0-9]+gb$`)
+
+// validateMIG checks one family's MIG table. report takes the path below the family's mig key (for
+// the line) and the field as printed after "gpus[FAMILY].mig".
+func validateMIG(m *MIG, report func(p yamldoc.Path, field, format string, args ...any)) {
+	if m.ComputeSlices <= 0 {
+		report(yamldoc.Path{"computeSlices"}, ".computeSlices", "must be > 0, got %d", m.ComputeSlices)
+	}
+	if m.MemorySlices <= 0 {
+		report(yamldoc.Path{"memorySlices"}, ".memorySlices", "must be > 0, got %d", m.MemorySlices)
+	}
+	if m.ComputeSlices <= 0 || m.MemorySlices <= 0 {
+		return // every profile check below measures against these two
+	}
+	names := map[string]bool{}
+	ids := map[int]string{}
+	full := ""
+	for j := range m.Profiles {
+		p := &m.Profiles[j]
+		id := p.Name
+		if id == "" {
+			id = strconv.Itoa(j)
+		}
+		at := func(field, format string, args ...any) {
+			report(yamldoc.Path{"profiles", j, field}, fmt.Sprintf(".profiles[%s].%s", id, field), format, args...)
+		}
+		sub := migName.FindStringSubmatch(p.Name)
+		switch {
+		case sub == nil:
+			at("name", "must be <compute slices>g.<GB>gb like 1g.10gb, got %q", p.Name)
+		case names[p.Name]:
+			at("name", "duplicate profile")
+		case sub[1] != strconv.Itoa(p.ComputeSlices):
+			at("name", "says %sg but computeSlices is %d", sub[1], p.ComputeSlices)
+		}
+		names[p.Name] = true
+		switch other, dup := ids[p.ProfileID]; {
+		case p.ProfileID < 0:
+			at("profileId", "must be >= 0, got %d", p.ProfileID)
+		case dup:
+			at("profileId", "%d is also the ID of %s", p.ProfileID, other)
+		}
+		ids[p.ProfileID] = id
+		if p.ComputeSlices <= 0 || p.ComputeSlices > m.ComputeSlices {
+			at("computeSlices", "must be in [1, %d], got %d", m.ComputeSlices, p.ComputeSlices)
+		}
+		sizeOK := p.MemorySlices > 0 && p.MemorySlices <= m.MemorySlices
+		if !sizeOK {
+			at("memorySlices", "must be in [1, %d], got %d", m.MemorySlices, p.MemorySlices)
+		}
+		if len(p.Starts) == 0 {
+			at("starts", "needs at least one placement start")
+		}
+		for k, s := range p.Starts {
+			field := fmt.Sprintf(".profiles[%s].starts[%d]", id, k)
+			where := yamldoc.Path{"profiles", j, "starts", k}
+			switch {
+			case sizeOK && (s < 0 || s > m.MemorySlices-p.MemorySlices):
+				report(where, field, "%d does not leave room for %d memory slices: must be in [0, %d]", s, p.MemorySlices, m.MemorySlices-p.MemorySlices)
+			case k > 0 && s <= p.Starts[k-1]:
+				report(where, field, "starts must be strictly increasing: %d after %d", s, p.Starts[k-1])
+			}
+		}
+		if p.MemoryMiB <= 0 {
+			at("memoryMiB", "must be > 0, got %d", p.MemoryMiB)
+		}
+		if p.Multiprocessors <= 0 {
+			at("multiprocessors", "must be > 0, got %d", p.Multiprocessors)
+		}
+		// Smallest first is the order ProfileNames promises (and nvidia-smi mig -lgip lists).
+		if j > 0 {
+			q := &m.Profiles[j-1]
+			if p.ComputeSlices < q.ComputeSlices || p.ComputeSlices == q.ComputeSlices && p.MemorySlices < q.MemorySlices {
+				at("computeSlices", "profiles must be listed smallest first (compute, then memory slices): %s comes after %s", id, q.Name)
+			}
+		}
+		for k := range m.Profiles {
+			q := &m.Profiles[k]
+			if q.MemorySlices < p.MemorySlices && q.MemoryMiB > p.MemoryMiB {
+				at("memoryMiB", "%d MiB on %d memory slices is less than %s's %d MiB on %d", p.MemoryMiB, p.MemorySlices, q.Name, q.MemoryMiB, q.MemorySlices)
+				break
+			}
+		}
+		if p.ComputeSlices == m.ComputeSlices && p.MemorySlices == m.MemorySlices {
+			if full != "" {
+				report(yamldoc.Path{"profiles", j}, fmt.Sprintf(".profiles[%s]", id), "a second full profile: %s already covers all %d compute and %d memory slices", full, m.ComputeSlices, m.MemorySlices)
+			} else {
+				full = id
+			}
+		}
+	}
+	if full == "" {
+		report(yamldoc.Path{"profiles"}, ".profiles", "needs exactly one full profile (%d compute and %d memory slices), got none", m.ComputeSlices, m.MemorySlices)
+	}
 }
 
 // GPU returns the family's entry.

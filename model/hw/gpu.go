@@ -58,6 +58,24 @@ func (g *GPU) Operating(util, memory, capW float64) (powerW, throughput float64)
 	return c, (1-m)*tc + m*tm
 }
 
+// SliceOperating returns the board-share power (watts) and the relative throughput (in (0, 1],
+// relative to the whole uncapped GPU) of a pod with GPU utilisation util and memory intensity
+// memory, both as measured on a whole GPU, running on MIG slice p of this family (see package
+// doc). The full profile gives exactly Operating(util, memory, 0). A nil p, or a family without
+// MIG, means the whole board.
+func (g *GPU) SliceOperating(p *MIGProfile, util, memory float64) (powerW, throughput float64) {
+	// The whole board by its own formula: the slice formula below reduces to it at c = f = 1, but
+	// a compiler that fuses multiply-adds (arm64) could round the two differently.
+	if p == nil || g.MIG == nil || p.ComputeSlices == g.MIG.ComputeSlices && p.MemorySlices == g.MIG.MemorySlices {
+		return g.NaturalPower(util, memory), 1
+	}
+	u, m := clamp01(util), clamp01(memory)
+	c, f := g.MIG.ComputeFraction(p), g.MIG.MemoryFraction(p)
+	slowdown := (1-m)*math.Max(1, u/c) + m*math.Max(1, u/f)
+	powerW = c*g.IdleW + (g.MaxW-g.IdleW)*c*math.Pow(math.Min(1, u/c), g.UtilExponent)*(1-g.MemoryPowerDrop*m)
+	return powerW, 1 / slowdown
+}
+
 // Power is the board power under capW.
 func (g *GPU) Power(util, memory, capW float64) float64 {
 	p, _ := g.Operating(util, memory, capW)
