@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Validate checks the values of a workload record: known schema version and family, finite
@@ -200,6 +201,9 @@ func validRequests(r Requests) error {
 	if r.Value(ResourceGPU) > 0 && r.Value(ResourceAMDGPU) > 0 {
 		return fieldErrf(ResourceAMDGPU, "a pod asks for both %s and %s", ResourceGPU, ResourceAMDGPU)
 	}
+	if err := validMIG(r); err != nil {
+		return err
+	}
 	for name := range r {
 		if validRequest(r, name) != nil {
 			// Report the first bad name in sorted order, so the message does not depend on map order.
@@ -231,6 +235,30 @@ func validRequest(r Requests, name string) error {
 			return fieldErrf(name, "must be >= 0, got %q", r[name])
 		case IsGPUResource(name) && v != math.Trunc(v):
 			return fieldErrf(name, "must be a whole number of GPUs, got %q", r[name])
+		case strings.HasPrefix(name, MIGResourcePrefix) && v != math.Trunc(v):
+			return fieldErrf(name, "must be a whole number of MIG slices, got %q", r[name])
+		}
+	}
+	return nil
+}
+
+// validMIG allows one MIG profile per pod, and no whole GPUs beside it: a MIG-partitioned GPU
+// has no whole device left to give, and NVIDIA's DRA driver publishes a GPU either whole or cut.
+func validMIG(r Requests) error {
+	var first string
+	for _, name := range r.Names() {
+		if _, ok := MIGProfileOf(name); !ok || r.Value(name) <= 0 {
+			if name == MIGResourcePrefix {
+				return fieldErrf(name, "names no MIG profile (want e.g. %s1g.10gb)", MIGResourcePrefix)
+			}
+			continue
+		}
+		if first != "" {
+			return fieldErrf(name, "a pod asks for two MIG profiles (%s and %s): one claim holds one profile", first, name)
+		}
+		first = name
+		if gpu := r.GPUResource(); gpu != "" {
+			return fieldErrf(name, "a pod asks for %s and whole GPUs (%s): a pod uses slices or whole GPUs, not both", name, gpu)
 		}
 	}
 	return nil
