@@ -26,6 +26,9 @@ type role struct {
 	resources corev1.ResourceRequirements
 	gpu       bool
 	gang      bool
+	// mig and migSlices are the MIG profile and slices each pod asks for ("" and 0: none).
+	mig       string
+	migSlices int64
 	contract  contract.Pod
 	// affinity is the node affinity of the first job record, what of it the cluster can honour.
 	affinity *corev1.Affinity
@@ -112,6 +115,13 @@ func newBuild(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) (*bu
 			if err != nil {
 				return nil, fmt.Errorf("role %s: %w", r.Role, err)
 			}
+			r.mig, r.migSlices = r.Requests.MIG()
+			// A slice does a whole GPU's work more slowly (the agent's physics); its work is counted
+			// per slice as per GPU.
+			gpus := float64(r.Requests.GPUs())
+			if r.migSlices > 0 {
+				gpus = float64(r.migSlices)
+			}
 			r.contract = contract.Pod{
 				WorkloadID:            w.WorkloadID,
 				Family:                w.WorkloadType,
@@ -123,9 +133,11 @@ func newBuild(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) (*bu
 				CheckpointIntervalSec: w.CheckpointIntervalSec,
 				CheckpointCostSec:     w.CheckpointCostSec,
 				RestartOverheadSec:    w.RestartOverheadSec,
+				MIGProfile:            r.mig,
+				MIGSlices:             int(r.migSlices),
 				Work: trace.Work{
 					CPUUnits: work.Units(w.DurationSec, r.Requests.Value(trace.ResourceCPU), w.SharedIntensityProfile.CPUUtilization, o.Rates.CPUPerCore, r.Role),
-					GPUUnits: work.Units(w.DurationSec, float64(r.Requests.GPUs()), w.SharedIntensityProfile.GPUUtilization, o.Rates.GPUPerGPU, r.Role),
+					GPUUnits: work.Units(w.DurationSec, gpus, w.SharedIntensityProfile.GPUUtilization, o.Rates.GPUPerGPU, r.Role),
 				},
 			}
 			if r.gang {
@@ -250,6 +262,9 @@ func resources(req trace.Requests, gpuResource corev1.ResourceName) (corev1.Reso
 		if q.Sign() < 0 {
 			return rr, false, fmt.Errorf("requests.%s: %s is negative", name, s)
 		}
+		if _, mig := trace.MIGProfileOf(name); mig {
+			continue // a ResourceClaim of the pod (withMIGClaim), not a container resource
+		}
 		rn := corev1.ResourceName(name)
 		if trace.IsGPUResource(name) && gpuResource != "" {
 			rn = gpuResource
@@ -302,7 +317,8 @@ func (b *build) podTemplate(r *role, container string, restart corev1.RestartPol
 		Tolerations:   b.tolerations(),
 		Affinity:      r.affinity.DeepCopy(),
 	}
-	if r.gpu && len(b.p.GPUNodeSelector) > 0 {
+	b.withMIGClaim(r, &spec)
+	if (r.gpu || r.migSlices > 0) && len(b.p.GPUNodeSelector) > 0 {
 		spec.NodeSelector = make(map[string]string, len(b.p.GPUNodeSelector))
 		for k, v := range b.p.GPUNodeSelector {
 			spec.NodeSelector[k] = v

@@ -235,5 +235,9 @@ func (r *Renderer) Render(w *trace.Workload, jobs []*trace.Job, p Placement) ([]
 	if err != nil {
 		return nil, fmt.Errorf("render %s as %s: %w", w.WorkloadID, k.Name(), err)
 	}
+	if claims := migClaimTemplates(w, p); len(claims) > 0 {
+		// Before the object Kueue queues: Kueue reads the templates when it sizes the Workload.
+		objs = append(claims, objs...)
+	}
 	return objs, nil
 }

@@ -335,5 +335,8 @@ func localCluster(ctx context.Context, name string, spec *rcluster.Spec, kueue m
 	if err != nil {
 		return nil, err
 	}
+	if kueue, err = spec.WithKueueResources(kueue); err != nil {
+		return nil, err
+	}
 	return localcluster.Up(ctx, localcluster.Options{Name: name, BinDir: bin, Objects: objs, KueueConfig: kueue, Scheduler: spec.KubeSchedulerConfiguration(), Out: out})
 }

@@ -88,9 +88,19 @@ func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 			Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(t.ClusterQueue)},
 		})
 	}
+	if s.HasMIG() {
+		objs = append(objs, migDeviceClasses()...)
+	}
 	if !opts.OmitNodes {
 		for i := range s.NodePools {
-			objs = append(objs, s.nodes(&s.NodePools[i])...)
+			np := &s.NodePools[i]
+			nodes := s.nodes(np)
+			objs = append(objs, nodes...)
+			if np.MIG != nil {
+				for _, n := range nodes {
+					objs = append(objs, migSlices(n.(*corev1.Node), np)...)
+				}
+			}
 		}
 	}
 	return objs, nil
@@ -106,7 +116,7 @@ func (s *Spec) resourceFlavor(f *flavor) *kueue.ResourceFlavor {
 	rf := &kueue.ResourceFlavor{
 		TypeMeta:   typeMeta("ResourceFlavor"),
 		ObjectMeta: metav1.ObjectMeta{Name: f.Name},
-		Spec:       kueue.ResourceFlavorSpec{NodeLabels: f.Family.NodeLabels()},
+		Spec:       kueue.ResourceFlavorSpec{NodeLabels: f.nodeLabels()},
 	}
 	// Tolerations (not nodeTaints): Kueue injects them into admitted pods, so workloads need
 	// not know which pools are tainted.
@@ -247,7 +257,7 @@ func (s *Spec) nodes(np *NodePool) []client.Object {
 		corev1.ResourceMemory: resource.MustParse(np.Memory),
 		corev1.ResourcePods:   *resource.NewQuantity(int64(np.Pods), resource.DecimalSI),
 	}
-	if fam.GPU() {
+	if fam.GPU() && np.MIG == nil {
 		capacity[fam.Resource] = *resource.NewQuantity(int64(np.GPUsPerNode), resource.DecimalSI)
 	}
 	taints := []corev1.Taint{{Key: kwokTaintKey, Value: kwokValue, Effect: corev1.TaintEffectNoSchedule}}
@@ -277,6 +287,9 @@ func (s *Spec) nodes(np *NodePool) []client.Object {
 		})
 		if fam.GPU() {
 			labels[fam.ProductLabel] = fam.ProductValue
+		}
+		if np.MIG != nil {
+			labels[contract.GPUSharing] = gpuSharingMIG
 		}
 		if s.Topology != nil {
 			rack := i / perRack

@@ -39,8 +39,11 @@ func (s *Spec) Placer(seed uint64, retarget bool) render.Placer {
 			p.pools = append(p.pools, newPoolCap(np, f))
 			gpus += int64(np.Count) * int64(np.GPUsPerNode)
 		}
-		if f.Family.GPU() {
+		switch {
+		case f.wholeGPUs():
 			p.gpuFlavors = append(p.gpuFlavors, f)
+		case f.MIG:
+			p.migFlavors = append(p.migFlavors, f)
 		}
 		if p.gpuCap == nil {
 			p.gpuCap = map[string]int64{}
@@ -55,7 +58,8 @@ type placer struct {
 	seed       uint64
 	retarget   bool
 	pools      []poolCap
-	gpuFlavors []*flavor
+	gpuFlavors []*flavor        // flavors of whole GPUs
+	migFlavors []*flavor        // flavors of MIG-partitioned GPUs
 	gpuCap     map[string]int64 // GPUs per flavor name
 	labelKeys  map[string]bool  // label keys of the nodes
 }
@@ -95,6 +99,9 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 	if t := p.s.Topology; t != nil && gang {
 		pl.TopologyLevel = map[string]string{LevelBlock: t.BlockLabel, LevelRack: t.RackLabel, LevelHostname: hostnameLabel}[t.GangLevel]
 	}
+	if w.MIGSlices() > 0 {
+		return p.placeMIG(w, pl, team)
+	}
 	if w.TotalGPUs() == 0 {
 		return pl, p.fits(w, p.pools, corev1.ResourceName(trace.ResourceGPU), false)
 	}
@@ -105,7 +112,7 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 	cq := p.s.clusterQueue(team.ClusterQueue)
 	var candidates []*flavor
 	for _, fq := range cq.Quotas {
-		if f := p.s.flavor(fq.Flavor); f.Family.GPU() {
+		if f := p.s.flavor(fq.Flavor); f.wholeGPUs() {
 			if _, ok := fq.Resources[string(f.Family.Resource)]; ok {
 				candidates = append(candidates, f)
 			}
@@ -127,7 +134,7 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 		}
 	}
 	if fixed != nil {
-		pl.GPUNodeSelector = fixed.Family.NodeLabels()
+		pl.GPUNodeSelector = fixed.nodeLabels()
 		pl.GPUResource = fixed.Family.Resource
 		// Kueue injects the flavor's tolerations on admission too; carrying them from the start
 		// keeps pinned pods schedulable whatever checks run before admission.

@@ -68,6 +68,8 @@ type NodePool struct {
 	Taints []Taint `yaml:"taints,omitempty"`
 	// Topology overrides the spec topology's rack and block sizes for this pool.
 	Topology *PoolTopology `yaml:"topology,omitempty"`
+	// MIG partitions the pool's GPUs into MIG slices (NVIDIA families with MIG only).
+	MIG *PoolMIG `yaml:"mig,omitempty"`
 }
 
 // Taint is a node taint.

@@ -42,6 +42,20 @@ type flavor struct {
 	Name   string
 	Family family
 	Pools  []*NodePool
+	// MIG: the flavor's pools are MIG-partitioned; its GPUs are quota'd as MIGQuotaResource.
+	MIG bool
+}
+
+// wholeGPUs reports whether the flavor's nodes advertise whole GPUs (its family's resource).
+func (f *flavor) wholeGPUs() bool { return f.Family.GPU() && !f.MIG }
+
+// nodeLabels select the flavor's nodes: a MIG flavor's also by contract.GPUSharing.
+func (f *flavor) nodeLabels() map[string]string {
+	l := f.Family.NodeLabels()
+	if f.MIG {
+		l[contract.GPUSharing] = gpuSharingMIG
+	}
+	return l
 }
 
 // Validate fills the defaults of a spec built in code and checks it as Load does (Load has
@@ -236,12 +250,19 @@ func (s *Spec) validatePools(l *errList) {
 				l.add(p.key("topology").key("racksPerBlock"), "must be > 0, got %d", np.Topology.RacksPerBlock)
 			}
 		}
+		if ok {
+			s.validateMIG(l, p, np, fam)
+		}
 		if !ok {
 			continue
 		}
-		f := byFlavor[fam.FlavorName()]
+		name := fam.FlavorName()
+		if np.MIG != nil {
+			name += migFlavorSuffix
+		}
+		f := byFlavor[name]
 		if f == nil {
-			f = &flavor{Name: fam.FlavorName(), Family: fam}
+			f = &flavor{Name: name, Family: fam, MIG: np.MIG != nil}
 			byFlavor[f.Name] = f
 			s.flavors = append(s.flavors, f)
 		}
@@ -251,7 +272,7 @@ func (s *Spec) validatePools(l *errList) {
 
 // reservedLabels are the node label keys kueuelab sets itself.
 func (s *Spec) reservedLabels(f family) map[string]bool {
-	r := map[string]bool{hostnameLabel: true, "type": true, contract.GPUFamily: true, contract.Pool: true}
+	r := map[string]bool{hostnameLabel: true, "type": true, contract.GPUFamily: true, contract.Pool: true, contract.GPUSharing: true}
 	if f.ProductLabel != "" {
 		r[f.ProductLabel] = true
 	}
@@ -414,11 +435,17 @@ func (s *Spec) validateQuotas(l *errList, p fieldPath, quotas []FlavorQuota, can
 			case gpuResource(rn):
 				if f != nil && !f.Family.GPU() {
 					l.add(rp, "flavor %s has no GPUs; leave %s out (it is rendered as 0)", f.Name, name)
+				} else if f != nil && f.MIG {
+					l.add(rp, "flavor %s is MIG-partitioned: its GPUs are quota'd as %s (GPU memory of the slices), not %s", f.Name, MIGQuotaResource, name)
 				} else if f != nil && f.Family.Resource != rn {
 					l.add(rp, "flavor %s provides %s, not %s", f.Name, f.Family.Resource, name)
 				}
+			case rn == MIGQuotaResource:
+				if f != nil && !f.MIG {
+					l.add(rp, "flavor %s is not MIG-partitioned; %s is the quota of MIG flavors", f.Name, name)
+				}
 			default:
-				l.add(rp, "unsupported resource %q (cpu, memory, pods, nvidia.com/gpu or amd.com/gpu)", name)
+				l.add(rp, "unsupported resource %q (cpu, memory, pods, nvidia.com/gpu, amd.com/gpu or, on a MIG flavor, %s)", name, MIGQuotaResource)
 			}
 			nominal, ok := quantity(l, rp.key("nominalQuota"), q.NominalQuota, true)
 			for _, lim := range []struct {

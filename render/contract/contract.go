@@ -80,6 +80,8 @@ const (
 	CheckpointIntervalSec = Prefix + "checkpoint-interval-sec"
 	CheckpointCostSec     = Prefix + "checkpoint-cost-sec"
 	RestartOverheadSec    = Prefix + "restart-overhead-sec"
+	MIGProfile            = Prefix + "mig-profile"
+	MIGSlices             = Prefix + "mig-slices"
 )
 
 // WorkloadLabel is the label key (on the top object and on pods) that selects a workload's objects.
@@ -103,6 +105,10 @@ type Pod struct {
 	CheckpointIntervalSec float64
 	CheckpointCostSec     float64
 	RestartOverheadSec    float64
+	// MIGProfile and MIGSlices are the MIG profile and the number of its slices the pod runs on
+	// ("" and 0: whole GPUs, or none).
+	MIGProfile string
+	MIGSlices  int
 }
 
 // Annotations returns the annotations that describe p; Parse(p.Annotations()) returns p.
@@ -142,6 +148,10 @@ func (p *Pod) Put(a map[string]string) {
 	}
 	if p.RestartOverheadSec > 0 {
 		a[RestartOverheadSec] = format(p.RestartOverheadSec)
+	}
+	if p.MIGSlices > 0 {
+		a[MIGProfile] = p.MIGProfile
+		a[MIGSlices] = strconv.Itoa(p.MIGSlices)
 	}
 }
 
@@ -207,6 +217,14 @@ func Parse(a map[string]string) (*Pod, error) {
 	p.CheckpointIntervalSec = num(CheckpointIntervalSec, false, 0, inf)
 	p.CheckpointCostSec = num(CheckpointCostSec, false, 0, inf)
 	p.RestartOverheadSec = num(RestartOverheadSec, false, 0, inf)
+	if s, ok := a[MIGSlices]; ok && err == nil {
+		n, perr := strconv.Atoi(s)
+		if perr != nil || n < 1 {
+			err = fmt.Errorf("annotation %s: %q is not a positive integer", MIGSlices, s)
+		}
+		p.MIGSlices = n
+		p.MIGProfile = str(MIGProfile)
+	}
 	_, hasCPU := a[SensitivityCPU]
 	_, hasGPU := a[SensitivityGPU]
 	if hasCPU || hasGPU {

@@ -37,6 +37,9 @@ const (
 	CPUModel = Prefix + "cpu-model"
 	// Pool is the node label naming the cluster spec's node pool.
 	Pool = Prefix + "pool"
+	// GPUSharing is the node label saying how the node's GPUs are shared ("mig": partitioned into
+	// MIG slices, allocated through DRA); absent on nodes whose GPUs are whole devices.
+	GPUSharing = Prefix + "gpu-sharing"
 	// Team is the namespace label naming the cluster spec's team.
 	Team = Prefix + "team"
 	// Fault is the node label (value FaultNodeDown) with which the runner's fault injector takes a

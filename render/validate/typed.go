@@ -32,7 +32,7 @@ type typedKind struct {
 }
 
 func typedKinds() map[schema.GroupVersionKind]*typedKind {
-	return map[schema.GroupVersionKind]*typedKind{
+	kinds := map[schema.GroupVersionKind]*typedKind{
 		batchv1.SchemeGroupVersion.WithKind("Job"): {
 			namespaced: true, nameFn: metavalidation.NameIsDNSSubdomain,
 			newObj: func() any { return &batchv1.Job{} },
@@ -54,6 +54,10 @@ func typedKinds() map[schema.GroupVersionKind]*typedKind {
 			},
 		},
 	}
+	for gvk, k := range draKinds() {
+		kinds[gvk] = k
+	}
+	return kinds
 }
 
 func (t *typedKind) validate(ctx context.Context, v *Validator, ref objectRef, content map[string]any, embedded bool) Errors {

@@ -9,6 +9,7 @@ import (
 	katibv1beta1 "github.com/kubeflow/katib/pkg/apis/controller/experiments/v1beta1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metavalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,7 +40,7 @@ func New(addToScheme ...func(*runtime.Scheme) error) (*Validator, error) {
 	}
 	scheme := runtime.NewScheme()
 	for _, add := range append([]func(*runtime.Scheme) error{
-		batchv1.AddToScheme, corev1.AddToScheme, kueue.AddToScheme,
+		batchv1.AddToScheme, corev1.AddToScheme, kueue.AddToScheme, resourceapi.AddToScheme,
 		// The typed validator decodes Katib Experiments, whose CRD has no schema.
 		katibv1beta1.AddToScheme,
 	}, addToScheme...) {

@@ -513,8 +513,12 @@ func (o *Options) clusterEngine(ctx context.Context, j *job) (eng *runner.Engine
 		if err := downIfPresent(ctx, l, log); err != nil {
 			return nil, nil, err
 		}
+		fields, err := j.spec.WithKueueResources(kc.Fields())
+		if err != nil {
+			return nil, nil, err
+		}
 		cl, err := localcluster.Up(ctx, localcluster.Options{Root: l.Root, Name: l.Name, BinDir: l.BinDir, PortBase: l.PortBase, Go: l.Go,
-			Objects: objs, KueueConfig: kc.Fields(), Scheduler: j.spec.KubeSchedulerConfiguration(), Out: log})
+			Objects: objs, KueueConfig: fields, Scheduler: j.spec.KubeSchedulerConfiguration(), Out: log})
 		done = func() {
 			if err := localcluster.Down(context.Background(), l.Root, l.Name, true, log); err != nil {
 				fmt.Fprintf(o.Out, "%s: cluster down: %v\n", j.label(), err)

@@ -1,0 +1,347 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/render"
+	"github.com/kueuelab/kueuelab/render/contract"
+)
+
+// migSpec has a whole-GPU pool and a MIG-partitioned pool of one H100 node with 2 GPUs.
+const migSpec = `apiVersion: kueuelab.io/v1alpha1
+kind: ClusterSpec
+nodePools:
+- name: h100
+  gpuFamily: H100-SXM
+  count: 1
+  gpusPerNode: 8
+  cpu: 192
+  memory: 2000Gi
+- name: mig
+  gpuFamily: H100-SXM
+  count: 1
+  gpusPerNode: 2
+  cpu: 64
+  memory: 512Gi
+  mig: {}
+clusterQueues:
+- name: cq
+  quotas:
+  - flavor: h100-sxm
+    resources: {cpu: 192, memory: 2000Gi, nvidia.com/gpu: 8}
+  - flavor: h100-sxm-mig
+    resources: {cpu: 64, memory: 512Gi, gpu.memory: 160Gi}
+teams:
+- name: team-a
+  clusterQueue: cq
+`
+
+func parseMIG(t *testing.T, text string) *Spec {
+	t.Helper()
+	s, err := Parse("mig.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestMIGObjects(t *testing.T) {
+	s := parseMIG(t, migSpec)
+	objs, err := s.Objects(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*corev1.Node
+	var rslices []*resourceapi.ResourceSlice
+	var classes []string
+	var flavorLabels map[string]string
+	for _, o := range objs {
+		switch x := o.(type) {
+		case *corev1.Node:
+			nodes = append(nodes, x)
+		case *resourceapi.ResourceSlice:
+			rslices = append(rslices, x)
+		case *resourceapi.DeviceClass:
+			classes = append(classes, x.Name)
+		}
+		if o.GetName() == "h100-sxm-mig" && o.GetObjectKind().GroupVersionKind().Kind == "ResourceFlavor" {
+			flavorLabels = flavorNodeLabels(t, o)
+		}
+	}
+	if want := []string{"gpu.nvidia.com", "mig.nvidia.com"}; !slices.Equal(classes, want) {
+		t.Errorf("DeviceClasses %v, want %v", classes, want)
+	}
+	if len(nodes) != 2 {
+		t.Fatalf("%d nodes, want 2", len(nodes))
+	}
+	mig := nodes[1]
+	if _, ok := mig.Status.Capacity["nvidia.com/gpu"]; ok {
+		t.Errorf("MIG node advertises whole GPUs: %v", mig.Status.Capacity)
+	}
+	if q := nodes[0].Status.Capacity["nvidia.com/gpu"]; q.Value() != 8 {
+		t.Errorf("whole-GPU node has %v GPUs, want 8", q.String())
+	}
+	if mig.Labels[contract.GPUSharing] != "mig" || nodes[0].Labels[contract.GPUSharing] != "" {
+		t.Errorf("gpu-sharing labels: MIG node %q, whole node %q", mig.Labels[contract.GPUSharing], nodes[0].Labels[contract.GPUSharing])
+	}
+	for k, v := range flavorLabels {
+		if mig.Labels[k] != v {
+			t.Errorf("MIG flavor's node label %s=%s not on the MIG node", k, v)
+		}
+	}
+	if flavorLabels[contract.GPUSharing] != "mig" {
+		t.Errorf("MIG flavor's node labels %v lack %s=mig", flavorLabels, contract.GPUSharing)
+	}
+	// NVIDIA's split layout: a counter slice and one slice per GPU, all in the node's pool.
+	if len(rslices) != 3 {
+		t.Fatalf("%d ResourceSlices, want 3 (counters + 2 GPUs)", len(rslices))
+	}
+	// The H100's placements, counted by hand from nvidia-smi mig -lgipp: 1g.10gb 7, 1g.20gb 4,
+	// 2g.20gb 3, 3g.40gb 2, 4g.40gb 1, 7g.80gb 1, plus the whole GPU.
+	const perGPU = 7 + 4 + 3 + 2 + 1 + 1 + 1
+	name := regexp.MustCompile(`^gpu-[0-9]+(-mig-[0-9]g[0-9]+gb-[0-9]+-[0-7])?$`)
+	for i, rs := range rslices {
+		if rs.Spec.Pool.Name != mig.Name || rs.Spec.Pool.ResourceSliceCount != 3 || ptr.Deref(rs.Spec.NodeName, "") != mig.Name {
+			t.Errorf("slice %s: pool %+v node %v", rs.Name, rs.Spec.Pool, rs.Spec.NodeName)
+		}
+		if i == 0 {
+			if len(rs.Spec.Devices) != 0 || len(rs.Spec.SharedCounters) != 2 {
+				t.Fatalf("counter slice has %d devices and %d counter sets", len(rs.Spec.Devices), len(rs.Spec.SharedCounters))
+			}
+			c := rs.Spec.SharedCounters[0].Counters
+			if m := c["memory"].Value; m.Value() != 81920<<20 || len(c) != 10 {
+				t.Errorf("counter set %v: want memory 81920Mi, multiprocessors and 8 memory slices", c)
+			}
+			continue
+		}
+		if len(rs.Spec.Devices) != perGPU {
+			t.Errorf("slice %s: %d devices, want %d", rs.Name, len(rs.Spec.Devices), perGPU)
+		}
+		for _, d := range rs.Spec.Devices {
+			if !name.MatchString(d.Name) {
+				t.Errorf("device name %q is not NVIDIA's form", d.Name)
+			}
+		}
+	}
+	if got := rslices[1].Spec.Devices[1].Name; got != "gpu-0-mig-1g10gb-19-0" {
+		t.Errorf("first MIG device %q, want gpu-0-mig-1g10gb-19-0", got)
+	}
+}
+
+func flavorNodeLabels(t *testing.T, o any) map[string]string {
+	t.Helper()
+	rf, ok := o.(*kueue.ResourceFlavor)
+	if !ok {
+		t.Fatalf("flavor object is %T", o)
+	}
+	return rf.Spec.NodeLabels
+}
+
+// allocate runs kube-scheduler's structured allocator (k8s.io/dynamic-resource-allocation, with
+// partitionable devices as Kubernetes 1.36 enables them) over the spec's MIG node, one claim per
+// profile in order, keeping what each allocated; it returns how many claims were allocated.
+func allocate(t *testing.T, s *Spec, profiles ...string) int {
+	t.Helper()
+	objs, err := s.Objects(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node *corev1.Node
+	var rslices []*resourceapi.ResourceSlice
+	var classes []*resourceapi.DeviceClass
+	for _, o := range objs {
+		switch x := o.(type) {
+		case *corev1.Node:
+			if x.Labels[contract.GPUSharing] == "mig" {
+				node = x
+			}
+		case *resourceapi.ResourceSlice:
+			rslices = append(rslices, x)
+		case *resourceapi.DeviceClass:
+			classes = append(classes, x)
+		}
+	}
+	allocated := sets.New[structured.DeviceID]()
+	cache := cel.NewCache(10, cel.Features{})
+	for i, p := range profiles {
+		w := &trace.Workload{WorkloadID: fmt.Sprintf("w%d", i), Namespace: "team-a", WorkloadType: trace.DebugEval, DurationSec: 60,
+			Pods: []trace.PodGroup{{Role: "main", Replicas: 1, Requests: trace.Requests{trace.MIGResource(p): "1"}}}}
+		tmpl := migTemplate(t, w)
+		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: tmpl.Name, Namespace: tmpl.Namespace, UID: "u"}, Spec: tmpl.Spec.Spec}
+		a, err := structured.NewAllocator(context.Background(), structured.Features{PartitionableDevices: true},
+			structured.AllocatedState{AllocatedDevices: allocated}, classLister(classes), rslices, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Allocate(context.Background(), node, []*resourceapi.ResourceClaim{claim})
+		if err != nil || len(res) == 0 {
+			return i
+		}
+		for _, r := range res[0].Devices.Results {
+			allocated.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+		}
+	}
+	return len(profiles)
+}
+
+// migTemplate renders w's ResourceClaimTemplate as render writes it.
+func migTemplate(t *testing.T, w *trace.Workload) *resourceapi.ResourceClaimTemplate {
+	t.Helper()
+	r, err := render.NewRenderer(render.DefaultRegistry(), render.DefaultMapping(), render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := r.Render(w, nil, render.Placement{Namespace: w.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if x, ok := o.(*resourceapi.ResourceClaimTemplate); ok {
+			return x
+		}
+	}
+	t.Fatalf("no ResourceClaimTemplate among %d objects", len(objs))
+	return nil
+}
+
+type classLister []*resourceapi.DeviceClass
+
+func (l classLister) List() ([]*resourceapi.DeviceClass, error) { return l, nil }
+func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
+	for _, c := range l {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("no DeviceClass %s", name)
+}
+
+// TestMIGGeometryUnderTheAllocator allocates slices on a 2-GPU MIG node with kube-scheduler's own
+// allocator: what fits and what the placement geometry forbids, derived by hand from NVIDIA's
+// placement table ({0..6}:1 for 1g.10gb, {0,2,4,6}:2 for 1g.20gb, {0,2,4}:2 for 2g.20gb, {0,4}:4
+// for 3g.40gb, {0}:4 for 4g.40gb, {0}:8 for 7g.80gb).
+func TestMIGGeometryUnderTheAllocator(t *testing.T) {
+	s := parseMIG(t, migSpec)
+	rep := func(p string, n int) []string { return slices.Repeat([]string{p}, n) }
+	tests := []struct {
+		name     string
+		profiles []string
+		want     int // claims allocated, in order
+	}{
+		{"seven 1g.10gb per GPU, 14 on two", rep("1g.10gb", 15), 14},
+		{"one 4g.40gb per GPU", rep("4g.40gb", 3), 2},
+		{"4g.40gb beside 3g.40gb on each GPU", []string{"4g.40gb", "3g.40gb", "4g.40gb", "3g.40gb"}, 4},
+		{"a whole 7g.80gb per GPU", []string{"7g.80gb", "7g.80gb", "1g.10gb"}, 2},
+		// A 1g.10gb at start 0 of GPU 0 leaves its slices 0-3 unusable for a 4g.40gb (start 0 only),
+		// which goes to GPU 1; a second 1g.10gb takes start 1 of GPU 0, and the second 4g.40gb finds
+		// no GPU although GPU 0 still has 5 of 7 compute slices and 60 of 80 GB free.
+		{"geometry forbids a 4g.40gb beside 1g.10gb at start 0", []string{"1g.10gb", "4g.40gb", "1g.10gb", "4g.40gb"}, 3},
+		// Three 2g.20gb take slices 0-5 of one GPU; the 1g.10gb instances at 6 fit, and GPU 1 holds
+		// the rest: 3 + 1 on GPU 0 (start 6), 7 on GPU 1.
+		{"2g.20gb and 1g.10gb", append(rep("2g.20gb", 3), rep("1g.10gb", 9)...), 3 + 8},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := allocate(t, s, tc.profiles...); got != tc.want {
+				t.Errorf("allocated %d of %v, want %d", got, tc.profiles, tc.want)
+			}
+		})
+	}
+}
+
+func TestMIGSpecErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		old, new string
+		want     string
+	}{
+		{"family without MIG", "  gpuFamily: H100-SXM\n  count: 1\n  gpusPerNode: 2", "  gpuFamily: L40S\n  count: 1\n  gpusPerNode: 2", "mig.yaml:16: nodePools[1].mig: GPU family L40S has no MIG"},
+		{"unknown profile", "  mig: {}", "  mig: {profiles: [1g.10gb, 1g.5gb]}", `nodePools[1].mig.profiles[1]: unknown MIG profile "1g.5gb" for H100-SXM`},
+		{"too many GPUs", "  gpusPerNode: 2", "  gpusPerNode: 16", "nodePools[1].gpusPerNode: a MIG pool's nodes have at most 8 GPUs"},
+		{"whole GPUs on a MIG flavor", "gpu.memory: 160Gi", "nvidia.com/gpu: 2", `resources["nvidia.com/gpu"]: flavor h100-sxm-mig is MIG-partitioned`},
+		{"gpu.memory on a whole flavor", "nvidia.com/gpu: 8}", "gpu.memory: 8Gi}", `resources["gpu.memory"]: flavor h100-sxm is not MIG-partitioned`},
+		{"unknown mig field", "  mig: {}", "  mig: {layout: all-1g.10gb}", "nodePools[1].mig.layout: unknown field"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(migSpec, tc.old) {
+				t.Fatalf("spec has no %q", tc.old)
+			}
+			_, err := Parse("mig.yaml", []byte(strings.Replace(migSpec, tc.old, tc.new, 1)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMIGPlacement(t *testing.T) {
+	s := parseMIG(t, migSpec)
+	pl := s.Placer(1, false)
+	w := &trace.Workload{WorkloadID: "w", Namespace: "team-a", WorkloadType: trace.DebugEval,
+		Pods: []trace.PodGroup{{Role: "main", Replicas: 1, Requests: trace.Requests{"cpu": "4", trace.MIGResource("2g.20gb"): "1"}}}}
+	p, err := pl.Place(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GPUNodeSelector[contract.GPUSharing] != "mig" {
+		t.Errorf("MIG workload's node selector %v, want the MIG flavor's labels", p.GPUNodeSelector)
+	}
+	w.Pods[0].Requests = trace.Requests{trace.MIGResource("2g.20gb"): "7"}
+	if _, err := pl.Place(w); err == nil || !strings.Contains(err.Error(), "needs 7 2g.20gb slices but a node of pool mig holds 6") {
+		t.Errorf("7 2g.20gb slices on a 2-GPU node: error %v", err)
+	}
+	w.Pods[0].Requests = trace.Requests{trace.MIGResource("1g.5gb"): "1"}
+	if _, err := pl.Place(w); err == nil || !strings.Contains(err.Error(), "does not publish MIG profile 1g.5gb") {
+		t.Errorf("unknown profile: error %v", err)
+	}
+	// A whole-GPU workload stays on the whole-GPU flavor, pinned to it as the only one.
+	w.Pods[0].Requests = trace.Requests{"nvidia.com/gpu": "1"}
+	p, err = pl.Place(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.GPUNodeSelector[contract.GPUSharing]; ok || p.GPUResource != "nvidia.com/gpu" {
+		t.Errorf("whole-GPU workload placed with %v / %s", p.GPUNodeSelector, p.GPUResource)
+	}
+}
+
+func TestKueueResources(t *testing.T) {
+	s := parseMIG(t, migSpec)
+	got, err := s.WithKueueResources(map[string]any{"resources": map[string]any{"excludeResourcePrefixes": []any{"x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := got["resources"].(map[string]any)
+	if _, ok := res["excludeResourcePrefixes"]; !ok {
+		t.Errorf("resources lost its other fields: %v", res)
+	}
+	m := res["deviceClassMappings"].([]any)[0].(map[string]any)
+	if m["name"] != "gpu.memory" || m["deviceClassNames"].([]any)[0] != "mig.nvidia.com" {
+		t.Errorf("mapping %v", m)
+	}
+	if _, err := s.WithKueueResources(map[string]any{"resources": map[string]any{"deviceClassMappings": []any{}}}); err == nil {
+		t.Error("a variant's own deviceClassMappings beside MIG pools: no error")
+	}
+	plain := parseMIG(t, strings.Replace(strings.Replace(migSpec, "  mig: {}\n", "", 1),
+		"  - flavor: h100-sxm-mig\n    resources: {cpu: 64, memory: 512Gi, gpu.memory: 160Gi}\n", "", 1))
+	if plain.KueueResources() != nil {
+		t.Error("a spec without MIG pools asks Kueue for device class mappings")
+	}
+}
