@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/kueuelab/kueuelab/render/contract"
 
@@ -265,6 +266,9 @@ func (s *Spec) nodes(np *NodePool) []client.Object {
 		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
 	annotations := map[string]string{kwokAnnotation: kwokValue}
+	if np.MIG != nil {
+		annotations[contract.PartitionedGPUs] = strconv.Itoa(np.GPUsPerNode)
+	}
 	if np.CPUModel != "" {
 		annotations[contract.CPUModel] = np.CPUModel
 	}

@@ -40,6 +40,9 @@ const (
 	// GPUSharing is the node label saying how the node's GPUs are shared ("mig": partitioned into
 	// MIG slices, allocated through DRA); absent on nodes whose GPUs are whole devices.
 	GPUSharing = Prefix + "gpu-sharing"
+	// PartitionedGPUs is the node annotation giving the number of physical GPUs of a node whose
+	// GPUs are allocated as MIG slices through DRA (its allocatable then has no whole GPUs).
+	PartitionedGPUs = Prefix + "partitioned-gpus"
 	// Team is the namespace label naming the cluster spec's team.
 	Team = Prefix + "team"
 	// Fault is the node label (value FaultNodeDown) with which the runner's fault injector takes a

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kueuelab/kueuelab/render/contract"
@@ -60,6 +61,13 @@ func nodeSpec(n *corev1.Node, cat *hw.Catalog) (engine.NodeSpec, error) {
 		s.CPUCores = q.AsApproximateFloat64()
 	}
 	s.GPUs = int(gpuCount(alloc))
+	if v, ok := n.Annotations[contract.PartitionedGPUs]; ok && s.GPUs == 0 {
+		g, err := strconv.Atoi(v)
+		if err != nil || g < 0 {
+			return s, fmt.Errorf("node %s: annotation %s: %q is not a GPU count", n.Name, contract.PartitionedGPUs, v)
+		}
+		s.GPUs = g
+	}
 	if s.GPUs == 0 {
 		return s, nil
 	}

@@ -113,6 +113,8 @@ func podSpec(p *corev1.Pod, c *contract.Pod, failureRate float64, seed uint64) (
 		},
 		CheckpointIntervalSec: c.CheckpointIntervalSec,
 		CheckpointCostSec:     c.CheckpointCostSec,
+		MIGProfile:            c.MIGProfile,
+		MIGSlices:             c.MIGSlices,
 	}
 	if c.GangSize > 0 {
 		s.GangID, s.GangSize = p.Namespace+"/"+c.WorkloadID, c.GangSize

@@ -56,6 +56,11 @@ type PodSpec struct {
 	CheckpointCostSec float64
 	// FailAtFraction in (0, 1] makes the pod fail once that share of its work is done; 0 never.
 	FailAtFraction float64
+	// MIGProfile and MIGSlices: the pod runs on MIGSlices slices of that MIG profile instead of
+	// whole GPUs (GPURequest 0). Its speed and power come from hw.GPU.SliceOperating on its
+	// node's family, and it occupies its slices' compute share of the node's GPUs.
+	MIGProfile string
+	MIGSlices  int
 }
 
 // Finished is a pod that completed (or failed) during a tick.
@@ -132,6 +137,10 @@ type pod struct {
 	blocked       bool
 	dirty         bool
 	cpuReq, gpus  float64
+	// migProfile and migSlices as in PodSpec; mig is the profile on the node the pod runs on.
+	migProfile string
+	migSlices  int
+	mig        *hw.MIGProfile
 	duration      float64
 	remaining     float64 // natural seconds of work left
 	rateCPU       float64 // units per natural second
@@ -300,7 +309,7 @@ func (e *Engine) AddPod(s PodSpec) (PodID, error) {
 		cpuReq: s.CPURequest, gpus: float64(s.GPURequest), duration: s.DurationSec,
 		remaining: s.DurationSec, rateCPU: s.CPUUnits / s.DurationSec, rateGPU: s.GPUUnits / s.DurationSec,
 		sens: s.Sensitivity, prof: s.Profile, ckptEvery: s.CheckpointIntervalSec, ckptRemaining: s.DurationSec,
-		ckptCost: s.CheckpointCostSec,
+		ckptCost: s.CheckpointCostSec, migProfile: s.MIGProfile, migSlices: s.MIGSlices,
 	}
 	if s.FailAtFraction > 0 {
 		p.failRemaining = s.DurationSec * (1 - s.FailAtFraction)
@@ -341,6 +350,14 @@ func validatePod(s *PodSpec) error {
 	}
 	if s.CPURequest < 0 || s.GPURequest < 0 {
 		bad("requests", "must be >= 0, got cpu %g gpu %d", s.CPURequest, s.GPURequest)
+	}
+	switch {
+	case s.MIGSlices < 0:
+		bad("migSlices", "must be >= 0, got %d", s.MIGSlices)
+	case s.MIGSlices > 0 && s.MIGProfile == "":
+		bad("migProfile", "must name the profile of the pod's %d MIG slices", s.MIGSlices)
+	case s.MIGSlices > 0 && s.GPURequest > 0:
+		bad("requests", "a pod on MIG slices requests no whole GPUs, got %d", s.GPURequest)
 	}
 	for _, v := range []struct {
 		name string
@@ -406,6 +423,11 @@ func (e *Engine) Start(id PodID, nid NodeID) error {
 		return fmt.Errorf("start pod %s: already finished", p.key)
 	}
 	n := &e.nodes[nid]
+	if p.migSlices > 0 {
+		if err := p.placeOnSlices(n); err != nil {
+			return err
+		}
+	}
 	if p.gpus > 0 && n.gpu == nil {
 		return fmt.Errorf("start pod %s: requests %g GPUs but node %s has none", p.key, p.gpus, n.name)
 	}
@@ -600,3 +622,20 @@ func (e *Engine) BlockedGangs(dst []GangStatus, minSec float64) []GangStatus {
 	}
 	return dst
 }
+
+// placeOnSlices resolves a MIG pod's profile on node n's GPU family: the pod occupies its slices'
+// compute share of the node's GPUs (what over-subscription and idle power count).
+func (p *pod) placeOnSlices(n *node) error {
+	if n.gpu == nil || n.gpu.MIG == nil {
+		return fmt.Errorf("start pod %s: runs on MIG slices (%s) but node %s has no MIG-capable GPUs", p.key, p.migProfile, n.name)
+	}
+	mp, ok := n.gpu.MIGProfile(p.migProfile)
+	if !ok {
+		return fmt.Errorf("start pod %s: node %s's %s has no MIG profile %s (one of %v)", p.key, n.name, n.gpu.Family, p.migProfile, n.gpu.MIG.ProfileNames())
+	}
+	p.mig = mp
+	p.gpus = float64(p.migSlices) * n.gpu.MIG.ComputeFraction(mp)
+	p.dirty = true
+	return nil
+}
+

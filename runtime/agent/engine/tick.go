@@ -118,7 +118,14 @@ func (e *Engine) tickNode(n *node, dt float64) {
 			busyCores += p.cpuReq * p.prof.CPUUtilization
 		}
 		if p.dirty && n.gpu != nil {
-			p.gpuW, p.tput = n.gpu.Operating(p.prof.GPUUtilization, p.prof.MemoryIntensity, n.capW)
+			if p.mig != nil {
+				// A slice's power per GPU of compute share, so that its share times this is the
+				// slice's draw; a board power cap is not applied to MIG slices.
+				w, t := n.gpu.SliceOperating(p.mig, p.prof.GPUUtilization, p.prof.MemoryIntensity)
+				p.gpuW, p.tput = w/n.gpu.MIG.ComputeFraction(p.mig), t
+			} else {
+				p.gpuW, p.tput = n.gpu.Operating(p.prof.GPUUtilization, p.prof.MemoryIntensity, n.capW)
+			}
 			p.dirty = false
 		}
 	}
