@@ -138,9 +138,9 @@ type pod struct {
 	dirty         bool
 	cpuReq, gpus  float64
 	// migProfile and migSlices as in PodSpec; mig is the profile on the node the pod runs on.
-	migProfile string
-	migSlices  int
-	mig        *hw.MIGProfile
+	migProfile    string
+	migSlices     int
+	mig           *hw.MIGProfile
 	duration      float64
 	remaining     float64 // natural seconds of work left
 	rateCPU       float64 // units per natural second
@@ -638,4 +638,3 @@ func (p *pod) placeOnSlices(n *node) error {
 	p.dirty = true
 	return nil
 }
-
