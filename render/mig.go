@@ -90,3 +90,37 @@ func (b *build) withMIGClaim(r *role, spec *corev1.PodSpec) {
 		spec.Containers[i].Resources.Claims = []corev1.ResourceClaim{{Name: migClaimName}}
 	}
 }
+
+// OnSlices returns copies of w and its job records whose pods ask for slices of a MIG profile
+// where they asked for whole NVIDIA GPUs, one slice per GPU; w and jobs are not changed.
+func OnSlices(w *trace.Workload, jobs []*trace.Job, profile string) (*trace.Workload, []*trace.Job) {
+	swap := func(r trace.Requests) trace.Requests {
+		n, ok := r[trace.ResourceGPU]
+		if !ok || r.Value(trace.ResourceGPU) == 0 {
+			return r
+		}
+		out := make(trace.Requests, len(r))
+		for k, v := range r {
+			out[k] = v
+		}
+		delete(out, trace.ResourceGPU)
+		out[trace.MIGResource(profile)] = n
+		return out
+	}
+	cw := *w
+	cw.Pods = make([]trace.PodGroup, len(w.Pods))
+	for i, g := range w.Pods {
+		g.Requests = swap(g.Requests)
+		cw.Pods[i] = g
+	}
+	var cj []*trace.Job
+	if jobs != nil {
+		cj = make([]*trace.Job, len(jobs))
+		for i, j := range jobs {
+			c := *j
+			c.PodTemplate.Requests = swap(j.PodTemplate.Requests)
+			cj[i] = &c
+		}
+	}
+	return &cw, cj
+}

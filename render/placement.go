@@ -22,6 +22,9 @@ type Placement struct {
 	// GPUResource is the extended resource GPU pods request instead of the trace's
 	// nvidia.com/gpu (amd.com/gpu on an MI300X family); "" means keep the trace's name.
 	GPUResource corev1.ResourceName
+	// MIGProfile, when set, runs the workload's whole-GPU pods on MIG slices of this profile
+	// instead, one slice per GPU they ask for (the cluster spec's migFor).
+	MIGProfile string
 	// Tolerations every pod of the workload gets (e.g. KWOK's and the pool's taints).
 	Tolerations []corev1.Toleration
 	// TopologyLevel is the node label of the topology level a gang should be packed in

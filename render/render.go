@@ -231,6 +231,9 @@ func (r *Renderer) Render(w *trace.Workload, jobs []*trace.Job, p Placement) ([]
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", w.WorkloadID, err)
 	}
+	if p.MIGProfile != "" {
+		w, jobs = OnSlices(w, jobs, p.MIGProfile)
+	}
 	objs, err := k.Render(w, jobs, p, r.opts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s as %s: %w", w.WorkloadID, k.Name(), err)

@@ -141,6 +141,12 @@ func (s *Spec) KueueResources() map[string]any {
 	if !s.HasMIG() {
 		return nil
 	}
+	return MIGKueueResources()
+}
+
+// MIGKueueResources is the "resources" section of Kueue's Configuration that charges MIG slices
+// (see KueueResources), for a cluster configured once for any spec.
+func MIGKueueResources() map[string]any {
 	return map[string]any{"deviceClassMappings": []any{map[string]any{
 		"name":             string(MIGQuotaResource),
 		"deviceClassNames": []any{render.MIGDeviceClass},
@@ -333,6 +339,18 @@ func (p *placer) placeMIG(w *trace.Workload, pl render.Placement, team *Team) (r
 	return pl, nil
 }
 
+// hasMIGQuota reports whether the team's ClusterQueue has MIGQuotaResource quota on a MIG flavor.
+func (p *placer) hasMIGQuota(team *Team) bool {
+	for _, fq := range p.s.clusterQueue(team.ClusterQueue).Quotas {
+		if f := p.s.flavor(fq.Flavor); f != nil && f.MIG {
+			if _, ok := fq.Resources[string(MIGQuotaResource)]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // fitsMIG checks that every pod of w fits one node of some pool of MIG flavor f: the pool
 // publishes the pod's profile, its GPUs hold the pod's slices (each GPU at most as many
 // instances as the profile's placements), and the node its CPU and memory.
@@ -368,6 +386,74 @@ func (p *placer) fitsMIG(w *trace.Workload, f *flavor) error {
 		if !ok {
 			return fmt.Errorf("workload %s on flavor %s: %s", w.WorkloadID, f.Name, why)
 		}
+	}
+	return nil
+}
+
+// MIGRule moves the workloads of a family whose pods each ask for at most MaxGPUs whole NVIDIA
+// GPUs onto slices of Profile, one slice per GPU, on the spec's MIG flavors; a team whose
+// ClusterQueue has no MIG quota keeps whole GPUs.
+type MIGRule struct {
+	Family  trace.Family `yaml:"family"`
+	Profile string       `yaml:"profile"`
+	// MaxGPUs is the largest per-pod GPU request moved (default 1).
+	MaxGPUs int64 `yaml:"maxGPUs,omitempty"`
+}
+
+func (s *Spec) validateMIGFor(l *errList) {
+	for i := range s.MIGFor {
+		r := &s.MIGFor[i]
+		p := fieldPath{"migFor"}.idx(i)
+		if !r.Family.Known() || !r.Family.GPU() {
+			l.add(p.key("family"), "%q is not a GPU workload family (one of %s)", r.Family, gpuFamiliesList())
+		}
+		if r.MaxGPUs == 0 {
+			r.MaxGPUs = 1
+		}
+		if r.MaxGPUs < 0 {
+			l.add(p.key("maxGPUs"), "must be ≥ 1, got %d", r.MaxGPUs)
+		}
+		published := false
+		for j := range s.NodePools {
+			for _, mp := range migProfiles(&s.NodePools[j]) {
+				published = published || mp.Name == r.Profile
+			}
+		}
+		if !published {
+			l.add(p.key("profile"), "no MIG pool of the spec publishes profile %q", r.Profile)
+		}
+		for j := range s.MIGFor[:i] {
+			if s.MIGFor[j].Family == r.Family {
+				l.add(p.key("family"), "family %s has a rule already (migFor[%d])", r.Family, j)
+			}
+		}
+	}
+}
+
+func gpuFamiliesList() string {
+	var out []string
+	for _, f := range trace.Families {
+		if f.GPU() {
+			out = append(out, string(f))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// migRule returns the spec's rule that moves w onto MIG slices, nil when none does: w's family
+// has one, every GPU pod asks for whole NVIDIA GPUs, at most the rule's MaxGPUs each.
+func (s *Spec) migRule(w *trace.Workload) *MIGRule {
+	for i := range s.MIGFor {
+		r := &s.MIGFor[i]
+		if r.Family != w.WorkloadType || w.TotalGPUs() == 0 || w.GPUResource() != trace.ResourceGPU {
+			continue
+		}
+		for _, g := range w.Pods {
+			if g.GPUs() > r.MaxGPUs {
+				return nil
+			}
+		}
+		return r
 	}
 	return nil
 }

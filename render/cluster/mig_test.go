@@ -345,3 +345,63 @@ func TestKueueResources(t *testing.T) {
 		t.Error("a spec without MIG pools asks Kueue for device class mappings")
 	}
 }
+
+func TestMIGFor(t *testing.T) {
+	text := migSpec + `- name: team-b
+  clusterQueue: cq-b
+migFor:
+- {family: debug_eval, profile: 3g.40gb}
+`
+	text = strings.Replace(text, "teams:\n", `- name: cq-b
+  quotas:
+  - flavor: h100-sxm
+    resources: {cpu: 192, memory: 2000Gi, nvidia.com/gpu: 8}
+teams:
+`, 1)
+	s := parseMIG(t, text)
+	pl := s.Placer(1, false)
+	w := &trace.Workload{WorkloadID: "w", Namespace: "team-a", WorkloadType: trace.DebugEval, DurationSec: 60,
+		Pods: []trace.PodGroup{{Role: "main", Replicas: 1, Requests: trace.Requests{"cpu": "4", "nvidia.com/gpu": "1"}}}}
+	p, err := pl.Place(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MIGProfile != "3g.40gb" || p.GPUNodeSelector[contract.GPUSharing] != "mig" {
+		t.Fatalf("debug_eval on team-a placed with profile %q, selector %v; want 3g.40gb on the MIG flavor", p.MIGProfile, p.GPUNodeSelector)
+	}
+	r, err := render.NewRenderer(render.DefaultRegistry(), render.DefaultMapping(), render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := r.Render(w, nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claim *resourceapi.ResourceClaimTemplate
+	for _, o := range objs {
+		if x, ok := o.(*resourceapi.ResourceClaimTemplate); ok {
+			claim = x
+		}
+	}
+	if claim == nil || claim.Spec.Spec.Devices.Requests[0].Exactly.Selectors[0].CEL.Expression != render.MIGSelector("3g.40gb") {
+		t.Errorf("rendered claim %+v, want one 3g.40gb slice", claim)
+	}
+	if w.Pods[0].Requests["nvidia.com/gpu"] != "1" {
+		t.Errorf("placing and rendering changed the trace's workload: %v", w.Pods[0].Requests)
+	}
+	// Two GPUs per pod is above maxGPUs (1): whole GPUs. team-b has no MIG quota: whole GPUs.
+	for _, tc := range []struct{ ns, gpus string }{{"team-a", "2"}, {"team-b", "1"}} {
+		w.Namespace, w.Pods[0].Requests["nvidia.com/gpu"] = tc.ns, tc.gpus
+		p, err := pl.Place(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.MIGProfile != "" {
+			t.Errorf("%s asking %s GPUs moved to %s slices", tc.ns, tc.gpus, p.MIGProfile)
+		}
+	}
+	bad := strings.Replace(text, "profile: 3g.40gb", "profile: 3g.71gb", 1)
+	if _, err := Parse("mig.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), `migFor[0].profile: no MIG pool of the spec publishes profile "3g.71gb"`) {
+		t.Errorf("unpublished profile: error %v", err)
+	}
+}

@@ -99,6 +99,11 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 	if t := p.s.Topology; t != nil && gang {
 		pl.TopologyLevel = map[string]string{LevelBlock: t.BlockLabel, LevelRack: t.RackLabel, LevelHostname: hostnameLabel}[t.GangLevel]
 	}
+	if r := p.s.migRule(w); r != nil && p.hasMIGQuota(team) {
+		sw, _ := render.OnSlices(w, nil, r.Profile)
+		pl.MIGProfile = r.Profile
+		return p.placeMIG(sw, pl, team)
+	}
 	if w.MIGSlices() > 0 {
 		return p.placeMIG(w, pl, team)
 	}

@@ -35,6 +35,9 @@ type Spec struct {
 	// Scheduler is how kube-scheduler places admitted pods on nodes (default: upstream's,
 	// NodeResourcesFit LeastAllocated on cpu and memory).
 	Scheduler *Scheduler `yaml:"scheduler,omitempty"`
+	// MIGFor moves workloads of some families from whole GPUs to MIG slices: what an operator
+	// decides when cutting GPUs for small jobs ("debug and eval jobs get a 3g.40gb").
+	MIGFor []MIGRule `yaml:"migFor,omitempty"`
 
 	file    string
 	dir     string // what relative paths in the spec are relative to

@@ -85,6 +85,7 @@ func (s *Spec) validate(l *errList) {
 	s.validateTeams(l)
 	s.validatePriorities(l)
 	s.validateScheduler(l, s.dir)
+	s.validateMIGFor(l)
 	s.valid = len(l.errs) == 0
 }
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
 	"github.com/kueuelab/kueuelab/runtime/kueuever"
@@ -84,8 +85,12 @@ func run(m *testing.M) int {
 	// Kueue v0.19's defaults in trace time, as `kueuelab run` starts the local cluster.
 	kc := (*experiment.KueueConfig)(nil).WithKueueDefaults(kueuever.MustLookup(kueuever.Default))
 	timers = kc.Timers()
+	// Configured, as a cluster running NVIDIA's DRA driver would be, to charge MIG slices
+	// (TestMIGSlices); a spec without MIG pools never meets the mapping.
+	fields := kc.Fields()
+	fields["resources"] = rcluster.MIGKueueResources()
 	opts := localcluster.Options{Root: root, Name: name, BinDir: bin, PortBase: base, Timeout: 3 * time.Minute, Out: os.Stdout,
-		KueueConfig: kc.Fields()}
+		KueueConfig: fields}
 	cl, err := localcluster.Up(ctx, opts)
 	code := 1
 	if err != nil {
