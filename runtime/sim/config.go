@@ -8,7 +8,9 @@ import (
 
 	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 
+	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
+	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
 	"github.com/kueuelab/kueuelab/runtime/sim/kueuelib"
 )
@@ -30,6 +32,10 @@ type KueueConfig struct {
 	// ClientConnection is Kueue's API client rate limit, which the control-plane model applies
 	// (no effect without one).
 	ClientConnection *config.ClientConnection `json:"clientConnection,omitempty"`
+	// Resources holds the DRA deviceClassMappings (its other fields are not modelled). A cluster
+	// spec with MIG-partitioned pools adds its own (rcluster.Spec.KueueResources), as `run`
+	// configures the local cluster's Kueue.
+	Resources *config.Resources `json:"resources,omitempty"`
 }
 
 // KueueVersion is the Kueue release the sim links.
@@ -53,7 +59,7 @@ func KueueConfigFromFields(fields map[string]any) (KueueConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&k); err != nil {
-		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing, waitForPodsReady, clientConnection and featureGates)", err)
+		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing, waitForPodsReady, clientConnection, resources.deviceClassMappings and featureGates)", err)
 	}
 	return k, k.check()
 }
@@ -74,7 +80,57 @@ func (k KueueConfig) check() error {
 			errs = append(errs, fmt.Errorf("kueue config: admissionFairSharing durations must be ≥ 0"))
 		}
 	}
+	if r := k.Resources; r != nil {
+		if len(r.ExcludeResourcePrefixes) > 0 || len(r.Transformations) > 0 {
+			errs = append(errs, errors.New("kueue config: resources: the sim engine models deviceClassMappings only (not excludeResourcePrefixes or transformations); use the cluster engine"))
+		}
+		if len(r.DeviceClassMappings) > 0 {
+			if err := kueuelib.CounterQuota(); err != nil {
+				errs = append(errs, fmt.Errorf("kueue config: resources.deviceClassMappings: %w", err))
+			}
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// withSpec is k with the resources section spec's Kueue needs (the deviceClassMappings that
+// charge MIG slices), merged as the cluster engine merges it into the local cluster's
+// configuration (rcluster.Spec.WithKueueResources).
+func (k KueueConfig) withSpec(spec *rcluster.Spec) (KueueConfig, error) {
+	if spec.KueueResources() == nil {
+		return k, nil
+	}
+	if err := kueuelib.CounterQuota(); err != nil {
+		return k, fmt.Errorf("cluster spec %s has MIG-partitioned node pools: %w", replay.SpecName(spec), err)
+	}
+	fields := map[string]any{}
+	if k.Resources != nil {
+		b, err := json.Marshal(k.Resources)
+		if err != nil {
+			return k, fmt.Errorf("kueue config: resources: %w", err)
+		}
+		var res map[string]any
+		if err := json.Unmarshal(b, &res); err != nil {
+			return k, fmt.Errorf("kueue config: resources: %w", err)
+		}
+		fields["resources"] = res
+	}
+	fields, err := spec.WithKueueResources(fields)
+	if err != nil {
+		return k, err
+	}
+	b, err := json.Marshal(fields["resources"])
+	if err != nil {
+		return k, fmt.Errorf("kueue config: resources: %w", err)
+	}
+	var res config.Resources
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil {
+		return k, fmt.Errorf("cluster spec %s: Kueue's resources section: %w", replay.SpecName(spec), err)
+	}
+	k.Resources = &res
+	return k, nil
 }
 
 // options returns the kueuelib options, with Kueue's own defaults filled in.
@@ -87,8 +143,12 @@ func (k KueueConfig) options() (kueuelib.Options, error) {
 	if k.FeatureGates[disableWaitForPodsReady] {
 		cfg.WaitForPodsReady = nil
 	}
-	return kueuelib.Options{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing,
-		WaitForPodsReady: cfg.WaitForPodsReady}, nil
+	o := kueuelib.Options{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing,
+		WaitForPodsReady: cfg.WaitForPodsReady}
+	if k.Resources != nil {
+		o.DeviceClassMappings = k.Resources.DeviceClassMappings
+	}
+	return o, nil
 }
 
 // clientRate is Kueue's client rate limit, Kueue's defaults filled in (a negative QPS turns

@@ -67,3 +67,57 @@ func TestKueueConfigWaitForPodsReady(t *testing.T) {
 		})
 	}
 }
+
+// TestKueueConfigResources: a spec with MIG pools adds the deviceClassMappings that charge
+// mig.nvidia.com claims to gpu.memory by the memory counter of gpu.nvidia.com's devices, as `run`
+// configures the local cluster's Kueue; a variant's own mappings beside them, or resources
+// fields the sim does not model, are refused; a spec without MIG pools adds nothing.
+func TestKueueConfigResources(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fields map[string]any
+		doc    string
+		want   int // mappings
+		err    string
+	}{
+		{"MIG spec", nil, migSpec, 1, ""},
+		{"spec without MIG", nil, twoTeams, 0, ""},
+		{"variant's own mappings", map[string]any{"resources": map[string]any{"deviceClassMappings": []any{
+			map[string]any{"name": "gpu", "deviceClassNames": []any{"gpu.nvidia.com"}}}}}, migSpec, 0,
+			"resources.deviceClassMappings is set, but the cluster spec's MIG pools need their own"},
+		{"unmodelled resources field", map[string]any{"resources": map[string]any{"excludeResourcePrefixes": []any{"x"}}}, twoTeams, 0,
+			"the sim engine models deviceClassMappings only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := KueueConfigFromFields(tc.fields)
+			if err == nil {
+				k, err = k.withSpec(spec(t, tc.doc))
+			}
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := k.options()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(o.DeviceClassMappings) != tc.want {
+				t.Fatalf("%d mappings, want %d", len(o.DeviceClassMappings), tc.want)
+			}
+			if tc.want == 0 {
+				return
+			}
+			m := o.DeviceClassMappings[0]
+			if m.Name != "gpu.memory" || len(m.DeviceClassNames) != 1 || m.DeviceClassNames[0] != "mig.nvidia.com" ||
+				len(m.Sources) != 1 || m.Sources[0].Counter == nil || m.Sources[0].Counter.Name != "memory" ||
+				m.Sources[0].Counter.Driver != "gpu.nvidia.com" {
+				t.Errorf("mapping %+v, want mig.nvidia.com charged to gpu.memory by gpu.nvidia.com's memory counter", m)
+			}
+		})
+	}
+}

@@ -221,6 +221,7 @@ func (s *sim) workloadFinished(w *kwl, tr kueuewl.Transition) {
 	it := w.it
 	it.open--
 	defer s.seal(it)
+	defer s.dropClaimTemplates(it)
 	now := s.loop.Now()
 	if w.trial < 0 {
 		s.emit(results.Event{T: now, Workload: it.id, Type: results.EvFinished, Object: w.key.String(), Reason: tr.Reason, Message: tr.Message})

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/model/state"
@@ -33,6 +34,8 @@ type item struct {
 	open int
 	// resume is its state when the run resumes from one (resume.go).
 	resume *state.Workload
+	// claimTemplates are its ResourceClaimTemplates in Kueue's Store (MIG pods).
+	claimTemplates []client.Object
 }
 
 // plan is everything decided before the run starts: the cluster's objects and, per trace
@@ -45,10 +48,14 @@ type plan struct {
 	items     []*item
 	kueueObjs []client.Object
 	nodes     []*corev1.Node
-	cluster   *replay.Cluster
-	renderer  *render.Renderer
-	registry  *render.Registry
-	src       source
+	// The DRA objects, which the kube-scheduler role allocates claims from (Kueue's Store holds
+	// them too, for its DRA quota).
+	deviceClasses  []*resourceapi.DeviceClass
+	resourceSlices []*resourceapi.ResourceSlice
+	cluster        *replay.Cluster
+	renderer       *render.Renderer
+	registry       *render.Registry
+	src            source
 }
 
 func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
@@ -66,6 +73,12 @@ func newPlan(ctx context.Context, cfg *Config) (*plan, error) {
 				// Kueue's topology-aware scheduling reads the nodes.
 				p.kueueObjs = append(p.kueueObjs, o)
 			}
+		case *resourceapi.DeviceClass:
+			p.deviceClasses = append(p.deviceClasses, x)
+			p.kueueObjs = append(p.kueueObjs, o)
+		case *resourceapi.ResourceSlice:
+			p.resourceSlices = append(p.resourceSlices, x)
+			p.kueueObjs = append(p.kueueObjs, o)
 		default:
 			p.kueueObjs = append(p.kueueObjs, o)
 		}

@@ -1,12 +1,16 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -105,10 +109,15 @@ func (p *podRole) batch(f func()) {
 	}
 }
 
-func newPodRole(nodes []*corev1.Node, cat *hw.Catalog, scoring kubesched.Strategy, seed uint64) (*podRole, error) {
+func newPodRole(nodes []*corev1.Node, classes []*resourceapi.DeviceClass, slices []*resourceapi.ResourceSlice, cat *hw.Catalog, scoring kubesched.Strategy, seed uint64) (*podRole, error) {
 	ks, err := kubesched.New(nodes, scoring)
 	if err != nil {
 		return nil, err
+	}
+	if len(slices) > 0 {
+		if err := ks.SetResources(classes, slices); err != nil {
+			return nil, err
+		}
 	}
 	p := &podRole{ks: ks, eng: engine.NewEventDriven(cat), cat: cat, byKey: map[string]*pod{}, seed: seed,
 		ckpts: map[string]float64{}, resumed: map[string]engine.Snapshot{}, pins: map[string][]string{}, restarts: map[string]int{}, gangs: map[string][]*pod{}}
@@ -194,7 +203,12 @@ func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
 			count = int(*psa.Count)
 		}
 		requests := resourcehelper.PodRequests(proto, resourcehelper.PodResourcesOptions{})
-		reqs := p.topologyRequests(requests, proto, psa.TopologyAssignment, count)
+		claims, err := p.claims(proto, w.object[len(w.key.Namespace)+1:]+"-"+string(ps.name))
+		if err != nil {
+			s.fail(fmt.Errorf("workload %s pod set %s: %w", w.key, ps.name, err))
+			return
+		}
+		reqs := p.topologyRequests(requests, proto, psa.TopologyAssignment, count, claims)
 		// "<job>-<suffix>" with no dash in the suffix, as the Job controller names a Job's pods:
 		// results map a Katib trial's pod to its trial Job by cutting the last dash.
 		base := w.object[len(w.key.Namespace)+1:] + "-" + string(ps.name)
@@ -224,13 +238,23 @@ func (p *podRole) start(w *kwl, admitted *kueue.Workload) {
 // assignment they are one. With one, Kueue's topology ungater gives each pod the node labels of
 // one domain of the assignment (as many pods per domain as the assignment counts), which the
 // kube-scheduler then honours like any nodeSelector; the sim hands out the domains in order.
-func (p *podRole) topologyRequests(requests corev1.ResourceList, proto *corev1.Pod, ta *kueue.TopologyAssignment, count int) []*kubesched.Request {
+// Pods with resource claims get a request each, which holds the devices allocated to them.
+func (p *podRole) topologyRequests(requests corev1.ResourceList, proto *corev1.Pod, ta *kueue.TopologyAssignment, count int, claims []*resourceapi.ResourceClaim) []*kubesched.Request {
 	out := make([]*kubesched.Request, 0, count)
-	if ta == nil {
-		req := p.ks.Compile(requests, proto.Spec.NodeSelector, proto.Spec.Tolerations, nil)
-		for range count {
+	add := func(sel map[string]string, n int) {
+		if claims != nil {
+			for range n {
+				out = append(out, p.ks.CompileClaims(requests, sel, proto.Spec.Tolerations, nil, claims))
+			}
+			return
+		}
+		req := p.ks.Compile(requests, sel, proto.Spec.Tolerations, nil)
+		for range n {
 			out = append(out, req)
 		}
+	}
+	if ta == nil {
+		add(proto.Spec.NodeSelector, count)
 		return out
 	}
 	for values, n := range kueuelib.TopologyDomains(ta) {
@@ -241,17 +265,38 @@ func (p *podRole) topologyRequests(requests corev1.ResourceList, proto *corev1.P
 		for i, level := range ta.Levels {
 			sel[level] = values[i]
 		}
-		req := p.ks.Compile(requests, sel, proto.Spec.Tolerations, nil)
-		for range n {
-			out = append(out, req)
-		}
+		add(sel, int(n))
 	}
 	// An assignment that counts fewer pods than the pod set (never, from Kueue) leaves the rest
 	// to the pod set's own selector.
-	for len(out) < count {
-		out = append(out, p.ks.Compile(requests, proto.Spec.NodeSelector, proto.Spec.Tolerations, nil))
+	if len(out) < count {
+		add(proto.Spec.NodeSelector, count-len(out))
 	}
 	return out[:count]
+}
+
+// claims are the ResourceClaims the resource claim controller makes for a pod set's pods from
+// the ResourceClaimTemplates their template names (nil when it names none). The pods of a pod
+// set share the objects: the allocator only reads them, and each pod's devices are its own.
+func (p *podRole) claims(proto *corev1.Pod, base string) ([]*resourceapi.ResourceClaim, error) {
+	if len(proto.Spec.ResourceClaims) == 0 {
+		return nil, nil
+	}
+	kq := p.sim.kq
+	var out []*resourceapi.ResourceClaim
+	for _, rc := range proto.Spec.ResourceClaims {
+		if rc.ResourceClaimTemplateName == nil {
+			return nil, fmt.Errorf("pod claim %s names a ResourceClaim, not a template: not modelled", rc.Name)
+		}
+		var tmpl resourceapi.ResourceClaimTemplate
+		if err := kq.Store.Get(kq.Context(), types.NamespacedName{Namespace: proto.Namespace, Name: *rc.ResourceClaimTemplateName}, &tmpl); err != nil {
+			return nil, fmt.Errorf("pod claim %s: %w", rc.Name, err)
+		}
+		out = append(out, &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: proto.Namespace, Name: base + "-" + rc.Name},
+			Spec:       tmpl.Spec.Spec})
+	}
+	return out, nil
 }
 
 func assignment(wl *kueue.Workload, name kueue.PodSetReference) *kueue.PodSetAssignment {
@@ -279,6 +324,10 @@ func (p *podRole) place(pd *pod) {
 	}
 	node, err := p.ks.Schedule(pd.req)
 	if err != nil {
+		if !errors.Is(err, kubesched.ErrUnschedulable) {
+			p.sim.fail(fmt.Errorf("pod %s: %w", pd.key, err))
+			return
+		}
 		p.pending = append(p.pending, pd)
 		// kube-scheduler's verdict, as the cluster engine records it from the pod's PodScheduled
 		// condition: idle.csv says why admitted quota waited.

@@ -163,6 +163,11 @@ func (c *Config) check() error {
 	if err := c.Kueue.check(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Spec != nil {
+		if _, err := c.Kueue.withSpec(c.Spec); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.ControlPlane != nil {
 		if err := c.ControlPlane.Check(); err != nil {
 			errs = append(errs, fmt.Errorf("control plane %s: %w", c.ControlPlane.Name, err))
@@ -321,7 +326,11 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 		start = cfg.Resume.NowSec
 	}
 	loop := des.New(start)
-	kopts, err := cfg.Kueue.options()
+	kc, err := cfg.Kueue.withSpec(cfg.Spec)
+	if err != nil {
+		return nil, err
+	}
+	kopts, err := kc.options()
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +358,7 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 	if scoring.Type == "" {
 		scoring = specScoring(cfg.Spec.Scoring())
 	}
-	pr, err := newPodRole(p.nodes, cat, scoring, cfg.Seed)
+	pr, err := newPodRole(p.nodes, p.deviceClasses, p.resourceSlices, cat, scoring, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("sim: cluster spec %s: %w", replay.SpecName(cfg.Spec), err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,9 +77,14 @@ func (s *sim) submit(it *item) {
 	}
 	var jobs []client.Object
 	var exp *katibv1beta1.Experiment
+	var tmpls []client.Object
 	for _, o := range objs {
-		if e, ok := o.(*katibv1beta1.Experiment); ok {
-			exp = e
+		switch x := o.(type) {
+		case *katibv1beta1.Experiment:
+			exp = x
+			continue
+		case *resourceapi.ResourceClaimTemplate:
+			tmpls = append(tmpls, x)
 			continue
 		}
 		jobs = append(jobs, o)
@@ -95,6 +101,16 @@ func (s *sim) submit(it *item) {
 	}
 	// Submitted is when the first create goes out, as the runner records it.
 	s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitted, Object: top})
+	// The claim templates are created with the jobs: Kueue's workload controller charges a
+	// Workload's from the Store, and the kube-scheduler role makes its pods' claims from them.
+	for _, t := range tmpls {
+		if err := s.kq.Store.AddObject(t); err != nil {
+			s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitFailed, Message: fmt.Sprintf("create %s: %v", t.GetName(), err)})
+			s.dropClaimTemplates(it)
+			return
+		}
+		it.claimTemplates = append(it.claimTemplates, t)
+	}
 	if exp != nil {
 		x, err := replay.NewExperiment(exp, s.cfg.Seed)
 		if err == nil {
@@ -103,15 +119,31 @@ func (s *sim) submit(it *item) {
 		}
 		if err != nil {
 			s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
+			s.dropClaimTemplates(it)
 		}
 		return
 	}
 	for _, o := range jobs {
 		if err := s.createWorkload(it, o, -1); err != nil {
 			s.emit(results.Event{T: now, Workload: it.id, Type: results.EvSubmitFailed, Message: err.Error()})
+			s.dropClaimTemplates(it)
 			return
 		}
 	}
+}
+
+// dropClaimTemplates deletes a trace workload's ResourceClaimTemplates once none of its Workloads
+// is left and no trial is to come, so that the Store holds those of the live workloads only.
+func (s *sim) dropClaimTemplates(it *item) {
+	if it.open > 0 || it.trials != nil {
+		return
+	}
+	for _, t := range it.claimTemplates {
+		if err := s.kq.Store.RemoveObject(t); err != nil {
+			s.fail(fmt.Errorf("workload %s: delete %s: %w", it.id, t.GetName(), err))
+		}
+	}
+	it.claimTemplates = nil
 }
 
 // createWorkload creates the Kueue Workload of job object o, as Kueue's job reconciler does when

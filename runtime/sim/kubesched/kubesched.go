@@ -5,8 +5,9 @@
 //   - filters: NodeResourcesFit (every requested resource, and the pod count, within the node's
 //     allocatable minus what its pods request), NodeAffinity (the pod's nodeSelector; Kueue puts
 //     the admitting flavor's node labels there), TaintToleration (NoSchedule and NoExecute taints
-//     must be tolerated), and, for pods Kueue placed with Topology Aware Scheduling, the nodes of
-//     their topology assignment;
+//     must be tolerated), for pods Kueue placed with Topology Aware Scheduling, the nodes of
+//     their topology assignment, and, for pods with resource claims (MIG slices), DynamicResources:
+//     the claims allocated from the node's ResourceSlices by upstream's allocator (dra.go);
 //   - scores: NodeResourcesFit with a scoring strategy (LeastAllocated by default, MostAllocated,
 //     or RequestedToCapacityRatio, each with per-resource weights, as NodeResourcesFitArgs) plus
 //     NodeResourcesBalancedAllocation over cpu and memory, each with weight 1.
@@ -29,7 +30,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 )
 
@@ -127,6 +130,13 @@ type Request struct {
 	selector    map[string]string
 	tolerations []corev1.Toleration
 	only        []string
+	// claims are a DRA pod's resource claims (dra.go), devices those allocated to them while the
+	// pod is bound.
+	claims  []*resourceapi.ResourceClaim
+	devices []structured.DeviceID
+	// unallocatable holds the nodes where its claims could not be allocated, with the node's
+	// allocation generation then (dra.go).
+	unallocatable map[int32]uint64
 }
 
 // Scheduler holds the nodes and what the pods bound to them request. It is not safe for
@@ -145,6 +155,10 @@ type Scheduler struct {
 	cand map[string]*candSet
 	// memberOf lists, per node, the candidate sets it is in and its index there.
 	memberOf [][]membership
+	// nodeObjs are the nodes as given (the DRA allocator reads them); dra is nil without
+	// ResourceSlices.
+	nodeObjs []*corev1.Node
+	dra      *draState
 }
 
 // A candidate set is the nodes one (nodeSelector, tolerations) admits, grouped into classes of
@@ -192,7 +206,7 @@ func New(nodes []*corev1.Node, s Strategy) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &Scheduler{strategy: st, idx: map[corev1.ResourceName]int{}, cand: map[string]*candSet{}}
+	sc := &Scheduler{strategy: st, idx: map[corev1.ResourceName]int{}, cand: map[string]*candSet{}, nodeObjs: nodes}
 	sc.res = []corev1.ResourceName{corev1.ResourcePods, corev1.ResourceCPU, corev1.ResourceMemory}
 	for _, n := range nodes {
 		for r := range allocatable(n) {
@@ -268,6 +282,21 @@ func (s *Scheduler) NodeName(i int) string { return s.nodes[i].name }
 // onlyNodes, when not nil, restricts the pod to those node names (a TAS assignment). A pod
 // requesting a resource no node has gets no candidate nodes and never binds.
 func (s *Scheduler) Compile(requests corev1.ResourceList, selector map[string]string, tolerations []corev1.Toleration, onlyNodes []string) *Request {
+	r, possible := s.compile(requests, selector, tolerations, onlyNodes)
+	if possible {
+		if onlyNodes != nil {
+			r.candidates = s.filter(selector, tolerations, onlyNodes)
+		} else {
+			r.set = s.candidateSet(selector, tolerations)
+			r.candidates = r.set.nodes
+		}
+	}
+	return r
+}
+
+// compile is a Request with its requests and filters and no candidates; possible is false when
+// it requests a resource no node has.
+func (s *Scheduler) compile(requests corev1.ResourceList, selector map[string]string, tolerations []corev1.Toleration, onlyNodes []string) (*Request, bool) {
 	r := &Request{req: make([]int64, len(s.res)), selector: selector, tolerations: tolerations, only: onlyNodes}
 	r.req[podsIndex] = 1
 	impossible := false
@@ -288,15 +317,7 @@ func (s *Scheduler) Compile(requests corev1.ResourceList, selector map[string]st
 	if r.nzMem == 0 {
 		r.nzMem = defaultMemory
 	}
-	if !impossible {
-		if onlyNodes != nil {
-			r.candidates = s.filter(selector, tolerations, onlyNodes)
-		} else {
-			r.set = s.candidateSet(selector, tolerations)
-			r.candidates = r.set.nodes
-		}
-	}
-	return r
+	return r, !impossible
 }
 
 // candidateSet returns the nodes whose labels match selector and whose taints tolerations
@@ -488,13 +509,21 @@ func (s *Scheduler) Why(r *Request) string {
 			counts["node(s) didn't match Pod's node affinity/selector"]++
 			continue
 		}
+		fit := true
 		for k, v := range r.req {
 			if v > 0 && n.used[k]+v > n.alloc[k] {
+				fit = false
 				if k == podsIndex {
 					counts["Too many pods"]++
 				} else {
 					counts["Insufficient "+string(s.res[k])]++
 				}
+			}
+		}
+		// The DynamicResources filter runs after NodeResourcesFit.
+		if fit && r.claims != nil {
+			if devs, err := s.allocate(i, r); err != nil || devs == nil {
+				counts[errClaimsUnallocatable]++
 			}
 		}
 	}
@@ -539,6 +568,9 @@ var ErrUnschedulable = errors.New("no node fits the pod")
 // node's requested resources grow by r's). It returns the node's index. Of equally scored
 // nodes it picks the one whose name sorts first, whether scored one by one or as a class.
 func (s *Scheduler) Schedule(r *Request) (int, error) {
+	if r.claims != nil {
+		return s.scheduleClaims(r)
+	}
 	if r.set != nil {
 		return s.scheduleClasses(r)
 	}
@@ -587,6 +619,9 @@ func (s *Scheduler) scheduleClasses(r *Request) (int, error) {
 // ScheduleOn binds r to node i if i is one of its candidates and r fits there now. A pod that
 // fit nowhere can fit only where something left since, so the sim retries it on that node alone.
 func (s *Scheduler) ScheduleOn(r *Request, i int) bool {
+	if r.claims != nil {
+		return s.scheduleClaimsOn(r, i)
+	}
 	k, found := slices.BinarySearch(r.candidates, int32(i))
 	if !found || !s.fits(&s.nodes[r.candidates[k]], r) {
 		return false
@@ -595,10 +630,16 @@ func (s *Scheduler) ScheduleOn(r *Request, i int) bool {
 	return true
 }
 
-// Release returns what r requested on node i (the pod left it).
-func (s *Scheduler) Release(i int, r *Request) { s.bind(i, r, -1) }
+// Release returns what r requested on node i (the pod left it), and the devices of its claims.
+func (s *Scheduler) Release(i int, r *Request) {
+	if r.claims != nil {
+		s.releaseClaims(i, r)
+	}
+	s.bind(i, r, -1)
+}
 
-// CanEverFit reports whether r fits on one of its candidate nodes when that node is empty.
+// CanEverFit reports whether r fits on one of its candidate nodes when that node is empty (its
+// claims, if any, allocated there).
 func (s *Scheduler) CanEverFit(r *Request) bool {
 	for _, i := range r.candidates {
 		n := &s.nodes[i]
@@ -609,7 +650,7 @@ func (s *Scheduler) CanEverFit(r *Request) bool {
 				break
 			}
 		}
-		if ok {
+		if ok && (r.claims == nil || s.canEverAllocate(int(i), r)) {
 			return true
 		}
 	}

@@ -4,13 +4,18 @@ package kueuelib
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/podset"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -52,4 +57,29 @@ func requestsOf(ps *workload.PodSetResources) corev1.ResourceList {
 // constructWorkload is jobframework.ConstructWorkload with no labels to copy.
 func constructWorkload(ctx context.Context, c client.Client, job jobframework.GenericJob) (*kueue.Workload, error) {
 	return jobframework.ConstructWorkload(ctx, c, job, nil)
+}
+
+// CounterQuota says why this Kueue cannot charge MIG slices: Kueue's quota for DRA devices by the
+// counters they consume (deviceClassMappings with counter sources) is what the sim runs with
+// Kueue v0.19, where it is on by default; it is alpha and off in v0.18 and absent before.
+func CounterQuota() error {
+	return fmt.Errorf("this sim links Kueue %s, which has no DRA counter quota on by default (alpha in v0.18, absent before): the sim charges MIG slices to quota with Kueue v0.19's, in the default build", KueueVersion)
+}
+
+// draIntegration is nothing before v0.19: the sim wires no DRA into Kueue (CounterQuota).
+type draIntegration struct{}
+
+func newDRA(mappings []config.DeviceClassMapping) (*draIntegration, error) {
+	if len(mappings) > 0 {
+		return nil, fmt.Errorf("resources.deviceClassMappings: %w", CounterQuota())
+	}
+	return &draIntegration{}, nil
+}
+
+func (*draIntegration) queueOptions() []qcache.Option { return nil }
+func (*draIntegration) coreOptions() []core.Option    { return nil }
+func (*draIntegration) connect(*qcache.Manager, int)  {}
+func (*draIntegration) take() []types.NamespacedName  { return nil }
+func (*draIntegration) infoOptions(context.Context, client.Client, *kueue.Workload) ([]workload.InfoOption, error) {
+	return nil, nil
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,10 @@ type Options struct {
 	// requeues it after a backoff. blockAdmission is not modelled (Kueue's scheduler then
 	// blocks its cycle on a condition variable until the admitted pods are ready).
 	WaitForPodsReady *config.WaitForPodsReady
+	// DeviceClassMappings are Configuration.resources.deviceClassMappings: the DRA device
+	// classes Kueue charges to quota resources (MIG slices to gpu.memory by the memory counter
+	// their devices consume). Counter sources need Kueue v0.19 (CounterQuota).
+	DeviceClassMappings []config.DeviceClassMapping
 	// Seed draws the objects' UIDs.
 	Seed uint64
 }
@@ -95,6 +100,8 @@ type Kueue struct {
 	cohortBatches map[kueue.CohortReference]bool
 	// ordering is how the queues order pending Workloads (waitForPodsReady's requeuing timestamp).
 	ordering workload.Ordering
+	// dra is Kueue's DRA integration (compat_*.go).
+	dra *draIntegration
 }
 
 // newMu guards the swap of routine.DefaultWrapper while a Scheduler is built.
@@ -142,6 +149,11 @@ func New(o Options) (*Kueue, error) {
 		queueOpts = append(queueOpts, qcache.WithAdmissionFairSharing(o.AdmissionFairSharing))
 		cacheOpts = append(cacheOpts, schdcache.WithAdmissionFairSharing(o.AdmissionFairSharing))
 	}
+	d, err := newDRA(o.DeviceClassMappings)
+	if err != nil {
+		return nil, err
+	}
+	queueOpts = append(queueOpts, d.queueOptions()...)
 	k := &Kueue{}
 	clk := timerClock{WithDelayedExecution: o.Clock, k: k}
 	queueOpts[0] = qcache.WithClock(clk)
@@ -163,7 +175,7 @@ func New(o Options) (*Kueue, error) {
 	routine.DefaultWrapper = saved
 	newMu.Unlock()
 
-	wopts := w.core
+	wopts := append(slices.Clip(w.core), d.coreOptions()...)
 	if afs.Enabled(o.AdmissionFairSharing) {
 		// The LocalQueue reconciler hears of every Workload event, as in Kueue's
 		// core.SetupControllers, and the handlers account admitted usage.
@@ -181,7 +193,9 @@ func New(o Options) (*Kueue, error) {
 	log := logr.Discard()
 	*k = Kueue{Store: st, cache: cc, queues: qm, sched: s, reconciler: r, clk: clk, opts: o,
 		ctx: ctrl.LoggerInto(context.Background(), log), log: log, notifiedSet: map[types.NamespacedName]bool{},
-		work: newWorkQueue(), requeues: w.requeues, ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuing}, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{}}
+		work: newWorkQueue(), requeues: w.requeues, ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuing}, cqBatches: map[kueue.ClusterQueueReference]bool{}, cohortBatches: map[kueue.CohortReference]bool{},
+		dra: d}
+	d.connect(qm, 0)
 	k.newLocalQueueReconciler()
 	return k, nil
 }
@@ -212,6 +226,10 @@ func (k *Kueue) Clock() clock.WithDelayedExecution { return k.clk }
 // ClusterQueues (marked Active, as the ClusterQueue controller would) and LocalQueues also to the
 // cache and the queue manager. Objects of other kinds are stored only.
 func (k *Kueue) AddObjects(objs []client.Object) error {
+	// A LocalQueue added after its Workloads (resume.go) sends the DRA ones to the workload
+	// controller's reconciler on a channel, which must have room: the sim's one goroutine is
+	// the sender.
+	k.dra.connect(k.queues, k.Store.Workloads())
 	order := func(o client.Object) int {
 		switch o.(type) {
 		case *corev1.Namespace, *kueue.WorkloadPriorityClass:

@@ -68,6 +68,10 @@ func (k *Kueue) addAfter(key types.NamespacedName, d time.Duration) {
 // reports whether it ran any. Its writes are in the Store's changes.
 func (k *Kueue) Reconcile() (bool, error) {
 	q := k.work
+	// The queue manager's requests to reconcile DRA Workloads (the reconciler's Generic events).
+	for _, key := range k.dra.take() {
+		q.add(key)
+	}
 	if len(q.now) == 0 {
 		return false, nil
 	}

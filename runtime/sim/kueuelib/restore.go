@@ -62,10 +62,15 @@ func (k *Kueue) CreatePending(wl *kueue.Workload, st RestoredStatus) error {
 // status.admission holds, never in a queue. The status is written by Kueue's own
 // SetQuotaReservation and SyncAdmittedCondition (as the scheduler does on admission), and each
 // pod set's resourceUsage is what the scheduler would write: the pod set's total requests
-// (workload.NewInfo) for the resources the admission gives a flavor.
+// (workload.NewInfo, with the DRA resources of its ResourceClaimTemplates as Kueue's workload
+// controller computes them) for the resources the admission gives a flavor.
 // st is the rest of its status.
 func (k *Kueue) CreateAdmitted(wl *kueue.Workload, cq string, podsets []RestoredPodSet, at time.Time, st RestoredStatus) error {
-	total := workload.NewInfo(wl).TotalRequests
+	draOpts, err := k.dra.infoOptions(k.ctx, k.Store, wl)
+	if err != nil {
+		return fmt.Errorf("workload %s/%s: DRA resources: %w", wl.Namespace, wl.Name, err)
+	}
+	total := workload.NewInfo(wl, draOpts...).TotalRequests
 	adm := &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq)}
 	for _, rp := range podsets {
 		var req *workload.PodSetResources
@@ -105,7 +110,17 @@ func (k *Kueue) CreateAdmitted(wl *kueue.Workload, cq string, podsets []Restored
 		return fmt.Errorf("workload %s/%s: not admitted after its quota reservation (admission checks or a delayed topology request pending?)", wl.Namespace, wl.Name)
 	}
 	st.restore(wl)
-	return k.CreateWorkload(wl)
+	if err := k.CreateWorkload(wl); err != nil {
+		return err
+	}
+	if draOpts != nil {
+		// The workload controller's create handler leaves a Workload with DRA claims to its
+		// Reconcile, which takes up pending ones only: a restarted Kueue finds an admitted one
+		// when its cache's AddClusterQueue lists the ClusterQueue's admitted Workloads, and adds
+		// it so. The sim adds the ClusterQueues first, so it adds the Workload itself.
+		k.cache.AddOrUpdateWorkload(k.log, wl.DeepCopy())
+	}
+	return nil
 }
 
 // QueueOrderTime is the time the queues order the pending wl by within its priority (Kueue's

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,8 +54,9 @@ const (
 )
 
 // Store is the in-memory API server the sim gives Kueue's code as its client.Client. It holds the
-// cluster objects (namespaces, priority classes, flavors, cohorts, queues, topologies) and the
-// Workloads, serves Get and List from them, and applies Kueue's writes to Workloads the way the
+// cluster objects (namespaces, priority classes, flavors, cohorts, queues, topologies, and the
+// DeviceClasses, ResourceSlices and live workloads' ResourceClaimTemplates its DRA quota reads)
+// and the Workloads, serves Get and List from them, and applies Kueue's writes to Workloads the way the
 // API server would for the requests Kueue v0.19.2 makes: server-side-apply patches of a
 // Workload's status (the admission fields by field manager kueue-admission, single conditions
 // by others), merge patches and updates. Every Workload write is queued as a Change, which the
@@ -183,14 +185,39 @@ func (s *Store) AddObject(o client.Object) error {
 		o.SetUID(s.newUID())
 	}
 	s.objects[k] = o
-	list := append(s.byType[k.typ], o)
-	slices.SortFunc(list, func(a, b client.Object) int {
-		if c := strings.Compare(a.GetNamespace(), b.GetNamespace()); c != 0 {
-			return c
-		}
-		return strings.Compare(a.GetName(), b.GetName())
-	})
-	s.byType[k.typ] = list
+	// Inserted at its place, not sorted again: the ResourceClaimTemplates of the live workloads
+	// come and go all run long.
+	list := s.byType[k.typ]
+	i, _ := slices.BinarySearchFunc(list, k.key, compareObject)
+	s.byType[k.typ] = slices.Insert(list, i, o)
+	return nil
+}
+
+// compareObject orders a type's objects by namespace and name, as List returns them.
+func compareObject(o client.Object, key types.NamespacedName) int {
+	if c := strings.Compare(o.GetNamespace(), key.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(o.GetName(), key.Name)
+}
+
+// RemoveObject deletes a stored cluster object (not a Workload), as the API server would; the
+// sim deletes a workload's ResourceClaimTemplates when it is done.
+func (s *Store) RemoveObject(o client.Object) error {
+	if _, ok := o.(*kueue.Workload); ok {
+		return fmt.Errorf("store: remove Workload %s/%s with Delete", o.GetNamespace(), o.GetName())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := objKey{reflect.TypeOf(o), types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}
+	if _, ok := s.objects[k]; !ok {
+		return apierrors.NewNotFound(s.resource(o), o.GetName())
+	}
+	delete(s.objects, k)
+	list := s.byType[k.typ]
+	if i, found := slices.BinarySearchFunc(list, k.key, compareObject); found {
+		s.byType[k.typ] = slices.Delete(list, i, i+1)
+	}
 	return nil
 }
 
@@ -308,8 +335,8 @@ func (s *Store) resource(obj runtime.Object) schema.GroupResource {
 }
 
 // List implements client.Reader for the lists Kueue's code asks for: LocalQueues (by ClusterQueue),
-// Workloads (by queue or admitting ClusterQueue), and lists of kinds the sim does not model
-// (LimitRanges, pods, nodes, ...), which are empty.
+// Workloads (by queue or admitting ClusterQueue), ResourceSlices (by driver: Kueue's DRA counter
+// quota), and lists of kinds the sim does not model (LimitRanges, pods, ...), which are empty.
 func (s *Store) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
 	match := func(o client.Object, field func(string) string) bool {
@@ -361,7 +388,7 @@ func (s *Store) List(_ context.Context, list client.ObjectList, opts ...client.L
 	}
 	var out []runtime.Object
 	for _, o := range s.sortedObjects(elemType) {
-		if match(o, func(string) string { return "" }) {
+		if match(o, func(f string) string { return objectField(o, f) }) {
 			out = append(out, o.DeepCopyObject())
 		}
 	}
@@ -396,6 +423,23 @@ func (f fieldSet) Has(k string) bool   { return f(k) != "" }
 func (f fieldSet) Get(k string) string { return f(k) }
 
 var _ fields.Fields = fieldSet(nil)
+
+// objectField is the value of the field indexes Kueue's manager registers for the DRA objects it
+// lists: ResourceSlices by driver (the ResourceSlice controller's index, which
+// dra.ResourceSliceCache lists by) and DeviceClasses by extended resource name.
+func objectField(o client.Object, f string) string {
+	switch x := o.(type) {
+	case *resourcev1.ResourceSlice:
+		if f == "spec.driver" {
+			return x.Spec.Driver
+		}
+	case *resourcev1.DeviceClass:
+		if f == "spec.extendedResourceName" && x.Spec.ExtendedResourceName != nil {
+			return *x.Spec.ExtendedResourceName
+		}
+	}
+	return ""
+}
 
 // workloadField is the value of the field indexes Kueue's manager registers for Workloads.
 func workloadField(w *kueue.Workload, f string) string {
@@ -530,7 +574,8 @@ func (s *Store) GroupVersionKindFor(obj runtime.Object) (schema.GroupVersionKind
 func (s *Store) IsObjectNamespaced(obj runtime.Object) (bool, error) {
 	switch obj.(type) {
 	case *corev1.Namespace, *corev1.Node, *kueue.ClusterQueue, *kueue.ResourceFlavor, *kueue.Cohort,
-		*kueue.WorkloadPriorityClass, *kueue.Topology, *kueue.AdmissionCheck:
+		*kueue.WorkloadPriorityClass, *kueue.Topology, *kueue.AdmissionCheck, *resourcev1.DeviceClass,
+		*resourcev1.ResourceSlice:
 		return false, nil
 	}
 	return true, nil

@@ -2,8 +2,10 @@ package kueuelib
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,5 +179,60 @@ func TestStoreAnswersForAWorkloadsJob(t *testing.T) {
 	}
 	if _, err := get("batch/v1", "Job", "a"); !apierrors.IsNotFound(err) {
 		t.Errorf("after the Workload: %v, want NotFound", err)
+	}
+}
+
+// TestStoreDRAObjects: the store serves what Kueue's DRA quota reads (dra.ResourceSliceCache lists
+// ResourceSlices by the spec.driver index; claim templates are got by name), and a removed claim
+// template is gone.
+func TestStoreDRAObjects(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	slice := func(name, driver string) *resourcev1.ResourceSlice {
+		return &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourcev1.ResourceSliceSpec{Driver: driver}}
+	}
+	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "w-mig"}}
+	for _, o := range []client.Object{slice("n2-gpu-0", "gpu.nvidia.com"), slice("n1-gpu-0", "gpu.nvidia.com"),
+		slice("n1-nic", "dra.net"), tmpl} {
+		if err := st.AddObject(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		driver string
+		want   []string
+	}{
+		{"gpu.nvidia.com", []string{"n1-gpu-0", "n2-gpu-0"}},
+		{"dra.net", []string{"n1-nic"}},
+		{"", []string{"n1-gpu-0", "n1-nic", "n2-gpu-0"}},
+	} {
+		var l resourcev1.ResourceSliceList
+		var opts []client.ListOption
+		if tc.driver != "" {
+			opts = append(opts, client.MatchingFields{"spec.driver": tc.driver})
+		}
+		if err := st.List(ctx, &l, opts...); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range l.Items {
+			got = append(got, s.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("slices of driver %q: %v, want %v", tc.driver, got, tc.want)
+		}
+	}
+	key := types.NamespacedName{Namespace: "a", Name: "w-mig"}
+	if err := st.Get(ctx, key, &resourcev1.ResourceClaimTemplate{}); err != nil {
+		t.Fatalf("get claim template: %v", err)
+	}
+	if err := st.RemoveObject(tmpl); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Get(ctx, key, &resourcev1.ResourceClaimTemplate{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get removed claim template: %v, want not found", err)
+	}
+	if err := st.RemoveObject(tmpl); !apierrors.IsNotFound(err) {
+		t.Errorf("remove it again: %v, want not found", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +40,10 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := batchv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	// DeviceClasses, ResourceSlices and ResourceClaimTemplates, which Kueue's DRA quota reads.
+	if err := resourcev1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	if err := kueue.AddToScheme(s); err != nil {
