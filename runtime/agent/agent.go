@@ -697,9 +697,10 @@ func (a *Agent) finish(f engine.Finished) {
 	prog, _ := json.Marshal(Progress{Snapshot: snap, RunSec: runSec, Fraction: 1 - snap.RemainingSec/st.duration})
 	wall := a.cfg.Wall.Now()
 	ann := map[string]string{
-		contract.EnergyJoules:     strconv.FormatFloat(f.EnergyJ, 'f', 1, 64),
-		contract.RunTraceSec:      strconv.FormatFloat(runSec, 'f', 3, 64),
-		contract.FinishedTraceSec: strconv.FormatFloat(f.AtSec, 'f', 3, 64),
+		contract.EnergyJoules: strconv.FormatFloat(f.EnergyJ, 'f', 1, 64),
+		contract.RunTraceSec:  strconv.FormatFloat(runSec, 'f', 3, 64),
+		// Exact: the runner records the pod's end at this time and checks the clock did not pass it.
+		contract.FinishedTraceSec: strconv.FormatFloat(f.AtSec, 'g', -1, 64),
 		contract.FinishedAt:       wall.UTC().Format(time.RFC3339Nano),
 		contract.Progress:         string(prog),
 		contract.Complete:         verdict,

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	resourceapi "k8s.io/api/resource/v1"
 	"maps"
 	"slices"
 	"time"
@@ -121,6 +122,11 @@ func (p *plan) add(w *trace.Workload, jobs []*trace.Job, r *render.Renderer, pl 
 		return nil, fmt.Errorf("workload %s: rendered no objects", w.WorkloadID)
 	}
 	for _, o := range it.objects {
+		if _, ok := o.(*resourceapi.ResourceClaimTemplate); ok {
+			// A claim template is read by Kueue and kube-scheduler; no Workload is made of it, so
+			// its create is held for nothing beyond the create itself.
+			continue
+		}
 		p.owners[ownerKey(kindOf(o), o.GetNamespace(), o.GetName())] = w.WorkloadID
 	}
 	p.byLabel[pl.Namespace+"/"+render.Name(w.WorkloadID)] = w.WorkloadID

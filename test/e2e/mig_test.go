@@ -113,6 +113,7 @@ func TestMIGSlices(t *testing.T) {
 		r := by[id]
 		near(id, "admitted", r.Admitted, r.SubmitOffsetSec, 1)
 		got, ok := r.JCT()
+		t.Logf("%s: JCT %.3f trace s, slice model %.3f", id, got, jct)
 		if !ok || math.Abs(got-jct) > math.Max(0.01*jct, 1) {
 			t.Errorf("%s alone on its slice took %.3f trace s, want %.3f", id, got, jct)
 		}
