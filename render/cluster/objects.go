@@ -26,7 +26,8 @@ const (
 
 // Options tune Objects.
 type Options struct {
-	// OmitNodes leaves out the KWOK Nodes (for a real cluster that has its own).
+	// OmitNodes leaves out the KWOK Nodes (for a real cluster that has its own), and with them
+	// the DeviceClasses and ResourceSlices of MIG pools, which a real cluster's DRA driver makes.
 	OmitNodes bool
 }
 
@@ -89,10 +90,12 @@ func (s *Spec) Objects(opts Options) ([]client.Object, error) {
 			Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(t.ClusterQueue)},
 		})
 	}
-	if s.HasMIG() {
-		objs = append(objs, migDeviceClasses()...)
-	}
 	if !opts.OmitNodes {
+		// What NVIDIA's DRA driver installs and publishes goes with the KWOK nodes: a real
+		// cluster has its own.
+		if s.HasMIG() {
+			objs = append(objs, migDeviceClasses()...)
+		}
 		for i := range s.NodePools {
 			np := &s.NodePools[i]
 			nodes := s.nodes(np)
