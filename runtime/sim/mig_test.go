@@ -15,33 +15,18 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
-// migSpec is test/e2e's migE2ESpec (TestMIGSlices), so that both engines are checked on one
-// case: one H100 node with one GPU, MIG-partitioned, and two teams on it, mig with 80 GiB of
-// gpu.memory (the whole GPU) and migq with 20 GiB (one 2g.20gb slice's charge).
-const migSpec = `apiVersion: kueuelab.io/v1alpha1
-kind: ClusterSpec
-metadata:
-  name: mig
-nodePools:
-- {name: mig-cpu, gpuFamily: CPU, count: 1, cpu: 64, memory: 256Gi}
-- {name: mig-h100, gpuFamily: H100-SXM, count: 1, gpusPerNode: 1, cpu: 64, memory: 512Gi, mig: {}}
-clusterQueues:
-- name: mig-cq
-  quotas:
-  - flavor: cpu
-    resources: {cpu: 64, memory: 256Gi}
-  - flavor: h100-sxm-mig
-    resources: {cpu: 64, memory: 512Gi, gpu.memory: 80Gi}
-- name: migq-cq
-  quotas:
-  - flavor: cpu
-    resources: {cpu: 64, memory: 256Gi}
-  - flavor: h100-sxm-mig
-    resources: {cpu: 64, memory: 512Gi, gpu.memory: 20Gi}
-teams:
-- {name: mig, clusterQueue: mig-cq}
-- {name: migq, clusterQueue: migq-cq}
-`
+// migSpecPath is the MIG case test/e2e's TestMIGSlices replays too, so that both engines are
+// checked on one case.
+const migSpecPath = "../../testdata/mig/spec.yaml"
+
+// migSpec is the spec file's text.
+var migSpec = func() string {
+	b, err := os.ReadFile(migSpecPath)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // migWorkload is test/e2e's: a one-pod debug_eval workload on one slice of profile.
 func migWorkload(id, ns string, at, d float64, profile string, u, m float64) string {

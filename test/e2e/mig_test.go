@@ -13,33 +13,6 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
-// migE2ESpec has one H100 node with one GPU, MIG-partitioned, and two teams on it: mig with 80 GiB
-// of gpu.memory (the whole GPU) and migq with 20 GiB (one 2g.20gb slice's charge).
-const migE2ESpec = `apiVersion: kueuelab.io/v1alpha1
-kind: ClusterSpec
-metadata:
-  name: mig
-nodePools:
-- {name: mig-cpu, gpuFamily: CPU, count: 1, cpu: 64, memory: 256Gi}
-- {name: mig-h100, gpuFamily: H100-SXM, count: 1, gpusPerNode: 1, cpu: 64, memory: 512Gi, mig: {}}
-clusterQueues:
-- name: mig-cq
-  quotas:
-  - flavor: cpu
-    resources: {cpu: 64, memory: 256Gi}
-  - flavor: h100-sxm-mig
-    resources: {cpu: 64, memory: 512Gi, gpu.memory: 80Gi}
-- name: migq-cq
-  quotas:
-  - flavor: cpu
-    resources: {cpu: 64, memory: 256Gi}
-  - flavor: h100-sxm-mig
-    resources: {cpu: 64, memory: 512Gi, gpu.memory: 20Gi}
-teams:
-- {name: mig, clusterQueue: mig-cq}
-- {name: migq, clusterQueue: migq-cq}
-`
-
 // migWorkload is a one-pod debug_eval workload on n slices of profile.
 func migWorkload(id, ns string, at, d float64, profile string, u, m float64) string {
 	return fmt.Sprintf(`{"type":"workload","schemaVersion":"v2","workloadId":%q,"submitTimeOffsetSec":%g,"namespace":%q,"workloadType":"debug_eval","durationSec":%g,"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":%g,"memoryIntensity":%g,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},"pods":[{"role":"main","replicas":1,"requests":{"cpu":"2","memory":"4Gi","nvidia.com/mig-%s":"1"}}]}`,
@@ -92,7 +65,11 @@ func TestMIGSlices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, dir := replaySpec(t, tr, path, migE2ESpec)
+	specText, err := os.ReadFile(filepath.Join("..", "..", "testdata", "mig", "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dir := replaySpec(t, tr, path, string(specText))
 	by := map[string]results.Record{}
 	for _, r := range dir.Workloads {
 		by[r.ID] = r
