@@ -78,6 +78,10 @@ type spec struct {
 	process
 	ports  []int
 	health func(context.Context) error
+	// live, when set, is the liveness probe, first run liveDelay after each start: a process
+	// that is up (ready, even) but no longer does its job is restarted.
+	live      func(context.Context) error
+	liveDelay time.Duration
 	// files are configuration files written to the config dir before the component starts.
 	files map[string]any
 }
@@ -203,8 +207,10 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 				"--manage-nodes-with-annotation-selector=" + cluster.KWOKNodeAnnotation + "=fake",
 				"--node-ip=10.244.0.1", "--cidr=10.244.0.0/16", "--node-lease-duration-seconds=40",
 				"--enable-crds=Stage", "--server-address=" + hostPort(pt.KWOK)}},
-			ports:  []int{pt.KWOK},
-			health: httpOK(plain, loopURL("http", pt.KWOK, "/healthz")),
+			ports:     []int{pt.KWOK},
+			health:    httpOK(plain, loopURL("http", pt.KWOK, "/healthz")),
+			live:      kwokHoldsLeases(lazyClient(kc)),
+			liveDelay: kwokLivenessDelay,
 		},
 		Kueue: {
 			process: process{name: Kueue, bin: bins[Kueue], env: []string{"KUBECONFIG=" + kc, tools.KueueCycleBackoffEnv + "=" + kueueCycleBackoff.String(),

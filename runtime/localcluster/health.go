@@ -40,8 +40,9 @@ type Exit struct {
 	Code int `json:"code"`
 	// Signal is the signal that ended the process (e.g. SIGKILL).
 	Signal string `json:"signal,omitempty"`
-	// Reason says why the code is unknown: the start failed, or the process was adopted from an
-	// earlier supervisor and could not be waited for.
+	// Reason says why the code is unknown (the start failed, or the process was adopted from an
+	// earlier supervisor and could not be waited for) or why the supervisor ended the process
+	// (its liveness probe failed).
 	Reason string `json:"reason,omitempty"`
 	// RanSeconds is how long the process ran.
 	RanSeconds float64 `json:"ranSeconds"`
@@ -50,6 +51,8 @@ type Exit struct {
 func (e Exit) String() string {
 	var what string
 	switch {
+	case e.Signal != "" && e.Reason != "":
+		what = "signal " + e.Signal + " (" + e.Reason + ")"
 	case e.Signal != "":
 		what = "signal " + e.Signal
 	case e.Reason != "":

@@ -36,6 +36,15 @@ type Policy struct {
 	StartingProbe, ReadyProbe time.Duration
 	// FailureThreshold is how many probes in a row must fail to make a ready component unready.
 	FailureThreshold int
+	// LivenessPeriod is the liveness probe's period, from the component's liveness delay after
+	// each start; LivenessFailureThreshold failures in a row restart the process, as the kubelet
+	// restarts a container whose liveness probe fails.
+	LivenessPeriod           time.Duration
+	LivenessFailureThreshold int
+	// QuitGrace is how long a process that failed its liveness probe gets between SIGQUIT and
+	// SIGKILL: a Go process writes its goroutine dump and exits at once, so one still there is
+	// stuck beyond answering.
+	QuitGrace time.Duration
 	// StopGrace is how long a stopped process gets between SIGTERM and SIGKILL.
 	StopGrace time.Duration
 }
@@ -43,7 +52,8 @@ type Policy struct {
 // DefaultPolicy: restarts after 200 ms, 400 ms, 800 ms, 1.6 s, 3.2 s, … up to 30 s; a component
 // that exits again after five restarts within two minutes is crash-looping (with a process that
 // dies at once, that is decided about 7 s after the first exit). Probes every 200 ms until ready,
-// then every second; two failed probes in a row make a ready component unready.
+// then every second; two failed probes in a row make a ready component unready. A component with
+// a liveness probe is probed every 5 s after its delay and restarted after three failures in a row.
 var DefaultPolicy = Policy{
 	InitialBackoff:    200 * time.Millisecond,
 	MaxBackoff:        30 * time.Second,
@@ -54,6 +64,10 @@ var DefaultPolicy = Policy{
 	ReadyProbe:        time.Second,
 	FailureThreshold:  2,
 	StopGrace:         15 * time.Second,
+
+	LivenessPeriod:           5 * time.Second,
+	LivenessFailureThreshold: 3,
+	QuitGrace:                5 * time.Second,
 }
 
 // backoff is the delay before the n-th restart since the last reset (n ≥ 1).
@@ -100,6 +114,13 @@ type member struct {
 	nextProbe   time.Time
 	probing     bool
 	failures    int // probes failed in a row
+	// The liveness probe's schedule and failures in a row; killedFor is why the supervisor
+	// ended the running process (recorded as its exit's reason), killBy when SIGKILL follows.
+	nextLive     time.Time
+	liveProbing  bool
+	liveFailures int
+	killedFor    string
+	killBy       time.Time
 	// config is the configuration digest Up asks for (desiredComponent.Config); h.Config is the
 	// one the running process started with.
 	config string
@@ -112,6 +133,7 @@ type probeResult struct {
 	name string
 	p    proc
 	err  error
+	live bool // a liveness probe's result, not a readiness probe's
 }
 
 // Supervisor keeps a cluster's components running: it starts the components the desired file
@@ -197,6 +219,7 @@ func (sup *Supervisor) enableConfig(name string, epoch int, config string) {
 			m.p, m.everStarted = p, true
 			m.h.State, m.h.PID, m.h.Started, m.h.Message = StateStarting, p.pid(), now, "adopted from an earlier supervisor"
 			m.nextProbe = now
+			m.resetLiveness(now)
 			sup.reconfigure(m)
 			return
 		}
@@ -297,6 +320,34 @@ func (sup *Supervisor) tick(ctx context.Context) {
 				sup.probes <- probeResult{name: name, p: p, err: probe(pctx)}
 			}()
 		}
+		if m.p != nil && m.spec.live != nil && m.killedFor == "" && !m.liveProbing && !now.Before(m.nextLive) {
+			m.liveProbing = true
+			p, probe := m.p, m.spec.live
+			go func() {
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				sup.probes <- probeResult{name: name, p: p, err: probe(pctx), live: true}
+			}()
+		}
+		if m.p != nil && !m.killBy.IsZero() && !now.Before(m.killBy) {
+			m.killBy = time.Time{}
+			sup.logf("%s: pid %d still running %s after SIGQUIT; SIGKILL", name, m.p.pid(), sup.policy.QuitGrace)
+			if err := m.p.signal(syscall.SIGKILL); err != nil {
+				sup.logf("%s: SIGKILL %d: %v", name, m.p.pid(), err)
+			}
+		}
+	}
+}
+
+// kill ends a running member that failed its liveness probe: SIGQUIT first, so that a Go
+// component writes every goroutine's stack to its log before it exits (what was it stuck on?),
+// SIGKILL after QuitGrace if it is still there. The exit is then handled like any other.
+func (sup *Supervisor) kill(m *member, why string) {
+	sup.logf("%s: %s; SIGQUIT (goroutine dump in its log), then a restart", m.h.Name, why)
+	m.killedFor = why
+	m.killBy = sup.clock.Now().Add(sup.policy.QuitGrace)
+	if err := m.p.signal(syscall.SIGQUIT); err != nil {
+		sup.logf("%s: SIGQUIT %d: %v", m.h.Name, m.p.pid(), err)
 	}
 }
 
@@ -341,6 +392,13 @@ func (sup *Supervisor) startMember(ctx context.Context, m *member) {
 	m.h.State, m.h.PID, m.h.ReadySince, m.h.Message = StateStarting, p.pid(), time.Time{}, ""
 	m.failures = 0
 	m.nextProbe = now.Add(sup.policy.StartingProbe)
+	m.resetLiveness(now)
+}
+
+// resetLiveness starts a new process's liveness schedule: its first probe after the spec's delay.
+func (m *member) resetLiveness(now time.Time) {
+	m.nextLive = now.Add(m.spec.liveDelay)
+	m.liveProbing, m.liveFailures, m.killedFor, m.killBy = false, 0, "", time.Time{}
 }
 
 // exited records an exit and schedules the restart, or marks the member crash-looping.
@@ -348,7 +406,10 @@ func (sup *Supervisor) exited(m *member, e Exit) {
 	now := sup.clock.Now()
 	e.Time = now
 	e.RanSeconds = now.Sub(m.h.Started).Seconds()
-	m.p, m.probing = nil, false
+	if m.killedFor != "" {
+		e.Reason = m.killedFor
+	}
+	m.p, m.probing, m.liveProbing, m.killedFor, m.killBy = nil, false, false, "", time.Time{}
 	m.h.PID, m.h.ReadySince = 0, time.Time{}
 	m.h.LastExit = &e
 	if now.Sub(m.h.Started) >= sup.policy.BackoffReset {
@@ -387,8 +448,22 @@ func (sup *Supervisor) probed(r probeResult) {
 	if m.p != r.p { // a probe of a process that has since exited
 		return
 	}
-	m.probing = false
 	now := sup.clock.Now()
+	if r.live {
+		m.liveProbing = false
+		m.nextLive = now.Add(sup.policy.LivenessPeriod)
+		if r.err == nil {
+			m.liveFailures = 0
+			return
+		}
+		m.liveFailures++
+		sup.logf("%s: liveness probe failed (%d of %d): %v", r.name, m.liveFailures, sup.policy.LivenessFailureThreshold, r.err)
+		if m.liveFailures >= sup.policy.LivenessFailureThreshold && m.killedFor == "" {
+			sup.kill(m, fmt.Sprintf("liveness probe failed %d times in a row: %v", m.liveFailures, r.err))
+		}
+		return
+	}
+	m.probing = false
 	if r.err == nil {
 		if m.h.State != StateReady {
 			sup.logf("%s: ready (pid %d, %s after start)", r.name, m.h.PID, roundDuration(now.Sub(m.h.Started)))
@@ -567,6 +642,7 @@ func (sup *Supervisor) stopAll() {
 func (sup *Supervisor) stopMember(m *member) {
 	p := m.p
 	m.p, m.probing = nil, false
+	m.resetLiveness(sup.clock.Now())
 	if err := p.signal(syscall.SIGTERM); err != nil {
 		sup.logf("%s: SIGTERM %d: %v", m.h.Name, p.pid(), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,7 +136,7 @@ func (h *harness) settle() {
 	for {
 		inflight := false
 		for _, m := range h.sup.members {
-			inflight = inflight || m.probing
+			inflight = inflight || m.probing || m.liveProbing
 		}
 		if !inflight {
 			return
@@ -760,5 +761,79 @@ func TestDesiredConfig(t *testing.T) {
 	d, _, err := readDesired(st.Dir)
 	if err != nil || len(d.Components) != 1 || d.Components[0].Config != "bbb" {
 		t.Fatalf("desired %+v, %v", d, err)
+	}
+}
+
+func TestLivenessProbeRestarts(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		ignoresQuit  bool
+		wantSignals  []syscall.Signal
+		wantExitSig  string
+		extraToDeath time.Duration
+	}{
+		{name: "exits on SIGQUIT", wantSignals: []syscall.Signal{syscall.SIGQUIT}, wantExitSig: "SIGQUIT"},
+		{name: "killed after the grace", ignoresQuit: true, wantSignals: []syscall.Signal{syscall.SIGQUIT, syscall.SIGKILL},
+			wantExitSig: "SIGKILL", extraToDeath: DefaultPolicy.QuitGrace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "kwok")
+			var liveErr error
+			sp := h.sup.specs["kwok"]
+			sp.live = func(context.Context) error { h.mu.Lock(); defer h.mu.Unlock(); return liveErr }
+			sp.liveDelay = 20 * time.Second
+			h.sup.specs["kwok"] = sp
+			setLive := func(err error) { h.mu.Lock(); defer h.mu.Unlock(); liveErr = err }
+
+			setLive(errors.New("no lease"))
+			h.up("kwok")
+			first := h.run.current["kwok"]
+			first.ignore, first.termed = tc.ignoresQuit, make(chan struct{})
+			// Failures before the delay do not count: the probe has not run.
+			h.after(sp.liveDelay - time.Second)
+			if len(first.signals) != 0 || h.member("kwok").Restarts != 0 {
+				t.Fatalf("signalled %v before the liveness delay", first.signals)
+			}
+			// Two failures, then a pass: the count starts over.
+			h.after(time.Second)
+			h.after(DefaultPolicy.LivenessPeriod)
+			setLive(nil)
+			h.after(DefaultPolicy.LivenessPeriod)
+			setLive(errors.New("no lease"))
+			h.after(DefaultPolicy.LivenessPeriod)
+			h.after(DefaultPolicy.LivenessPeriod)
+			if len(first.signals) != 0 {
+				t.Fatalf("signalled %v after two failures in a row", first.signals)
+			}
+			h.after(DefaultPolicy.LivenessPeriod) // the third in a row
+			if len(first.signals) != 1 || first.signals[0] != syscall.SIGQUIT {
+				t.Fatalf("signals %v after three failures in a row, want SIGQUIT", first.signals)
+			}
+			if tc.extraToDeath > 0 {
+				h.after(tc.extraToDeath)
+			}
+			h.after(0)
+			if !slices.Equal(first.signals, tc.wantSignals) {
+				t.Fatalf("signals %v, want %v", first.signals, tc.wantSignals)
+			}
+			c := h.member("kwok")
+			if c.LastExit == nil || c.LastExit.Signal != tc.wantExitSig || !strings.Contains(c.LastExit.Reason, "liveness probe failed 3 times in a row: no lease") {
+				t.Fatalf("last exit %+v, want %s with the liveness reason", c.LastExit, tc.wantExitSig)
+			}
+			h.awaitStart("kwok")
+			if c := h.member("kwok"); c.Restarts != 1 || h.run.current["kwok"] == first {
+				t.Fatalf("after the liveness kill: restarts %d, same process %v", c.Restarts, h.run.current["kwok"] == first)
+			}
+			// The new process gets its own delay before its probe counts.
+			h.after(DefaultPolicy.StartingProbe)
+			h.wantState("kwok", StateReady)
+			h.after(sp.liveDelay / 2)
+			if s := h.run.current["kwok"].signals; len(s) != 0 {
+				t.Fatalf("new process signalled %v within its liveness delay", s)
+			}
+			if !strings.Contains(h.log.String(), "liveness probe failed (3 of 3): no lease") {
+				t.Fatalf("supervisor log has no liveness failure:\n%s", h.log.String())
+			}
+		})
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -110,23 +109,7 @@ func (s *State) newSupervisor(specs map[string]spec, inProcess bool) (*Superviso
 // component: KWOK's, and those the registry's operators declare (render.Operator.StaleLease,
 // OperatorWebhooks.HardcodedCertDir).
 func (s *State) preStartHooks() map[string]func(context.Context) error {
-	var (
-		mu sync.Mutex
-		c  client.Client
-	)
-	apiClient := func() (client.Client, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if c != nil {
-			return c, nil
-		}
-		cfg, err := cluster.RESTConfig(s.Kubeconfig())
-		if err != nil {
-			return nil, err
-		}
-		c, err = cluster.NewClient(cfg)
-		return c, err
-	}
+	apiClient := lazyClient(s.Kubeconfig())
 	hooks := map[string]func(context.Context) error{
 		// KWOK drives a node's pods only while it holds the node's lease, under an identity that
 		// is new on every start: the leases a killed KWOK held would leave every pod unstarted

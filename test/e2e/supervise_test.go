@@ -260,8 +260,51 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 			t.Logf("%-24s SIGKILL → ready again in %s (exit seen → ready %s; restarts %d)", c.Name,
 				time.Since(killed).Round(10*time.Millisecond), c.ReadySince.Sub(c.LastExit.Time).Round(10*time.Millisecond), c.Restarts)
 			if len(held) > 0 {
-				sc.awaitTakeover(held)
+				sc.awaitTakeover(victim.Name, held)
 			}
+		}
+		if err := sc.nodesReady(); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("StalledKWOKRestartedByLiveness", func(t *testing.T) {
+		// A KWOK process that is there but no longer holds any node's lease: stopped, its leases
+		// gone. Its liveness probe fails three times in a row; the supervisor sends SIGQUIT (a
+		// stopped process takes it only when continued) and SIGKILL after the quit grace, then
+		// restarts it, and the new process takes the leases again.
+		before, _ := sc.health().Component(localcluster.KWOK)
+		if err := syscall.Kill(before.PID, syscall.SIGSTOP); err != nil {
+			t.Fatalf("stop kwok (pid %d): %v", before.PID, err)
+		}
+		stopped := time.Now()
+		held := sc.leases(corev1.NamespaceNodeLease)
+		for i := range held {
+			if err := sc.c.Delete(t.Context(), &held[i]); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+		h := sc.await("kwok restarted by its liveness probe and every component ready", 2*time.Minute, func(h *localcluster.Health) (bool, string) {
+			c, _ := h.Component(localcluster.KWOK)
+			if c.PID == before.PID || c.Restarts <= before.Restarts {
+				return false, fmt.Sprintf("%s pid %d restarts %d: %s", c.State, c.PID, c.Restarts, c.Message)
+			}
+			return allReady(h)
+		})
+		c, _ := h.Component(localcluster.KWOK)
+		if c.Restarts != before.Restarts+1 || c.LastExit == nil || c.LastExit.Signal != "SIGKILL" ||
+			!strings.Contains(c.LastExit.Reason, "liveness probe failed 3 times in a row: none of the") {
+			t.Errorf("kwok after its liveness kill: restarts %d (before %d), last exit %+v", c.Restarts, before.Restarts, c.LastExit)
+		}
+		t.Logf("kwok stopped, leases deleted → %s → ready again %s after the stop", c.LastExit, time.Since(stopped).Round(10*time.Millisecond))
+		for _, old := range held {
+			sc.eventually("lease "+old.Namespace+"/"+old.Name+" held again", func(ctx context.Context) (bool, string, error) {
+				var l coordinationv1.Lease
+				if err := sc.c.Get(ctx, client.ObjectKeyFromObject(&old), &l); err != nil {
+					return false, err.Error(), client.IgnoreNotFound(err)
+				}
+				return ptrString(l.Spec.HolderIdentity) != "", "no holder", nil
+			})
 		}
 		if err := sc.nodesReady(); err != nil {
 			t.Fatal(err)
@@ -475,7 +518,9 @@ func (sc *supCluster) leases(ns string) []coordinationv1.Lease {
 // awaitTakeover waits until a new holder renewed each lease, and checks that it took over before
 // the killed holder's lease would have expired: the restart deleted the stale lease rather than
 // waiting it out (which would stall KWOK's pods or mpi-operator's MPIJobs while both report ready).
-func (sc *supCluster) awaitTakeover(held []coordinationv1.Lease) {
+// A successor that stalled and was restarted by its liveness probe (KWOK's) took over after that
+// restart, later by construction; the log says so.
+func (sc *supCluster) awaitTakeover(victim string, held []coordinationv1.Lease) {
 	sc.t.Helper()
 	for _, old := range held {
 		var now coordinationv1.Lease
@@ -489,6 +534,11 @@ func (sc *supCluster) awaitTakeover(held []coordinationv1.Lease) {
 			sc.t.Fatalf("lease %s/%s without renew time or duration", old.Namespace, old.Name)
 		}
 		expiry := old.Spec.RenewTime.Add(time.Duration(*old.Spec.LeaseDurationSeconds) * time.Second)
+		if c, _ := sc.health().Component(victim); c.LastExit != nil && strings.Contains(c.LastExit.Reason, "liveness probe failed") {
+			sc.t.Logf("%s stalled after its restart and its liveness probe restarted it (%s); lease %s/%s taken over at %s",
+				victim, c.LastExit, old.Namespace, old.Name, now.Spec.RenewTime.Format(time.RFC3339Nano))
+			continue
+		}
 		if !now.Spec.RenewTime.Time.Before(expiry) {
 			sc.t.Errorf("lease %s/%s: new holder %s renewed it first at %s, after the killed holder's lease expired (%s)",
 				old.Namespace, old.Name, ptrString(now.Spec.HolderIdentity), now.Spec.RenewTime.Format(time.RFC3339Nano), expiry.Format(time.RFC3339Nano))
