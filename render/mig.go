@@ -92,21 +92,49 @@ func (b *build) withMIGClaim(r *role, spec *corev1.PodSpec) {
 }
 
 // OnSlices returns copies of w and its job records whose pods ask for slices of a MIG profile
-// where they asked for whole NVIDIA GPUs, one slice per GPU; w and jobs are not changed.
+// where they asked for whole NVIDIA GPUs, one slice per GPU, and one slice where they asked for a
+// share of a GPU (trace.ResourceGPUFraction, kept beside the slice); w and jobs are not changed.
 func OnSlices(w *trace.Workload, jobs []*trace.Job, profile string) (*trace.Workload, []*trace.Job) {
-	swap := func(r trace.Requests) trace.Requests {
+	return swapRequests(w, jobs, func(r trace.Requests) trace.Requests {
 		n, ok := r[trace.ResourceGPU]
-		if !ok || r.Value(trace.ResourceGPU) == 0 {
+		switch {
+		case ok && r.Value(trace.ResourceGPU) > 0:
+			out := copyRequests(r)
+			delete(out, trace.ResourceGPU)
+			out[trace.MIGResource(profile)] = n
+			return out
+		case r.GPUFraction() > 0:
+			out := copyRequests(r)
+			out[trace.MIGResource(profile)] = "1"
+			return out
+		}
+		return r
+	})
+}
+
+// OnWholeGPUs returns copies of w and its job records whose pods that ask for a share of a GPU
+// ask for one whole NVIDIA GPU, the share kept beside it; w and jobs are not changed.
+func OnWholeGPUs(w *trace.Workload, jobs []*trace.Job) (*trace.Workload, []*trace.Job) {
+	return swapRequests(w, jobs, func(r trace.Requests) trace.Requests {
+		if r.GPUFraction() == 0 {
 			return r
 		}
-		out := make(trace.Requests, len(r))
-		for k, v := range r {
-			out[k] = v
-		}
-		delete(out, trace.ResourceGPU)
-		out[trace.MIGResource(profile)] = n
+		out := copyRequests(r)
+		out[trace.ResourceGPU] = "1"
 		return out
+	})
+}
+
+func copyRequests(r trace.Requests) trace.Requests {
+	out := make(trace.Requests, len(r)+1)
+	for k, v := range r {
+		out[k] = v
 	}
+	return out
+}
+
+// swapRequests returns copies of w and its job records with every pod's requests passed through swap.
+func swapRequests(w *trace.Workload, jobs []*trace.Job, swap func(trace.Requests) trace.Requests) (*trace.Workload, []*trace.Job) {
 	cw := *w
 	cw.Pods = make([]trace.PodGroup, len(w.Pods))
 	for i, g := range w.Pods {

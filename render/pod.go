@@ -116,18 +116,18 @@ func newBuild(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) (*bu
 				return nil, fmt.Errorf("role %s: %w", r.Role, err)
 			}
 			r.mig, r.migSlices = r.Requests.MIG()
-			// A slice does a whole GPU's work more slowly (the agent's physics); its work is counted
-			// per slice as per GPU.
-			gpus := float64(r.Requests.GPUs())
-			if r.migSlices > 0 {
-				gpus = float64(r.migSlices)
-			}
+			// A slice does a whole GPU's work more slowly (the agent's physics); its work is
+			// counted per slice as per GPU. A pod that needs a share of a GPU uses that share of
+			// the device it runs on: its utilisation of it is the share times its own.
+			gpus, share := r.Requests.GPUWork()
+			prof := w.SharedIntensityProfile
+			prof.GPUUtilization *= share
 			r.contract = contract.Pod{
 				WorkloadID:            w.WorkloadID,
 				Family:                w.WorkloadType,
 				Role:                  r.Role,
 				DurationSec:           w.DurationSec,
-				Profile:               w.SharedIntensityProfile,
+				Profile:               prof,
 				SubmitOffsetSec:       w.SubmitTimeOffsetSec,
 				IntentClass:           w.Intent(),
 				CheckpointIntervalSec: w.CheckpointIntervalSec,
@@ -137,7 +137,7 @@ func newBuild(w *trace.Workload, jobs []*trace.Job, p Placement, o Options) (*bu
 				MIGSlices:             int(r.migSlices),
 				Work: trace.Work{
 					CPUUnits: work.Units(w.DurationSec, r.Requests.Value(trace.ResourceCPU), w.SharedIntensityProfile.CPUUtilization, o.Rates.CPUPerCore, r.Role),
-					GPUUnits: work.Units(w.DurationSec, gpus, w.SharedIntensityProfile.GPUUtilization, o.Rates.GPUPerGPU, r.Role),
+					GPUUnits: work.Units(w.DurationSec, gpus, prof.GPUUtilization, o.Rates.GPUPerGPU, r.Role),
 				},
 			}
 			if r.gang {
@@ -264,6 +264,9 @@ func resources(req trace.Requests, gpuResource corev1.ResourceName) (corev1.Reso
 		}
 		if _, mig := trace.MIGProfileOf(name); mig {
 			continue // a ResourceClaim of the pod (withMIGClaim), not a container resource
+		}
+		if name == trace.ResourceGPUFraction {
+			continue // resolved to a slice or a whole GPU beside it (Renderer.onDevices)
 		}
 		rn := corev1.ResourceName(name)
 		if trace.IsGPUResource(name) && gpuResource != "" {

@@ -225,15 +225,38 @@ func (r *Renderer) KindFor(f trace.Family) (Kind, error) {
 	return k, nil
 }
 
+// onDevices resolves what w's pods ask for to the devices p places them on: MIG slices of
+// p.MIGProfile, and a share of a GPU on a slice of it or, without one, on a whole GPU; every
+// distinct rounding of a share is reported through Options.Warn.
+func (r *Renderer) onDevices(w *trace.Workload, jobs []*trace.Job, p Placement) (*trace.Workload, []*trace.Job) {
+	if r.opts.Warn != nil {
+		for _, g := range w.Pods {
+			f := g.Requests.GPUFraction()
+			switch {
+			case f == 0:
+			case p.MIGProfile != "":
+				r.opts.Warn(fmt.Sprintf("a pod's share %g of a GPU runs on one %s slice", f, trace.MIGResource(p.MIGProfile)))
+			default:
+				r.opts.Warn(fmt.Sprintf("a pod's share %g of a GPU runs on a whole %s (its ClusterQueue has no MIG slice quota that holds it)", f, trace.ResourceGPU))
+			}
+		}
+	}
+	switch {
+	case p.MIGProfile != "":
+		return OnSlices(w, jobs, p.MIGProfile)
+	case w.GPUFractionPods() > 0:
+		return OnWholeGPUs(w, jobs)
+	}
+	return w, jobs
+}
+
 // Render builds the objects of one workload placed at p.
 func (r *Renderer) Render(w *trace.Workload, jobs []*trace.Job, p Placement) ([]client.Object, error) {
 	k, err := r.KindFor(w.WorkloadType)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", w.WorkloadID, err)
 	}
-	if p.MIGProfile != "" {
-		w, jobs = OnSlices(w, jobs, p.MIGProfile)
-	}
+	w, jobs = r.onDevices(w, jobs, p)
 	objs, err := k.Render(w, jobs, p, r.opts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s as %s: %w", w.WorkloadID, k.Name(), err)

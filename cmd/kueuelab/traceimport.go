@@ -37,6 +37,9 @@ func newTraceImportCmd() *cobra.Command {
                         (github.com/alibaba/clusterdata, cluster-trace-gpu-v2026)
   --from-cluster        the Kueue Workloads of a cluster and the jobs that own them
 
+A share of a GPU (PAI's plan_gpu 50, GFS's gpu_request 0.5) stays a share: the pod asks for
+kueuelab.io/gpu-fraction (render puts it on the smallest MIG slice that holds it, or on a whole GPU).
+
 What a public trace does not say (the family, CPU and memory where missing, the intensity profile)
 follows documented rules (package model/importer): no GPUs is cpu_analytics from 1800 s of run time
 and cpu_preprocess below; a parameter-server task makes parameter_server_training; more than one GPU

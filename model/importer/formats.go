@@ -384,9 +384,9 @@ func (r *reader) pai(files []string) ([]*Job, error) {
 			u.cpuUsed += cpu
 			u.cpuPlanned += plan.planCPU
 		}
-		if okg && plan.GPUs > 0 {
+		if okg && plan.gpu() > 0 {
 			u.gpuUsed += gpu
-			u.gpuPlanned += float64(plan.GPUs) * 100
+			u.gpuPlanned += plan.gpu() * 100
 		}
 	}
 	var out []*Job
@@ -487,8 +487,13 @@ func paiTaskRow(row row) (paiTask, error) {
 	pt.Pods = pods
 	pt.CPU = v[3] / 100 // NaN stays NaN: sized by the profile
 	pt.MemGi = v[4]
-	if !math.IsNaN(v[5]) && v[5] > 0 {
-		pt.GPUs = int(math.Ceil(v[5]/100 - 1e-9)) // a share of a GPU takes a whole one here
+	switch g := v[5] / 100; {
+	case math.IsNaN(g) || g <= 0:
+	case g < 1-1e-9:
+		pt.GPUFraction = g // plan_gpu 50: half a GPU, kept as the share it is
+	default:
+		// 150 (one and a half) has no whole-or-share form a pod can ask for: the next whole count.
+		pt.GPUs = int(math.Ceil(g - 1e-9))
 	}
 	if math.IsNaN(pt.planCPU) {
 		pt.planCPU = 0
@@ -569,11 +574,15 @@ func gfsJob(row row) (*Job, string, error) {
 		return nil, "", rowErr(row, "job_type", "%q: want HP or Spot", short(row.str("job_type")))
 	}
 	// cpu_request and gpu_request are per worker (instance), as the published sample reads.
-	gpus := 0
-	if v[1] > 0 {
-		gpus = int(math.Ceil(v[1] - 1e-9))
+	t := Task{Name: "worker", Pods: max(1, int(math.Round(v[2]))), CPU: v[0], MemGi: math.NaN()}
+	switch {
+	case v[1] <= 0:
+	case v[1] < 1-1e-9:
+		t.GPUFraction = v[1] // 0.5: half a GPU, kept as the share it is
+	default:
+		t.GPUs = int(math.Ceil(v[1] - 1e-9)) // 1.5 has no whole-or-share form: the next whole count
 	}
-	j.Tasks = []Task{{Name: "worker", Pods: max(1, int(math.Round(v[2]))), CPU: v[0], MemGi: math.NaN(), GPUs: gpus}}
+	j.Tasks = []Task{t}
 	return j, "", nil
 }
 

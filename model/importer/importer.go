@@ -186,6 +186,9 @@ type Task struct {
 	CPU        float64 // cores per pod; NaN: not in the source
 	MemGi      float64 // memory per pod; NaN: not in the source
 	GPUs       int     // whole GPUs per pod
+	// GPUFraction is the share of one GPU each pod asks for (0 < f < 1) when it asks for less
+	// than a whole one; GPUs is 0 then.
+	GPUFraction float64
 	// GPUResource is the GPU resource name when the source says (amd.com/gpu); "" is nvidia.com/gpu.
 	GPUResource string
 }
@@ -235,7 +238,7 @@ func (j *Job) family() trace.Family {
 	}
 	gpuPods, ps := 0, false
 	for _, t := range j.Tasks {
-		if t.GPUs > 0 {
+		if t.gpu() > 0 {
 			gpuPods += t.Pods
 		}
 		ps = ps || t.Name == trace.RolePS
@@ -256,6 +259,9 @@ func (j *Job) family() trace.Family {
 	}
 }
 
+// gpu is the GPUs each pod of t asks for, a share of one counted as that share.
+func (t Task) gpu() float64 { return float64(t.GPUs) + t.GPUFraction }
+
 // role names the pods of task t of a job of family f.
 func role(f trace.Family, t Task) string {
 	switch {
@@ -265,7 +271,7 @@ func role(f trace.Family, t Task) string {
 		return trace.RoleMain
 	case t.Name == trace.RolePS:
 		return trace.RolePS
-	case f == trace.DistributedTraining && t.GPUs == 0 && t.Pods == 1:
+	case f == trace.DistributedTraining && t.gpu() == 0 && t.Pods == 1:
 		return trace.RoleLauncher
 	default:
 		return trace.RoleWorker
@@ -293,7 +299,7 @@ func (r *reader) build(j *Job, t0 float64) (*trace.Workload, []*trace.Job, error
 	spec := p.Family(f)
 	totalGPUs := 0
 	for _, t := range j.Tasks {
-		totalGPUs += t.GPUs * t.Pods
+		totalGPUs += int(math.Ceil(t.gpu())) * t.Pods
 	}
 	prof := trace.Profile{
 		CPUUtilization:      mid(spec.CPUUtilization),
@@ -340,12 +346,13 @@ func (r *reader) build(j *Job, t0 float64) (*trace.Workload, []*trace.Job, error
 		req := requests(spec, rl, t)
 		w.Pods = append(w.Pods, trace.PodGroup{Role: rl, Replicas: t.Pods, Requests: req, Gang: gang})
 		podSens := sens
-		if t.GPUs == 0 {
+		if t.gpu() == 0 {
 			podSens.GPU = 0
 		}
+		gpus, share := req.GPUWork()
 		units := trace.Work{
 			CPUUnits: round2(work.Units(w.DurationSec, req.Value(trace.ResourceCPU), prof.CPUUtilization, rates.CPUPerCore, rl)),
-			GPUUnits: round2(work.Units(w.DurationSec, float64(t.GPUs), prof.GPUUtilization, rates.GPUPerGPU, rl)),
+			GPUUnits: round2(work.Units(w.DurationSec, gpus, share*prof.GPUUtilization, rates.GPUPerGPU, rl)),
 		}
 		for range t.Pods {
 			seq[rl]++
@@ -372,7 +379,7 @@ func requests(spec *gen.FamilySpec, role string, t Task) trace.Requests {
 	if math.IsNaN(cpu) {
 		cpu = 1
 		if rs != nil {
-			cpu = rs.CPU + rs.CPUPerGPU*float64(t.GPUs)
+			cpu = rs.CPU + rs.CPUPerGPU*t.gpu()
 			if len(rs.CPUChoices) > 0 { // the most likely choice
 				best := rs.CPUChoices[0]
 				for _, c := range rs.CPUChoices[1:] {
@@ -387,7 +394,7 @@ func requests(spec *gen.FamilySpec, role string, t Task) trace.Requests {
 	if math.IsNaN(mem) {
 		mem = 4
 		if rs != nil {
-			mem = rs.MemoryGi + rs.MemoryGiPerGPU*float64(t.GPUs) + rs.MemoryGiPerCPU*cpu
+			mem = rs.MemoryGi + rs.MemoryGiPerGPU*t.gpu() + rs.MemoryGiPerCPU*cpu
 		}
 	}
 	req := trace.Requests{trace.ResourceCPU: milli(cpu)}
@@ -400,6 +407,9 @@ func requests(spec *gen.FamilySpec, role string, t Task) trace.Requests {
 			name = trace.ResourceGPU
 		}
 		req[name] = strconv.Itoa(t.GPUs)
+	}
+	if t.GPUFraction > 0 {
+		req[trace.ResourceGPUFraction] = strconv.FormatFloat(math.Round(t.GPUFraction*1000)/1000, 'f', -1, 64)
 	}
 	return req
 }

@@ -45,8 +45,8 @@ func TestImportFixtures(t *testing.T) {
 			{"helios-1425517", "distributed_training", "vc-vcjkd-", "", 239, 7200, "worker×1:4:10 worker×2:3:10"},
 		}, map[string]int{"no run time": 1}},
 		{"alibaba-pai", []string{"pai/pai_job_table.csv", "pai/pai_task_table.csv", "pai/pai_sensor_table.csv"}, []want{
-			{"pai-4b3f04b66a525d2df903eb16", "debug_eval", "user-58540f191766", "", 0, 526, "main×1:1:6"},
-			{"pai-af724763f4f5d0beef445849", "parameter_server_training", "user-58540f191766", "", 21, 9950, "ps×2:0:8 worker×4:1:4 worker×1:1:2"},
+			{"pai-4b3f04b66a525d2df903eb16", "debug_eval", "user-58540f191766", "", 0, 526, "main×1:0.5:6"},
+			{"pai-af724763f4f5d0beef445849", "parameter_server_training", "user-58540f191766", "", 21, 9950, "ps×2:0:8 worker×4:1:4 worker×1:0.5:2"},
 			{"pai-4f057009a5d481acec67b088", "distributed_training", "user-d2d3b77d342e", "", 121, 1940, "worker×8:1:12"},
 			{"pai-a9449d475665e3bf0512520b", "cpu_preprocess", "user-d2d3b77d342e", "", 1121, 890, "main×1:0:16"},
 		}, map[string]int{"still running or waiting": 1}},
@@ -55,7 +55,7 @@ func TestImportFixtures(t *testing.T) {
 			{"gfs-253689", "single_gpu_training", "org-13", "performance", 0, 15897599, "main×1:1:8"},
 			{"gfs-437260", "distributed_training", "org-57", "eco", 9589663, 41060, "worker×16:1:15"},
 			{"gfs-437261", "distributed_training", "org-57", "eco", 9589663, 71718, "worker×94:1:15"},
-			{"gfs-500001", "debug_eval", "org-7", "eco", 9590000, 600, "main×1:1:4"},
+			{"gfs-500001", "debug_eval", "org-7", "eco", 9590000, 600, "main×1:0.5:4"},
 			{"gfs-500002", "cpu_analytics", "org-7", "performance", 9590100, 3600, "main×1:0:16"},
 		}, map[string]int{"no run time": 1}},
 	}
@@ -83,7 +83,7 @@ func TestImportFixtures(t *testing.T) {
 				}
 				var groups []string
 				for _, p := range w.Pods {
-					groups = append(groups, fmt.Sprintf("%s×%d:%d:%g", p.Role, p.Replicas, p.GPUs(), p.Requests.Value(trace.ResourceCPU)))
+					groups = append(groups, fmt.Sprintf("%s×%d:%g:%g", p.Role, p.Replicas, p.Requests.GPUShare(), p.Requests.Value(trace.ResourceCPU)))
 				}
 				got := want{w.WorkloadID, string(w.WorkloadType), w.Namespace, w.IntentClass, w.SubmitTimeOffsetSec, w.DurationSec, strings.Join(groups, " ")}
 				if strings.HasSuffix(wt.ns, "-") && strings.HasPrefix(got.ns, wt.ns) {
@@ -126,8 +126,8 @@ func TestPAIUtilisation(t *testing.T) {
 	for _, w := range res.Workloads {
 		p := w.SharedIntensityProfile
 		switch w.WorkloadID {
-		case "pai-4b3f04b66a525d2df903eb16": // 140% of 600% planned; 16% of the one whole GPU
-			if p.CPUUtilization != 0.2336 || p.GPUUtilization != 0.1606 {
+		case "pai-4b3f04b66a525d2df903eb16": // 140% of 600% planned; 16% of a GPU, 32% of the half it planned
+			if p.CPUUtilization != 0.2336 || p.GPUUtilization != 0.3213 {
 				t.Errorf("%s: %+v", w.WorkloadID, p)
 			}
 		case "pai-af724763f4f5d0beef445849": // two worker instances: 220 of 800, 120 of 200

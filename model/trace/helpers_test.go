@@ -131,7 +131,7 @@ func jobsFor(w *Workload) []*Job {
 				PodTemplate:         PodTemplate{Requests: p.Requests},
 				Work: Work{
 					CPUUnits: work.Units(w.DurationSec, p.Requests.Value(ResourceCPU), prof.CPUUtilization, rates.CPUPerCore, p.Role),
-					GPUUnits: work.Units(w.DurationSec, float64(p.Requests.GPUs()), prof.GPUUtilization, rates.GPUPerGPU, p.Role),
+					GPUUnits: gpuUnits(w.DurationSec, p.Requests, prof, rates, p.Role),
 				},
 				Sensitivity:     Sensitivity{CPU: 0.65, GPU: 0.9},
 				WorkloadClass:   w.WorkloadClass,
@@ -164,4 +164,9 @@ func encodeTrace(t testing.TB, ws []*Workload, jobs [][]*Job, withWorkloads bool
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+func gpuUnits(d float64, req Requests, prof Profile, rates work.Rates, role string) float64 {
+	gpus, share := req.GPUWork()
+	return work.Units(d, gpus, share*prof.GPUUtilization, rates.GPUPerGPU, role)
 }

@@ -46,3 +46,75 @@ func (w *Workload) MIGSlices() int64 {
 	}
 	return n
 }
+
+// ResourceGPUFraction is how a trace asks for a share of one NVIDIA GPU (0.5: half of one), as
+// Alibaba PAI's plan_gpu 50 or KAI Scheduler's gpu-fraction annotation does. Kubernetes counts
+// whole devices, so it is not a resource a pod can request: render resolves it per workload to
+// one MIG slice of the smallest profile that holds the share where the workload's queue has MIG
+// quota, and to one whole GPU elsewhere, and reports the rounding. The resolved requests keep it
+// beside the device they name, so that the physics knows the pod uses only that share of it.
+const ResourceGPUFraction = "kueuelab.io/gpu-fraction"
+
+// GPUFraction returns the share of a GPU these requests ask for (0 when none).
+func (r Requests) GPUFraction() float64 { return r.Value(ResourceGPUFraction) }
+
+// GPUShare returns the GPUs these requests ask for, whole and fractional, as a number of GPUs
+// (MIG slices not counted).
+func (r Requests) GPUShare() float64 { return float64(r.GPUs()) + r.GPUFraction() }
+
+// GPUWork returns how a pod with these requests counts GPU work: on devices GPUs (whole GPUs,
+// MIG slices, or the one device a share of a GPU runs on) each used at utilShare times the
+// profile's GPU utilisation (the share for a share of a GPU, 1 otherwise). Work units and
+// durations are converted with devices and that utilisation on every side (trace, render,
+// engines), so that a pod alone takes its duration on whichever device it is given.
+func (r Requests) GPUWork() (devices, utilShare float64) {
+	if f := r.GPUFraction(); f > 0 {
+		return 1, f
+	}
+	if _, slices := r.MIG(); slices > 0 {
+		return float64(slices), 1
+	}
+	return float64(r.GPUs()), 1
+}
+
+// GPUFractionPods returns how many of the workload's pods ask for a share of a GPU.
+func (w *Workload) GPUFractionPods() int {
+	n := 0
+	for _, p := range w.Pods {
+		if p.Requests.GPUFraction() > 0 {
+			n += p.Replicas
+		}
+	}
+	return n
+}
+
+// GPUShare returns the GPUs the whole workload asks for, counting a share of a GPU as that share.
+func (w *Workload) GPUShare() float64 {
+	var n float64
+	for _, p := range w.Pods {
+		n += float64(p.Replicas) * p.Requests.GPUShare()
+	}
+	return n
+}
+
+// validFraction allows a share strictly between 0 and 1 of one NVIDIA GPU, and nothing else of a
+// GPU beside it: a pod that needs one GPU or more asks for whole ones.
+func validFraction(r Requests) error {
+	if _, ok := r[ResourceGPUFraction]; !ok {
+		return nil
+	}
+	f, err := ParseQuantity(r[ResourceGPUFraction])
+	switch {
+	case err != nil:
+		return &fieldError{field: ResourceGPUFraction, err: err}
+	case !(f > 0 && f < 1):
+		return fieldErrf(ResourceGPUFraction, "must be a share of one GPU, > 0 and < 1, got %q (ask for whole GPUs with %s)", r[ResourceGPUFraction], ResourceGPU)
+	}
+	if gpu := r.GPUResource(); gpu != "" {
+		return fieldErrf(ResourceGPUFraction, "a pod asks for a share of a GPU and whole GPUs (%s): ask for one or the other", gpu)
+	}
+	if p, _ := r.MIG(); p != "" {
+		return fieldErrf(ResourceGPUFraction, "a pod asks for a share of a GPU and MIG slices (%s): ask for one or the other", MIGResource(p))
+	}
+	return nil
+}

@@ -20,6 +20,13 @@ func TestMIGRequests(t *testing.T) {
 		{"two profiles", Requests{"nvidia.com/mig-1g.10gb": "1", "nvidia.com/mig-2g.20gb": "1"}, "", 0, "a pod asks for two MIG profiles"},
 		{"slices and whole GPUs", Requests{"nvidia.com/gpu": "1", "nvidia.com/mig-1g.10gb": "1"}, "", 0, "a pod uses slices or whole GPUs, not both"},
 		{"no profile", Requests{"nvidia.com/mig-": "1"}, "", 0, "names no MIG profile"},
+		{"a share of a GPU", Requests{"cpu": "2", ResourceGPUFraction: "0.25"}, "", 0, ""},
+		{"a share written in milli", Requests{ResourceGPUFraction: "500m"}, "", 0, ""},
+		{"a share of one or more", Requests{ResourceGPUFraction: "1"}, "", 0, "kueuelab.io/gpu-fraction: must be a share of one GPU, > 0 and < 1"},
+		{"a share of none", Requests{ResourceGPUFraction: "0"}, "", 0, "must be a share of one GPU"},
+		{"a share and whole GPUs", Requests{ResourceGPUFraction: "0.5", "nvidia.com/gpu": "1"}, "", 0, "a share of a GPU and whole GPUs (nvidia.com/gpu)"},
+		{"a share and slices", Requests{ResourceGPUFraction: "0.5", "nvidia.com/mig-1g.10gb": "1"}, "", 0, "a share of a GPU and MIG slices (nvidia.com/mig-1g.10gb)"},
+		{"a share that is no number", Requests{ResourceGPUFraction: "half"}, "", 0, "kueuelab.io/gpu-fraction"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

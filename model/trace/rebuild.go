@@ -184,10 +184,13 @@ func checkRates(r work.Rates) (work.Rates, error) {
 }
 
 // JobDuration is the time a job needs at its natural speed: the longer of its CPU and GPU work,
-// each converted back to seconds by work.Duration with the job's requests and profile.
+// each converted back to seconds by work.Duration with the job's requests and profile. GPU work
+// is counted per device (Requests.GPUWork), as render counts it.
 func JobDuration(j *Job, rates work.Rates) float64 {
 	p := &j.WorkloadProfile
-	cpu := work.Duration(j.Work.CPUUnits, j.PodTemplate.Requests.Value(ResourceCPU), p.CPUUtilization, rates.CPUPerCore, j.PodRole)
-	gpu := work.Duration(j.Work.GPUUnits, float64(j.PodTemplate.Requests.GPUs()), p.GPUUtilization, rates.GPUPerGPU, j.PodRole)
+	req := j.PodTemplate.Requests
+	gpus, share := req.GPUWork()
+	cpu := work.Duration(j.Work.CPUUnits, req.Value(ResourceCPU), p.CPUUtilization, rates.CPUPerCore, j.PodRole)
+	gpu := work.Duration(j.Work.GPUUnits, gpus, share*p.GPUUtilization, rates.GPUPerGPU, j.PodRole)
 	return max(cpu, gpu)
 }

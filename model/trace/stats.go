@@ -18,11 +18,16 @@ type Stats struct {
 	WorkloadRecords int    `json:"workloadRecords"`
 	JobRecords      int    `json:"jobRecords"`
 	// RebuiltFromJobs: the trace had no workload records; workloads were rebuilt from the jobs.
-	RebuiltFromJobs bool          `json:"rebuiltFromJobs"`
-	Workloads       int           `json:"workloads"`
-	Pods            int           `json:"pods"`
-	GPUHours        float64       `json:"gpuHours"`
-	Families        []FamilyStats `json:"families"`
+	RebuiltFromJobs bool `json:"rebuiltFromJobs"`
+	Workloads       int  `json:"workloads"`
+	Pods            int  `json:"pods"`
+	// GPUHours counts a share of a GPU as that share. FractionalGPUPods is how many pods ask for a
+	// share (kueuelab.io/gpu-fraction); GPUHoursRounded counts each such share as a whole GPU, as
+	// a cluster without MIG slices must run it.
+	GPUHours          float64       `json:"gpuHours"`
+	FractionalGPUPods int           `json:"fractionalGpuPods"`
+	GPUHoursRounded   float64       `json:"gpuHoursRounded"`
+	Families          []FamilyStats `json:"families"`
 	// GPUCounts is the histogram of the GPUs a workload requests in total.
 	GPUCounts []GPUCount `json:"gpuCounts"`
 	// ArrivalsByHour counts submissions per hour of the day (submitTimeOffsetSec mod 86400).
@@ -72,8 +77,11 @@ type summary struct {
 	line   int
 	pods   int
 	gpus   int64
-	dur    float64
-	submit float64
+	// share is the GPUs asked for as shares of a GPU, by fracPods pods.
+	share    float64
+	fracPods int
+	dur      float64
+	submit   float64
 }
 
 // Inspect reads and validates a trace and computes its statistics. It keeps a summary of a few words
@@ -104,7 +112,8 @@ func Inspect(ctx context.Context, path string, opts Options) (*Stats, error) {
 		}
 		if w := rec.Workload; w != nil {
 			fromRecords = append(fromRecords, summary{id: w.WorkloadID, family: w.WorkloadType, intent: w.Intent(), line: rec.Line,
-				pods: w.PodCount(), gpus: w.TotalGPUs(), dur: w.DurationSec, submit: w.SubmitTimeOffsetSec})
+				pods: w.PodCount(), gpus: w.TotalGPUs(), share: w.GPUShare() - float64(w.TotalGPUs()), fracPods: w.GPUFractionPods(),
+				dur: w.DurationSec, submit: w.SubmitTimeOffsetSec})
 			continue
 		}
 		if r.led.nWorkloads > 0 {
@@ -119,6 +128,10 @@ func Inspect(ctx context.Context, path string, opts Options) (*Stats, error) {
 		}
 		s.pods++
 		s.gpus += j.PodTemplate.Requests.GPUs()
+		if f := j.PodTemplate.Requests.GPUFraction(); f > 0 {
+			s.share += f
+			s.fracPods++
+		}
 		s.dur = max(s.dur, JobDuration(j, rates))
 		s.submit = min(s.submit, j.SubmitTimeOffsetSec)
 	}
@@ -165,7 +178,9 @@ func (st *Stats) add(sums []summary) {
 			f = &FamilyStats{Family: s.family}
 			fams[s.family] = f
 		}
-		gh := float64(s.gpus) * s.dur / 3600
+		gh := (float64(s.gpus) + s.share) * s.dur / 3600
+		st.GPUHoursRounded += float64(s.gpus+int64(s.fracPods)) * s.dur / 3600
+		st.FractionalGPUPods += s.fracPods
 		f.Workloads++
 		f.Pods += s.pods
 		f.GPUHours += gh
@@ -220,7 +235,11 @@ func (st *Stats) WriteTable(out io.Writer) error {
 	p("records\t%d workload, %d job\t\n", st.WorkloadRecords, st.JobRecords)
 	p("workloads\t%d (%s)\t\n", st.Workloads, source)
 	p("pods\t%d\t\n", st.Pods)
-	p("GPU-hours\t%.1f\t\n", st.GPUHours)
+	if st.FractionalGPUPods > 0 {
+		p("GPU-hours\t%.1f (%.1f with the %d pods' shares of a GPU rounded up to whole GPUs)\t\n", st.GPUHours, st.GPUHoursRounded, st.FractionalGPUPods)
+	} else {
+		p("GPU-hours\t%.1f\t\n", st.GPUHours)
+	}
 	p("skipped lines\t%d\t\n", st.SkippedCount)
 	p("dropped workloads\t%d\t\n", st.DroppedWorkloads)
 

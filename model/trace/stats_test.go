@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -35,7 +36,7 @@ func smallTrace() ([]*Workload, [][]*Job) {
 func TestInspect(t *testing.T) {
 	ws, jobs := smallTrace()
 	want := &Stats{
-		WorkloadRecords: 3, JobRecords: 7, Workloads: 3, Pods: 7, GPUHours: 2*1 + 4*2,
+		WorkloadRecords: 3, JobRecords: 7, Workloads: 3, Pods: 7, GPUHours: 2*1 + 4*2, GPUHoursRounded: 2*1 + 4*2,
 		Families: []FamilyStats{
 			{Family: SingleGPUTraining, Workloads: 1, Pods: 1, GPUHours: 2, DurationSec: Quantiles{3600, 3600, 3600, 3600}},
 			{Family: DistributedTraining, Workloads: 1, Pods: 5, GPUHours: 8, DurationSec: Quantiles{7200, 7200, 7200, 7200}},
@@ -139,5 +140,38 @@ func TestSmallTraceFile(t *testing.T) {
 	want, err := os.ReadFile("testdata/small.jsonl")
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("testdata/small.jsonl is stale (go test -run TestSmallTraceFile -update): %v", err)
+	}
+}
+
+// A share of a GPU counts as that share of GPU-hours, and as a whole GPU in the rounded figure;
+// the expectation is worked out by hand from the records below.
+func TestInspectGPUFractions(t *testing.T) {
+	prof := Profile{CPUUtilization: 0.5, GPUUtilization: 0.6, MemoryIntensity: 0.3, IOIntensity: 0.1, CPUFeedIntensityGPU: 0.2}
+	class := Class{CPU: "cpu.mixed", GPU: "gpu.compute_bound"}
+	ws := []*Workload{
+		{SchemaVersion: "v2", WorkloadID: "half", Namespace: "team-a", WorkloadType: DebugEval, DurationSec: 3600,
+			WorkloadClass: class, SharedIntensityProfile: prof,
+			Pods: []PodGroup{{Role: RoleMain, Replicas: 2, Requests: Requests{ResourceCPU: "2", ResourceGPUFraction: "0.5"}}}},
+		{SchemaVersion: "v2", WorkloadID: "whole", Namespace: "team-a", WorkloadType: SingleGPUTraining, DurationSec: 1800,
+			WorkloadClass: class, SharedIntensityProfile: prof,
+			Pods: []PodGroup{{Role: RoleMain, Replicas: 1, Requests: Requests{ResourceCPU: "2", ResourceGPU: "1"}}}},
+	}
+	var jobs [][]*Job
+	for _, w := range ws {
+		if err := w.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, jobsFor(w))
+	}
+	for _, withWorkloads := range []bool{true, false} {
+		st, err := Inspect(t.Context(), writeFile(t, encodeTrace(t, ws, jobs, withWorkloads)), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// half: 2 pods × 0.5 GPU × 1 h = 1.0 (rounded: 2 × 1 × 1 h = 2.0); whole: 1 × 0.5 h = 0.5.
+		if math.Abs(st.GPUHours-1.5) > 1e-9 || math.Abs(st.GPUHoursRounded-2.5) > 1e-9 || st.FractionalGPUPods != 2 {
+			t.Errorf("with workload records %v: GPU-hours %v, rounded %v, fractional pods %d; want 1.5, 2.5, 2",
+				withWorkloads, st.GPUHours, st.GPUHoursRounded, st.FractionalGPUPods)
+		}
 	}
 }

@@ -204,6 +204,9 @@ func validRequests(r Requests) error {
 	if err := validMIG(r); err != nil {
 		return err
 	}
+	if err := validFraction(r); err != nil {
+		return err
+	}
 	for name := range r {
 		if validRequest(r, name) != nil {
 			// Report the first bad name in sorted order, so the message does not depend on map order.

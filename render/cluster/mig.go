@@ -339,6 +339,48 @@ func (p *placer) placeMIG(w *trace.Workload, pl render.Placement, team *Team) (r
 	return pl, nil
 }
 
+// fractionProfile is the MIG profile the shares of a GPU w's pods ask for run on: the smallest
+// (fewest compute, then memory slices) that holds the largest share both of the GPU's compute and
+// of its memory, among the profiles published by the pools of the MIG flavors team's ClusterQueue
+// has quota on; "" when none holds it.
+func (p *placer) fractionProfile(w *trace.Workload, team *Team) string {
+	var share float64
+	for _, g := range w.Pods {
+		share = max(share, g.Requests.GPUFraction())
+	}
+	const slack = 1e-9
+	var best *hw.MIGProfile
+	var bestTable *hw.MIG
+	for _, fq := range p.s.clusterQueue(team.ClusterQueue).Quotas {
+		f := p.s.flavor(fq.Flavor)
+		if f == nil || !f.MIG {
+			continue
+		}
+		if _, ok := fq.Resources[string(MIGQuotaResource)]; !ok {
+			continue
+		}
+		for _, pc := range p.poolsOf(f) {
+			table, _ := migTable(pc.pool.GPUFamily)
+			if table == nil {
+				continue
+			}
+			for _, q := range migProfiles(pc.pool) {
+				if table.ComputeFraction(q) < share-slack || table.MemoryFraction(q) < share-slack {
+					continue
+				}
+				if best == nil || table.ComputeFraction(q) < bestTable.ComputeFraction(best)-slack ||
+					table.ComputeFraction(q) < bestTable.ComputeFraction(best)+slack && table.MemoryFraction(q) < bestTable.MemoryFraction(best)-slack {
+					best, bestTable = q, table
+				}
+			}
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Name
+}
+
 // hasMIGQuota reports whether the team's ClusterQueue has MIGQuotaResource quota on a MIG flavor.
 func (p *placer) hasMIGQuota(team *Team) bool {
 	for _, fq := range p.s.clusterQueue(team.ClusterQueue).Quotas {

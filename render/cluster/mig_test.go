@@ -3,11 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -403,5 +406,97 @@ teams:
 	bad := strings.Replace(text, "profile: 3g.40gb", "profile: 3g.71gb", 1)
 	if _, err := Parse("mig.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), `migFor[0].profile: no MIG pool of the spec publishes profile "3g.71gb"`) {
 		t.Errorf("unpublished profile: error %v", err)
+	}
+}
+
+// A share of a GPU runs on the smallest slice that holds it of both the compute and the memory
+// (H100-SXM: 7 compute and 8 memory slices; the profiles worked out by hand below) where the
+// team's ClusterQueue has MIG quota, on one whole GPU where it has none; either way the pod's
+// utilisation of its device is the share of its own, and the rounding is reported.
+func TestGPUFractions(t *testing.T) {
+	text := migSpec + "- name: team-b\n  clusterQueue: cq-b\n"
+	text = strings.Replace(text, "teams:\n", `- name: cq-b
+  quotas:
+  - flavor: h100-sxm
+    resources: {cpu: 192, memory: 2000Gi, nvidia.com/gpu: 8}
+teams:
+`, 1)
+	s := parseMIG(t, text)
+	pl := s.Placer(1, false)
+	var warnings []string
+	r, err := render.NewRenderer(render.DefaultRegistry(), render.DefaultMapping(), render.Options{Warn: func(m string) { warnings = append(warnings, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		team, share, profile string
+	}{
+		{"team-a", "0.1", "1g.10gb"},  // 1/7 ≥ 0.1, 1/8 ≥ 0.1
+		{"team-a", "0.14", "1g.20gb"}, // 1/7 ≥ 0.14 but 1/8 < 0.14: 1g.20gb has 2 memory slices
+		{"team-a", "0.25", "2g.20gb"}, // 2/7, 2/8
+		{"team-a", "0.5", "4g.40gb"},  // 3/7 < 0.5
+		{"team-a", "0.9", "7g.80gb"},
+		{"team-b", "0.5", ""}, // no MIG quota: a whole GPU
+	} {
+		t.Run(tc.team+"/"+tc.share, func(t *testing.T) {
+			warnings = nil
+			prof := trace.Profile{CPUUtilization: 0.5, GPUUtilization: 0.8, MemoryIntensity: 0.3, IOIntensity: 0.1, CPUFeedIntensityGPU: 0.2}
+			w := &trace.Workload{SchemaVersion: trace.SchemaVersion, WorkloadID: "w", Namespace: tc.team, WorkloadType: trace.DebugEval, DurationSec: 600,
+				SharedIntensityProfile: prof, WorkloadClass: trace.Class{CPU: "cpu.mixed", GPU: "gpu.compute_bound"},
+				Pods: []trace.PodGroup{{Role: "main", Replicas: 1, Requests: trace.Requests{"cpu": "4", trace.ResourceGPUFraction: tc.share}}}}
+			if err := w.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			p, err := pl.Place(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.MIGProfile != tc.profile {
+				t.Fatalf("share %s on %s placed on profile %q, want %q", tc.share, tc.team, p.MIGProfile, tc.profile)
+			}
+			objs, err := r.Render(w, nil, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var spec *corev1.PodTemplateSpec
+			for _, o := range objs {
+				if j, ok := o.(*batchv1.Job); ok {
+					spec = &j.Spec.Template
+				}
+			}
+			if spec == nil {
+				t.Fatalf("no Job among %d objects", len(objs))
+			}
+			req := spec.Spec.Containers[0].Resources.Requests
+			if _, ok := req[trace.ResourceGPUFraction]; ok {
+				t.Errorf("the share reached the container's requests: %v", req)
+			}
+			gpu := req[corev1.ResourceName(trace.ResourceGPU)]
+			if tc.profile == "" {
+				if gpu.Value() != 1 || len(spec.Spec.ResourceClaims) != 0 {
+					t.Errorf("share on a whole GPU: requests %v, claims %v", req, spec.Spec.ResourceClaims)
+				}
+			} else if !gpu.IsZero() || len(spec.Spec.ResourceClaims) != 1 {
+				t.Errorf("share on a slice: requests %v, claims %v", req, spec.Spec.ResourceClaims)
+			}
+			c, err := contract.Parse(spec.Annotations)
+			if err != nil {
+				t.Fatal(err)
+			}
+			share, _ := trace.ParseQuantity(tc.share)
+			if want := share * 0.8; math.Abs(c.Profile.GPUUtilization-want) > 1e-12 || c.MIGProfile != tc.profile {
+				t.Errorf("contract: GPU utilisation %v on profile %q, want %v on %q", c.Profile.GPUUtilization, c.MIGProfile, want, tc.profile)
+			}
+			want := "runs on one nvidia.com/mig-" + tc.profile + " slice"
+			if tc.profile == "" {
+				want = "runs on a whole nvidia.com/gpu"
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], "share "+strconv.FormatFloat(share, 'g', -1, 64)+" of a GPU "+want) {
+				t.Errorf("warnings %q, want one saying the share %s", warnings, want)
+			}
+			if w.Pods[0].Requests[trace.ResourceGPUFraction] != tc.share || len(w.Pods[0].Requests) != 2 {
+				t.Errorf("placing and rendering changed the trace's workload: %v", w.Pods[0].Requests)
+			}
+		})
 	}
 }

@@ -99,6 +99,13 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 	if t := p.s.Topology; t != nil && gang {
 		pl.TopologyLevel = map[string]string{LevelBlock: t.BlockLabel, LevelRack: t.RackLabel, LevelHostname: hostnameLabel}[t.GangLevel]
 	}
+	if w.GPUFractionPods() > 0 && w.TotalGPUs() == 0 && w.MIGSlices() == 0 && p.hasMIGQuota(team) {
+		if profile := p.fractionProfile(w, team); profile != "" {
+			sw, _ := render.OnSlices(w, nil, profile)
+			pl.MIGProfile = profile
+			return p.placeMIG(sw, pl, team)
+		}
+	}
 	if r := p.s.migRule(w); r != nil && p.hasMIGQuota(team) {
 		sw, _ := render.OnSlices(w, nil, r.Profile)
 		pl.MIGProfile = r.Profile
@@ -106,6 +113,10 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 	}
 	if w.MIGSlices() > 0 {
 		return p.placeMIG(w, pl, team)
+	}
+	if w.GPUFractionPods() > 0 {
+		// Without a slice that holds them, shares of a GPU run on whole ones (render does the same).
+		w, _ = render.OnWholeGPUs(w, nil)
 	}
 	if w.TotalGPUs() == 0 {
 		return pl, p.fits(w, p.pools, corev1.ResourceName(trace.ResourceGPU), false)

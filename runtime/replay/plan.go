@@ -67,7 +67,7 @@ func (p *Placer) Place(w *trace.Workload) (*results.Record, *render.Placement) {
 		rec.Error = fmt.Sprintf("place workload %s: %v", w.WorkloadID, err)
 		return rec, nil
 	}
-	key := fmt.Sprintf("%s|%s|%s|%v|%s|%v|%s", pl.Namespace, pl.Queue, pl.PriorityClass, pl.GPUNodeSelector, pl.GPUResource, pl.Tolerations, pl.TopologyLevel)
+	key := placementKey(&pl)
 	shared, ok := p.shared[key]
 	if !ok {
 		shared = &pl
@@ -75,6 +75,12 @@ func (p *Placer) Place(w *trace.Workload) (*results.Record, *render.Placement) {
 	}
 	rec.LocalQueue, rec.Queue = pl.Queue, p.cluster.ClusterQueue(pl.Namespace, pl.Queue)
 	return rec, shared
+}
+
+// placementKey is what makes two placements the same: every field but NodeLabelKeys, which the
+// placer shares among all its placements.
+func placementKey(pl *render.Placement) string {
+	return fmt.Sprintf("%s|%s|%s|%v|%s|%s|%v|%s", pl.Namespace, pl.Queue, pl.PriorityClass, pl.GPUNodeSelector, pl.GPUResource, pl.MIGProfile, pl.Tolerations, pl.TopologyLevel)
 }
 
 // Compare is the one submission order of both engines: by submit time, ties by workload id (as

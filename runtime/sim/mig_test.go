@@ -236,3 +236,29 @@ func TestMIGResume(t *testing.T) {
 		at(t, tc.id, tc.what, tc.time(got[tc.id]), *tc.time(want[tc.id]))
 	}
 }
+
+// TestGPUFractionTakesItsDuration runs one workload per share of a GPU, each alone: render puts
+// it on the smallest H100 slice that holds the share of both compute and memory, where the pod
+// uses share × u of the slice's GPU, never more than the slice has (c ≥ share and f ≥ share), so
+// S = 1 and the workload takes exactly its duration, as on a whole GPU.
+func TestGPUFractionTakesItsDuration(t *testing.T) {
+	const u, m, d = 0.6, 0.3, 600.0
+	shares := []string{"0.1", "0.25", "0.5", "0.9"}
+	var lines []string
+	for i, s := range shares {
+		line := migWorkload("share-"+s, "mig", 60+1500*float64(i), d, "x", u, m)
+		lines = append(lines, strings.Replace(line, `"nvidia.com/mig-x":"1"`, `"kueuelab.io/gpu-fraction":"`+s+`"`, 1))
+	}
+	by := runMIG(t, lines...)
+	for _, s := range shares {
+		id := "share-" + s
+		r := by[id]
+		at(t, id, "admitted", r.Admitted, r.SubmitOffsetSec)
+		if got, ok := r.JCT(); !ok || math.Abs(got-d) > 1e-3 {
+			t.Errorf("%s: JCT %.3f, want its duration %.0f", id, got, d)
+		}
+		if !strings.Contains(fmt.Sprint(r.Flavors), "h100-sxm-mig") {
+			t.Errorf("%s: admitted on flavors %v, want h100-sxm-mig", id, r.Flavors)
+		}
+	}
+}

@@ -57,6 +57,14 @@ func TestMIGSlices(t *testing.T) {
 		migWorkload("geo-big", "mig", 9010, 600, "4g.40gb", 0.1, 0),
 		migWorkload("quota-first", "migq", 12000, 1000, "2g.20gb", 0.1, 0),
 		migWorkload("quota-second", "migq", 12010, 300, "1g.10gb", 0.1, 0))
+	// Shares of a GPU at 15,000 s, each alone: on the smallest slice that holds the share (0.5:
+	// 4g.40gb, 0.1: 1g.10gb) the pod uses share × u of it, within the slice: its duration exactly.
+	for i, share := range []string{"0.5", "0.1"} {
+		id := "share-" + strings.ReplaceAll(share, ".", "-")
+		line := migWorkload(id, "mig", 15000+1500*float64(i), d, "x", u, m)
+		lines = append(lines, strings.Replace(line, `"nvidia.com/mig-x":"1"`, `"`+trace.ResourceGPUFraction+`":"`+share+`"`, 1))
+		want[id] = d
+	}
 	path := filepath.Join(t.TempDir(), "mig.jsonl")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
