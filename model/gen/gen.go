@@ -45,6 +45,7 @@ type Generator struct {
 type reqKey struct {
 	cpuMilli, memMi int64
 	gpus            int
+	shareMilli      int64 // a share of a GPU instead of gpus, in thousandths
 }
 
 // New returns a generator for a validated profile. The profile must not change while it is in use.
@@ -93,6 +94,18 @@ func (g *Generator) Next() (*trace.Workload, []trace.Job) {
 		c := p.GPUCount[s.pick(len(p.GPUCount), func(i int) float64 { return p.GPUCount[i].Probability })]
 		gpus, utilMean = c.GPUs, c.UtilizationMean
 	}
+	// Drawn only for a family with shares, so that profiles without them keep their streams.
+	share := 0.0
+	if len(f.GPUShares) > 0 && gpus == 1 {
+		u := s.uniform()
+		for _, c := range f.GPUShares {
+			if u < c.Probability {
+				share = c.Share
+				break
+			}
+			u -= c.Probability
+		}
+	}
 	ns := p.Teams[s.pick(len(p.Teams), func(i int) float64 { return p.Teams[i].Probability })].Namespace
 	intent := trace.IntentStandard
 	switch u := s.uniform(); {
@@ -130,7 +143,7 @@ func (g *Generator) Next() (*trace.Workload, []trace.Job) {
 		DurationSec:            dur,
 		WorkloadClass:          class,
 		SharedIntensityProfile: prof,
-		Pods:                   g.pods(f, gpus, trials, wl.Pods[:0]),
+		Pods:                   g.pods(f, gpus, share, trials, wl.Pods[:0]),
 		IntentClass:            intent,
 		CheckpointIntervalSec:  f.Checkpoint.IntervalSec,
 		CheckpointCostSec:      f.Checkpoint.CostSec,
@@ -197,7 +210,7 @@ func (g *Generator) duration(f *FamilySpec, gpus int) float64 {
 }
 
 // pods builds the pod groups of a family: its structure is the model's, its sizes the profile's.
-func (g *Generator) pods(f *FamilySpec, gpus, trials int, pods []trace.PodGroup) []trace.PodGroup {
+func (g *Generator) pods(f *FamilySpec, gpus int, share float64, trials int, pods []trace.PodGroup) []trace.PodGroup {
 	r := &f.Roles
 	switch f.Name {
 	case trace.DistributedTraining:
@@ -216,8 +229,12 @@ func (g *Generator) pods(f *FamilySpec, gpus, trials int, pods []trace.PodGroup)
 		pods = append(pods,
 			trace.PodGroup{Role: trace.RoleController, Replicas: 1, Requests: g.requests(r.Controller, 0)},
 			trace.PodGroup{Role: trace.RoleTrial, Replicas: trials, Requests: g.requests(r.Trial, 1)})
-	default: // single_gpu_training, debug_eval (all G GPUs in one pod), CPU families (no GPU)
-		pods = append(pods, trace.PodGroup{Role: trace.RoleMain, Replicas: 1, Requests: g.requests(r.Main, gpus)})
+	default: // single_gpu_training, debug_eval (all G GPUs, or a share of one, in one pod), CPU families (no GPU)
+		req := g.requests(r.Main, gpus)
+		if share > 0 {
+			req = g.shareRequests(r.Main, share)
+		}
+		pods = append(pods, trace.PodGroup{Role: trace.RoleMain, Replicas: 1, Requests: req})
 	}
 	return pods
 }
@@ -243,6 +260,25 @@ func (g *Generator) requests(r *RoleSpec, podGPUs int) trace.Requests {
 	return req
 }
 
+// shareRequests sizes one pod of a role with a share of a GPU: CPU and memory per GPU scale with
+// the share. Equal shapes share one map.
+func (g *Generator) shareRequests(r *RoleSpec, share float64) trace.Requests {
+	cpu := r.CPU
+	if len(r.CPUChoices) > 0 {
+		cpu = r.CPUChoices[g.s.pick(len(r.CPUChoices), func(i int) float64 { return r.CPUChoices[i].Probability })].Cores
+	}
+	cpu += r.CPUPerGPU * share
+	mem := r.MemoryGi + r.MemoryGiPerGPU*share + r.MemoryGiPerCPU*cpu
+	key := reqKey{cpuMilli: int64(math.Round(cpu * 1000)), memMi: int64(math.Round(mem * 1024)), shareMilli: int64(math.Round(share * 1000))}
+	if req, ok := g.reqCache[key]; ok {
+		return req
+	}
+	req := trace.Requests{trace.ResourceCPU: milliQuantity(key.cpuMilli), trace.ResourceMemory: memQuantity(key.memMi),
+		trace.ResourceGPUFraction: strconv.FormatFloat(float64(key.shareMilli)/1000, 'f', -1, 64)}
+	g.reqCache[key] = req
+	return req
+}
+
 func milliQuantity(m int64) string {
 	if m%1000 == 0 {
 		return strconv.FormatInt(m/1000, 10)
@@ -262,14 +298,14 @@ func (g *Generator) appendJobs(jobs []trace.Job, wl *trace.Workload, sens trace.
 	prof := wl.SharedIntensityProfile
 	for _, pg := range wl.Pods {
 		cpu := pg.Requests.Value(trace.ResourceCPU)
-		gpus := float64(pg.Requests.GPUs())
+		gpus, share := pg.Requests.GPUWork()
 		podSens := sens
 		if gpus == 0 {
 			podSens.GPU = 0 // a pod without GPUs cannot be slowed by GPU speed
 		}
 		units := trace.Work{
 			CPUUnits: round2(work.Units(wl.DurationSec, cpu, prof.CPUUtilization, g.rates.CPUPerCore, pg.Role)),
-			GPUUnits: round2(work.Units(wl.DurationSec, gpus, prof.GPUUtilization, g.rates.GPUPerGPU, pg.Role)),
+			GPUUnits: round2(work.Units(wl.DurationSec, gpus, share*prof.GPUUtilization, g.rates.GPUPerGPU, pg.Role)),
 		}
 		for i := 1; i <= pg.Replicas; i++ {
 			g.id = append(g.id[:0], wl.WorkloadID...)

@@ -650,3 +650,56 @@ func TestPortableMath(t *testing.T) {
 		}
 	}
 }
+
+// A family's shares of a GPU replace its one-GPU workloads' whole GPU at their probabilities (a
+// chi-square test over share 0.25, share 0.5 and the whole GPU), scale its CPU and memory per GPU,
+// and write valid traces; other families and GPU counts are untouched.
+func TestGPUSharesMix(t *testing.T) {
+	p := defaultProfile(t)
+	i := slices.IndexFunc(p.Families, func(f FamilySpec) bool { return f.Name == trace.DebugEval })
+	p.Families[i].GPUShares = []ShareChoice{{Share: 0.25, Probability: 0.3}, {Share: 0.5, Probability: 0.2}}
+	if err := p.Validate("in code"); err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]int, 3) // 0.25, 0.5, whole
+	g := New(p, 21)
+	for range statN / 4 {
+		wl, jobs := g.Next()
+		if err := wl.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		share := 0.0
+		for _, pg := range wl.Pods {
+			share = max(share, pg.Requests.GPUFraction())
+		}
+		if share > 0 && (wl.WorkloadType != trace.DebugEval || len(wl.Pods) != 1 || wl.TotalGPUs() != 0) {
+			t.Fatalf("%s %s asks for a share %v: %+v", wl.WorkloadID, wl.WorkloadType, share, wl.Pods)
+		}
+		if wl.WorkloadType != trace.DebugEval || (share == 0 && wl.TotalGPUs() != 1) {
+			continue
+		}
+		switch share {
+		case 0.25:
+			counts[0]++
+		case 0.5:
+			counts[1]++
+		case 0:
+			counts[2]++
+		default:
+			t.Fatalf("share %v not in the profile", share)
+		}
+		if share > 0 {
+			// main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}
+			req := wl.Pods[0].Requests
+			if req.Value(trace.ResourceCPU) != 2+2*share || req.Value(trace.ResourceMemory) != (8+16*share)*(1<<30) {
+				t.Errorf("share %v: requests %v", share, req)
+			}
+			if d := trace.JobDuration(&jobs[0], work.DefaultRates()); math.Abs(d-wl.DurationSec) > 1e-4*wl.DurationSec+0.05 { // work units are rounded to 0.01
+				t.Errorf("share %v: job record's work lasts %v, the workload %v", share, d, wl.DurationSec)
+			}
+		}
+	}
+	if pv := chiSquareP(t, counts, []float64{0.3, 0.2, 0.5}); pv < pMin {
+		t.Fatalf("shares %v vs 0.3/0.2/0.5: chi-square p = %g", counts, pv)
+	}
+}

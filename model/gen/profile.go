@@ -115,6 +115,16 @@ type FamilySpec struct {
 	Checkpoint CheckpointSpec `yaml:"checkpoint,omitempty"`
 	// MaxRestarts is how often the owner of a workload restarts it after a pod failure.
 	MaxRestarts int `yaml:"maxRestarts,omitempty"`
+	// GPUShares, for debug_eval and single_gpu_training, are shares of a GPU that a workload
+	// drawn with one GPU asks for instead (trace.ResourceGPUFraction), each with its
+	// probability; with the rest it keeps the whole GPU. Omitted: whole GPUs only.
+	GPUShares []ShareChoice `yaml:"gpuShares,omitempty"`
+}
+
+// ShareChoice is one share of a GPU (> 0, < 1) and the probability a one-GPU workload asks for it.
+type ShareChoice struct {
+	Share       float64 `yaml:"share"`
+	Probability float64 `yaml:"probability"`
 }
 
 // CheckpointSpec is a family's checkpointing: every IntervalSec of work, at CostSec of pause per
@@ -557,6 +567,20 @@ func (p *Profile) validateFamilies(v *validator) {
 		}
 		if f.MaxRestarts < 0 {
 			v.fail(path+".maxRestarts", "must be >= 0, got %d", f.MaxRestarts)
+		}
+		if len(f.GPUShares) > 0 && f.Name != trace.DebugEval && f.Name != trace.SingleGPUTraining {
+			v.fail(path+".gpuShares", "only debug_eval and single_gpu_training pods run on one GPU and can ask for a share of it")
+		}
+		var shareSum float64
+		for j, c := range f.GPUShares {
+			if !(c.Share > 0 && c.Share < 1) {
+				v.fail(fmt.Sprintf("%s.gpuShares[%d].share", path, j), "must be > 0 and < 1, got %v", c.Share)
+			}
+			v.prob(fmt.Sprintf("%s.gpuShares[%d].probability", path, j), c.Probability)
+			shareSum += c.Probability
+		}
+		if shareSum > 1+1e-9 {
+			v.fail(path+".gpuShares", "probabilities sum to %v, more than 1", shareSum)
 		}
 	}
 	for _, fam := range trace.Families {

@@ -66,6 +66,14 @@ func TestProfileErrors(t *testing.T) {
 		{"wrong type", "gpuRatio: 0.8", "gpuRatio: lots", []string{"custom.yaml:43:", "lots"}},
 		{"cpu choices sum", "- {cores: 4, probability: 0.45}", "- {cores: 4, probability: 0.5}", []string{"families[6].roles.main.cpuChoices", "sum to"}},
 		{"costly checkpoints too often", "intervalSec: 3600, costSec: 60, restartSec: 600", "intervalSec: 0.5, costSec: 60, restartSec: 600", []string{"custom.yaml:151", "families[2].checkpoint.intervalSec"}},
+		{"share of a whole GPU", "      main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}\n\n  - name: single",
+			"      main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}\n    gpuShares: [{share: 1, probability: 0.2}]\n\n  - name: single",
+			[]string{"families[0].gpuShares[0].share", "must be > 0 and < 1"}},
+		{"shares more likely than certain", "      main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}\n\n  - name: single",
+			"      main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}\n    gpuShares: [{share: 0.5, probability: 0.6}, {share: 0.25, probability: 0.6}]\n\n  - name: single",
+			[]string{"families[0].gpuShares", "sum to 1.2"}},
+		{"shares of a gang", "    maxRestarts: 3\n\n  - name: parameter", "    maxRestarts: 3\n    gpuShares: [{share: 0.5, probability: 0.1}]\n\n  - name: parameter",
+			[]string{"families[2].gpuShares", "only debug_eval and single_gpu_training"}},
 		{"negative restarts", "    maxRestarts: 3\n\n  - name: parameter", "    maxRestarts: -1\n\n  - name: parameter", []string{"families[2].maxRestarts"}},
 	}
 	for _, tt := range tests {
