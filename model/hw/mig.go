@@ -19,6 +19,18 @@ func (g *GPU) MIGProfile(name string) (*MIGProfile, bool) {
 	return p, p != nil
 }
 
+// Held is how much of the family's GPUs a pod holds, in GPUs: its whole GPUs, and each MIG slice
+// as its share of the GPU's compute slices (seven 1g slices of an H100 hold one GPU; a 3g.40gb
+// holds 3/7 of one). GPU allocation counts this, so a MIG-partitioned GPU is as allocated as its
+// slices in use. An unknown profile holds nothing.
+func (g *GPU) Held(wholeGPUs int64, migProfile string, slices int) float64 {
+	held := float64(wholeGPUs)
+	if p, ok := g.MIGProfile(migProfile); ok && slices > 0 {
+		held += float64(slices) * g.MIG.ComputeFraction(p)
+	}
+	return held
+}
+
 func (m *MIG) profile(name string) *MIGProfile {
 	for i := range m.Profiles {
 		if m.Profiles[i].Name == name {

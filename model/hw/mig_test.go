@@ -431,3 +431,27 @@ defaultCPU: m
 		t.Errorf("loaded MIG = %+v", g.MIG)
 	}
 }
+
+func TestHeld(t *testing.T) {
+	h, l4 := gpu(t, "H100-SXM"), gpu(t, "L4")
+	tests := []struct {
+		gpu     *GPU
+		whole   int64
+		profile string
+		slices  int
+		want    float64
+	}{
+		{h, 2, "", 0, 2},
+		{h, 0, "1g.10gb", 7, 1},       // seven 1g slices: one GPU
+		{h, 0, "3g.40gb", 1, 3.0 / 7}, // 3 of 7 compute slices
+		{h, 0, "4g.40gb", 2, 8.0 / 7},
+		{h, 0, "7g.80gb", 1, 1},
+		{h, 0, "1g.5gb", 3, 0}, // not an H100 profile
+		{l4, 0, "1g.10gb", 1, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.gpu.Held(tt.whole, tt.profile, tt.slices); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("%s.Held(%d, %q, %d) = %v, want %v", tt.gpu.Family, tt.whole, tt.profile, tt.slices, got, tt.want)
+		}
+	}
+}

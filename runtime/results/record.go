@@ -141,7 +141,8 @@ type Record struct {
 	// LostEnergyJ is the part of EnergyJ burned by pods deleted before they finished (evicted,
 	// preempted): the cost of work a replacement redoes, or that never completes.
 	LostEnergyJ float64 `json:"lostEnergyJ"`
-	// GPUSeconds is Σ over pods of GPUs × seconds Running (all attempts).
+	// GPUSeconds is Σ over pods of GPUs held × seconds Running (all attempts); a MIG slice holds
+	// its share of its GPU's compute slices (3/7 of a GPU for a 3g.40gb).
 	GPUSeconds float64 `json:"gpuSeconds"`
 	// Error says why the workload could not be submitted, if it could not.
 	Error string `json:"error,omitempty"`

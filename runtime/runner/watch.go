@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueuelab/kueuelab/model/hw"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/kueueclock"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
@@ -132,6 +133,7 @@ type podState struct {
 	unit       *unit
 	uid        types.UID
 	gpus       int64
+	held       float64 // GPUs it holds while it runs, a MIG slice as its share (hw.GPU.Held)
 	running    bool
 	everRan    bool
 	terminal   bool
@@ -142,6 +144,31 @@ type podState struct {
 	energyDone bool
 	attempt    int // JobSet restart attempt (-1: none)
 }
+
+// held is the GPUs running pod p holds on its node: its whole GPUs, and the MIG slices its render
+// contract names as their share of the node's GPU (hw.GPU.Held), as the sim counts them.
+func (w *watcher) held(p *corev1.Pod, gpus int64) float64 {
+	c, err := contract.Parse(p.Annotations)
+	if err != nil || c.MIGSlices == 0 || p.Spec.NodeName == "" {
+		return float64(gpus)
+	}
+	var n corev1.Node
+	if err := w.reader.Get(context.Background(), client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
+		return float64(gpus)
+	}
+	cat, err := migCatalog()
+	if err != nil {
+		return float64(gpus)
+	}
+	g, ok := cat.GPU(n.Labels[contract.GPUFamily])
+	if !ok {
+		return float64(gpus)
+	}
+	return g.Held(gpus, c.MIGProfile, c.MIGSlices)
+}
+
+// migCatalog is the embedded hardware catalog, whose MIG tables the agent uses too.
+var migCatalog = sync.OnceValues(hw.DefaultCatalog)
 
 // lateStats measures what the holds missed: a pod end observed after the trace time at which the
 // agent ended it, or a Workload seen Finished after its last pod ended, means the clock moved while
@@ -627,6 +654,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 	case running && !st.running:
 		w.clk.Release(holdSeen(p.UID))
 		st.running, st.everRan, st.since = true, true, now
+		st.held = w.held(p, st.gpus)
 		u.running++
 		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key, Node: p.Spec.NodeName})
 		w.allPodsUp(u, now)
@@ -644,7 +672,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 		}
 		u.lastEnd = at
 		e := results.Event{T: at, Workload: u.id, Type: results.EvPodFinished, Object: key, Reason: string(p.Status.Phase),
-			GPUSeconds: float64(st.gpus) * (at - st.since)}
+			GPUSeconds: st.held * (at - st.since)}
 		e.EnergyJ, st.energyDone = energyOf(p, st.energyDone)
 		w.emit(e)
 	default:

@@ -244,6 +244,8 @@ func TestMIGResume(t *testing.T) {
 func TestGPUFractionTakesItsDuration(t *testing.T) {
 	const u, m, d = 0.6, 0.3, 600.0
 	shares := []string{"0.1", "0.25", "0.5", "0.9"}
+	// The slice each runs on holds this much of the GPU (compute slices of 7): GPU allocation.
+	held := map[string]float64{"0.1": 1.0 / 7, "0.25": 2.0 / 7, "0.5": 4.0 / 7, "0.9": 1}
 	var lines []string
 	for i, s := range shares {
 		line := migWorkload("share-"+s, "mig", 60+1500*float64(i), d, "x", u, m)
@@ -259,6 +261,9 @@ func TestGPUFractionTakesItsDuration(t *testing.T) {
 		}
 		if !strings.Contains(fmt.Sprint(r.Flavors), "h100-sxm-mig") {
 			t.Errorf("%s: admitted on flavors %v, want h100-sxm-mig", id, r.Flavors)
+		}
+		if want := held[s] * d; math.Abs(r.GPUSeconds-want) > 1e-3 {
+			t.Errorf("%s: %.3f GPU-seconds, want %.3f (its slice's share of the GPU × %g s)", id, r.GPUSeconds, want, d)
 		}
 	}
 }

@@ -44,9 +44,11 @@ type pod struct {
 	eid   engine.PodID
 	since float64
 	gpus  int64
-	spec  engine.PodSpec
-	fail  bool // fails when its work is done
-	done  bool
+	// held is the GPUs it holds on its node while it runs, a MIG slice as its share (hw.GPU.Held).
+	held float64
+	spec engine.PodSpec
+	fail bool // fails when its work is done
+	done bool
 	// ckpt is where its workload keeps the checkpoint of this role.
 	ckpt string
 	// restartSec is the workload's restart overhead; owed is whether this pod paid one (as a
@@ -62,6 +64,7 @@ type podRole struct {
 	cat        *hw.Catalog
 	nodeIDs    []engine.NodeID
 	nodeFlavor []string
+	nodeGPU    []*hw.GPU // nil for a node without GPUs
 	byKey      map[string]*pod
 	pending    []*pod
 	finishEv   *des.Event
@@ -132,6 +135,8 @@ func newPodRole(nodes []*corev1.Node, classes []*resourceapi.DeviceClass, slices
 		}
 		p.nodeIDs = append(p.nodeIDs, id)
 		p.nodeFlavor = append(p.nodeFlavor, rcluster.FlavorOf(n.Labels[contract.GPUFamily]))
+		g, _ := cat.GPU(n.Labels[contract.GPUFamily])
+		p.nodeGPU = append(p.nodeGPU, g)
 	}
 	return p, nil
 }
@@ -372,6 +377,10 @@ func (p *podRole) bind(pd *pod, node int) {
 		return
 	}
 	pd.node, pd.eid, pd.since = node, id, now
+	pd.held = float64(pd.gpus)
+	if g := p.nodeGPU[node]; g != nil {
+		pd.held = g.Held(pd.gpus, pd.spec.MIGProfile, pd.spec.MIGSlices)
+	}
 	s.sample.g.podOn(pd)
 	p.byKey[pd.key] = pd
 	if pd.spec.GangID != "" {
@@ -431,7 +440,7 @@ func (p *podRole) finished(f engine.Finished) {
 	}
 	p.leave(pd)
 	s.emit(results.Event{T: f.AtSec, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: string(phase),
-		GPUSeconds: float64(pd.gpus) * (f.AtSec - pd.since), EnergyJ: f.EnergyJ})
+		GPUSeconds: pd.held * (f.AtSec - pd.since), EnergyJ: f.EnergyJ})
 	p.release(pd)
 	if failed && !w.podsFailed {
 		// The rendered jobs allow no retry: the first failed pod fails the job, whose other
@@ -536,7 +545,7 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 		p.leave(pd)
 		freed = append(freed, pd.node)
 		s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: reason,
-			GPUSeconds: float64(pd.gpus) * (now - pd.since)})
+			GPUSeconds: pd.held * (now - pd.since)})
 		// Deleted members leave the engine at once: the rest of a gang must stop progressing.
 		p.eng.Remove(pd.eid)
 		delete(p.byKey, pd.key)

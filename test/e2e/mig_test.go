@@ -42,12 +42,14 @@ func TestMIGSlices(t *testing.T) {
 	const u, m, d, sens = 0.6, 0.3, 600.0, 0.6
 	var lines []string
 	want := map[string]float64{} // phase 1: JCT
+	held := map[string]float64{} // and the share of the GPU the slice holds
 	at := 60.0
 	for _, p := range h100.MIG.Profiles {
 		c, f := h100.MIG.ComputeFraction(&p), h100.MIG.MemoryFraction(&p)
 		S := (1-m)*math.Max(1, u/c) + m*math.Max(1, u/f)
 		id := "slice-" + strings.ReplaceAll(p.Name, ".", "-")
 		want[id] = d / (1 - sens*(1-1/S))
+		held[id] = c
 		lines = append(lines, migWorkload(id, "mig", at, d, p.Name, u, m))
 		at += 1500
 	}
@@ -64,6 +66,7 @@ func TestMIGSlices(t *testing.T) {
 		line := migWorkload(id, "mig", 15000+1500*float64(i), d, "x", u, m)
 		lines = append(lines, strings.Replace(line, `"nvidia.com/mig-x":"1"`, `"`+trace.ResourceGPUFraction+`":"`+share+`"`, 1))
 		want[id] = d
+		held[id] = map[string]float64{"0.5": 4.0 / 7, "0.1": 1.0 / 7}[share]
 	}
 	path := filepath.Join(t.TempDir(), "mig.jsonl")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -98,6 +101,10 @@ func TestMIGSlices(t *testing.T) {
 		r := by[id]
 		near(id, "admitted", r.Admitted, r.SubmitOffsetSec, 1)
 		got, ok := r.JCT()
+		// GPU allocation counts the slice as its share of the GPU's 7 compute slices.
+		if c := held[id]; c == 0 || math.Abs(r.GPUSeconds-c*got) > math.Max(0.01*c*got, 1) {
+			t.Errorf("%s: %.1f GPU-seconds over a JCT of %.1f s, want %.3f of it", id, r.GPUSeconds, got, c)
+		}
 		t.Logf("%s: JCT %.3f trace s, slice model %.3f", id, got, jct)
 		if !ok || math.Abs(got-jct) > math.Max(0.01*jct, 1) {
 			t.Errorf("%s alone on its slice took %.3f trace s, want %.3f", id, got, jct)
