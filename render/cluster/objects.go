@@ -184,6 +184,10 @@ func (s *Spec) clusterQueueObject(q *ClusterQueue) *kueue.ClusterQueue {
 			WhenCanBorrow:  kueue.FlavorFungibilityPolicy(cmp.Or(ff.WhenCanBorrow, "MayStopSearch")),
 			WhenCanPreempt: kueue.FlavorFungibilityPolicy(cmp.Or(ff.WhenCanPreempt, "TryNextFlavor")),
 		}
+		if ff.Preference != "" {
+			pref := kueue.FlavorFungibilityPreference(ff.Preference)
+			cq.Spec.FlavorFungibility.Preference = &pref
+		}
 	}
 	if as := q.AdmissionScope; as != nil {
 		cq.Spec.AdmissionScope = &kueue.AdmissionScope{AdmissionMode: kueue.AdmissionMode(as.AdmissionMode)}

@@ -162,10 +162,13 @@ type AdmissionScope struct {
 	AdmissionMode string `yaml:"admissionMode"`
 }
 
-// FlavorFungibility says when a workload tries the next flavor.
+// FlavorFungibility says when a workload tries the next flavor, and (Preference, with both
+// policies TryNextFlavor) which of the flavors that all need borrowing or preemption it takes:
+// BorrowingOverPreemption (Kueue's default) or PreemptionOverBorrowing.
 type FlavorFungibility struct {
 	WhenCanBorrow  string `yaml:"whenCanBorrow,omitempty"`
 	WhenCanPreempt string `yaml:"whenCanPreempt,omitempty"`
+	Preference     string `yaml:"preference,omitempty"`
 }
 
 // FlavorQuota is the quota of one flavor, per resource (cpu, memory, pods, nvidia.com/gpu,

@@ -398,6 +398,14 @@ func (s *Spec) validateQueues(l *errList) {
 		if ff := q.FlavorFungibility; ff != nil {
 			oneOf(l, p.key("flavorFungibility").key("whenCanBorrow"), or(ff.WhenCanBorrow, "MayStopSearch"), "MayStopSearch", "TryNextFlavor")
 			oneOf(l, p.key("flavorFungibility").key("whenCanPreempt"), or(ff.WhenCanPreempt, "TryNextFlavor"), "MayStopSearch", "TryNextFlavor")
+			if ff.Preference != "" {
+				oneOf(l, p.key("flavorFungibility").key("preference"), ff.Preference, "BorrowingOverPreemption", "PreemptionOverBorrowing")
+				// Kueue's CEL rule on the ClusterQueue: the preference chooses among flavors only
+				// when the search goes on past borrowing and past preemption.
+				if or(ff.WhenCanBorrow, "MayStopSearch") != "TryNextFlavor" || or(ff.WhenCanPreempt, "TryNextFlavor") != "TryNextFlavor" {
+					l.add(p.key("flavorFungibility").key("preference"), "can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor")
+				}
+			}
 		}
 		if as := q.AdmissionScope; as != nil {
 			oneOf(l, p.key("admissionScope").key("admissionMode"), as.AdmissionMode, "UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
