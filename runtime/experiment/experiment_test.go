@@ -92,6 +92,7 @@ func TestPatchOperations(t *testing.T) {
   - powerCap: {pool: h100, value: "50%"}
   - nodes: {pool: h100, count: 14}
   - preemption: {queue: team-a, withinClusterQueue: Never}
+  - flavorFungibility: {queue: team-b, whenCanBorrow: TryNextFlavor, whenCanPreempt: TryNextFlavor, preference: PreemptionOverBorrowing}
 `)))
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +126,9 @@ func TestPatchOperations(t *testing.T) {
 	}
 	if p := s.ClusterQueues[0].Preemption; p.WithinClusterQueue != "Never" || p.ReclaimWithinCohort != "Any" {
 		t.Errorf("preemption %+v: want withinClusterQueue changed, the rest kept", p)
+	}
+	if ff := s.ClusterQueues[1].FlavorFungibility; ff == nil || ff.Preference != "PreemptionOverBorrowing" || ff.WhenCanBorrow != "TryNextFlavor" {
+		t.Errorf("flavorFungibility %+v", ff)
 	}
 }
 
@@ -160,6 +164,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"exp.yaml:9: variants[0].patch[0]: an operation has exactly one of"}},
 		{"bad quantity", header("variants:\n- name: a\n  patch:\n  - set: {queue: a, flavor: f, resource: r, nominalQuota: lots}\n"),
 			[]string{"exp.yaml:9: variants[0].patch[0]: set.nominalQuota: \"lots\" is not a non-negative quantity"}},
+		{"fungibility of no queue", header("variants:\n- name: a\n  patch:\n  - flavorFungibility: {whenCanBorrow: TryNextFlavor}\n"),
+			[]string{"exp.yaml:9: variants[0].patch[0]: flavorFungibility.queue: required"}},
 		{"no variants", header(""), []string{"variants: at least one variant is required"}},
 		{"duplicate variant", header("variants: [{name: a}, {name: a}]\n"), []string{"variants[1].name: duplicate variant \"a\""}},
 		{"bad variant name", header("variants: [{name: A/B}]\n"), []string{"variants[0].name: \"A/B\""}},
@@ -239,6 +245,8 @@ func TestSpecErrors(t *testing.T) {
 		{"cap out of range", `powerCap: {pool: h100, value: 5000W}`, `patch[0].powerCap.value: pool h100: power cap "5000W"`},
 		{"unknown cohort", `fairSharingWeight: {cohort: nope, weight: "1"}`, `patch[0].fairSharingWeight.cohort: unknown cohort "nope" (cohorts: research)`},
 		{"invalid result", `preemption: {queue: team-a, withinClusterQueue: Sometimes}`, `the patched cluster spec is invalid`},
+		{"preference while the search stops", `flavorFungibility: {queue: team-a, preference: PreemptionOverBorrowing}`,
+			`clusterQueues[0].flavorFungibility.preference: can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := Parse("exp.yaml", []byte(header("variants:\n- name: v\n  patch:\n  - "+tc.op+"\n")))

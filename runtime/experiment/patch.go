@@ -37,6 +37,9 @@ type Op struct {
 	FairSharingWeight *SetWeight `yaml:"fairSharingWeight,omitempty"`
 	// QueueingStrategy sets a queue's queueing strategy (BestEffortFIFO or StrictFIFO).
 	QueueingStrategy *SetStrategy `yaml:"queueingStrategy,omitempty"`
+	// FlavorFungibility replaces a queue's flavorFungibility (whenCanBorrow, whenCanPreempt,
+	// preference), as the cluster spec writes it.
+	FlavorFungibility *SetFungibility `yaml:"flavorFungibility,omitempty"`
 	// Priority sets the value of an intent class's WorkloadPriorityClass.
 	Priority *SetPriority `yaml:"priority,omitempty"`
 	// PowerCap sets the GPU power cap of a node pool (label kueuelab.io/power-cap).
@@ -98,6 +101,14 @@ type SetStrategy struct {
 	Strategy string `yaml:"strategy"`
 }
 
+// SetFungibility sets a queue's flavor fungibility; the spec's validation checks the values.
+type SetFungibility struct {
+	Queue          string `yaml:"queue"`
+	WhenCanBorrow  string `yaml:"whenCanBorrow,omitempty"`
+	WhenCanPreempt string `yaml:"whenCanPreempt,omitempty"`
+	Preference     string `yaml:"preference,omitempty"`
+}
+
 // SetPriority sets an intent class's priority value.
 type SetPriority struct {
 	Class string `yaml:"class"`
@@ -122,13 +133,13 @@ type SetNodes struct {
 func (o *Op) check() error {
 	n := 0
 	for _, set := range []bool{o.Set != nil, o.Cohort != nil, o.Preemption != nil, o.FairSharingWeight != nil,
-		o.QueueingStrategy != nil, o.Priority != nil, o.PowerCap != nil, o.Nodes != nil, o.Scheduler != nil} {
+		o.QueueingStrategy != nil, o.FlavorFungibility != nil, o.Priority != nil, o.PowerCap != nil, o.Nodes != nil, o.Scheduler != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("an operation has exactly one of set, cohort, preemption, fairSharingWeight, queueingStrategy, priority, powerCap, nodes, scheduler (got %d)", n)
+		return fmt.Errorf("an operation has exactly one of set, cohort, preemption, fairSharingWeight, queueingStrategy, flavorFungibility, priority, powerCap, nodes, scheduler (got %d)", n)
 	}
 	quantity := func(field string, v *string, allowUnlimited bool) error {
 		if v == nil || (allowUnlimited && *v == Unlimited) {
@@ -171,6 +182,10 @@ func (o *Op) check() error {
 	case o.QueueingStrategy != nil:
 		if o.QueueingStrategy.Queue == "" {
 			return errors.New("queueingStrategy.queue: required")
+		}
+	case o.FlavorFungibility != nil:
+		if o.FlavorFungibility.Queue == "" {
+			return errors.New("flavorFungibility.queue: required")
 		}
 	case o.Priority != nil:
 		switch o.Priority.Class {
@@ -349,6 +364,15 @@ func (p *patcher) apply(op *Op) error {
 		}
 		for _, q := range qs {
 			q.QueueingStrategy = op.QueueingStrategy.Strategy
+		}
+	case op.FlavorFungibility != nil:
+		qs, err := p.queues(op.FlavorFungibility.Queue, "flavorFungibility.queue")
+		if err != nil {
+			return err
+		}
+		f := op.FlavorFungibility
+		for _, q := range qs {
+			q.FlavorFungibility = &cluster.FlavorFungibility{WhenCanBorrow: f.WhenCanBorrow, WhenCanPreempt: f.WhenCanPreempt, Preference: f.Preference}
 		}
 	case op.Priority != nil:
 		v := op.Priority.Value
