@@ -99,6 +99,11 @@ type Workload struct {
 	// RemainingSec, when known, is the work it has left, in seconds alone on an idle node (a
 	// replay knows it; a job may carry it). Unknown, a forecast draws it.
 	RemainingSec *float64 `yaml:"remainingSec,omitempty"`
+	// MaxExecutionSec, when set, is the admitted time Kueue still grants the workload, counted
+	// from its current admission (Admitted) or its next one (Pending): its
+	// spec.maximumExecutionTimeSeconds less what earlier admissions used. Kueue deactivates it
+	// when that runs out, so a forecast ends its work there, whatever it draws.
+	MaxExecutionSec *float64 `yaml:"maxExecutionSec,omitempty"`
 	// Admission is Kueue's admission of an Admitted workload.
 	Admission *Admission `yaml:"admission,omitempty"`
 	// Conditions are the Workload's status conditions other than QuotaReserved and Admitted
@@ -220,6 +225,9 @@ func Parse(name string, data []byte) (*State, error) {
 		}
 		if q := w.QueuedSec; q != nil && (!finite(*q) || *q < w.CreatedSec || *q > s.NowSec) {
 			add(at("queuedSec"), "%g: want a time between createdSec and nowSec", *q)
+		}
+		if m := w.MaxExecutionSec; m != nil && (!finite(*m) || *m < 0) {
+			add(at("maxExecutionSec"), "%g: want seconds ≥ 0", *m)
 		}
 		if r := w.RemainingSec; r != nil && (!finite(*r) || *r <= 0) {
 			add(at("remainingSec"), "%g: want seconds > 0", *r)

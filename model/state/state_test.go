@@ -67,6 +67,7 @@ func TestParseErrors(t *testing.T) {
 		{"pending parked admitted", "  admittedSec: 20\n", "  admittedSec: 20\n  parked: true\n", "workloads[0].parked: only a Pending workload is parked"},
 		{"condition type", "type: PodsReady", "type: Admitted", "workloads[0].conditions[0].type: Admitted follows from phase and admission"},
 		{"negative progress", "remainingSec: 50", "remainingSec: -1", "workloads[0].progress[0].remainingSec: -1: want seconds ≥ 0"},
+		{"negative execution budget", "  parked: true", "  parked: true\n  maxExecutionSec: -5", "state.yaml:24: workloads[1].maxExecutionSec: -5: want seconds ≥ 0"},
 		{"duplicate id", "- id: b", "- id: a", `workloads[1].id: "a" is also workloads[0]`},
 		{"arrivals", "arrivals: none", "arrivals: some", `arrivals: "some": want none or recorded`},
 	} {

@@ -321,18 +321,19 @@ func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pen
 	}
 	for i := range st.Workloads {
 		w := &st.Workloads[i]
-		if known(w) && !o.DrawKnown {
-			continue
-		}
-		if hist.n() == 0 {
-			continue // the trace's duration
-		}
 		elapsed := 0.0
 		if w.Phase == state.Admitted {
 			elapsed = st.NowSec - *w.AdmittedSec
 		}
-		left := hist.remaining(in.byID[w.ID], elapsed, rng)
-		w.RemainingSec, w.Progress = &left, nil
+		if (!known(w) || o.DrawKnown) && hist.n() > 0 { // else the state's work left or the trace's duration
+			left := hist.remaining(in.byID[w.ID], elapsed, rng)
+			w.RemainingSec, w.Progress = &left, nil
+		}
+		traceLeft := 0.0
+		if tw := in.byID[w.ID]; tw != nil {
+			traceLeft = tw.DurationSec - elapsed
+		}
+		truncateToMaxExec(w, elapsed, traceLeft)
 	}
 	tr := &trace.Trace{Jobs: in.tr.Jobs}
 	live := st.Index()
@@ -372,6 +373,25 @@ func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pen
 		}
 	}
 	return etas, queues, nil
+}
+
+// truncateToMaxExec ends w's work where Kueue would deactivate it (its maxExecutionSec, elapsed
+// of it used by the current admission), when what it has left (drawn, known, or else traceLeft,
+// the trace's duration less elapsed) goes past that: the limit bounds the run, it is not its
+// length. Kueue then evicts and deactivates it; the forecast lets it finish there, which frees
+// its quota at the same instant.
+func truncateToMaxExec(w *state.Workload, elapsed, traceLeft float64) {
+	if w.MaxExecutionSec == nil {
+		return
+	}
+	left := traceLeft
+	if w.RemainingSec != nil {
+		left = *w.RemainingSec
+	}
+	// A second at least: Kueue deactivates an overdue workload on its next reconcile.
+	if budget := math.Max(*w.MaxExecutionSec-elapsed, 1); left > budget {
+		w.RemainingSec, w.Progress = &budget, nil
+	}
 }
 
 func ids(ws []Workload) []string {

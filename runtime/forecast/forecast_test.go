@@ -179,3 +179,35 @@ func TestQuantileAndWilson(t *testing.T) {
 }
 
 func ptr(x float64) *float64 { return &x }
+
+// Kueue deactivates a workload whose admitted time reaches its maximum execution time: the
+// forecast ends its work there whatever it drew or knew, and leaves it alone within the limit.
+func TestTruncateToMaxExec(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name                     string
+		max, remaining           *float64
+		elapsed, traceLeft, want float64
+		progressKept             bool
+	}{
+		{name: "no limit", remaining: f(5000), elapsed: 100, want: 5000, progressKept: true},
+		{name: "within the limit", max: f(3600), remaining: f(1000), elapsed: 600, want: 1000, progressKept: true},
+		{name: "past the limit, running", max: f(3600), remaining: f(5000), elapsed: 600, want: 3000},
+		{name: "past the limit, pending", max: f(3600), remaining: f(5000), want: 3600},
+		{name: "overdue: deactivated at once", max: f(3600), remaining: f(5000), elapsed: 4000, want: 1},
+		{name: "unknown work left, the trace's past the limit", max: f(600), elapsed: 100, traceLeft: 900, want: 500},
+		{name: "unknown work left, the trace's within it", max: f(600), elapsed: 100, traceLeft: 300, progressKept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &state.Workload{MaxExecutionSec: tc.max, RemainingSec: tc.remaining, Progress: []state.RoleProgress{{Role: "main"}}}
+			truncateToMaxExec(w, tc.elapsed, tc.traceLeft)
+			got := 0.0
+			if w.RemainingSec != nil {
+				got = *w.RemainingSec
+			}
+			if got != tc.want || (len(w.Progress) > 0) != tc.progressKept {
+				t.Errorf("work left %v (progress kept %v), want %v (%v)", got, len(w.Progress) > 0, tc.want, tc.progressKept)
+			}
+		})
+	}
+}

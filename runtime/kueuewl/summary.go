@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
@@ -48,6 +49,11 @@ type Summary struct {
 	Admission *Admission
 	// Inactive: spec.active is false (deactivated: Kueue neither queues nor admits it).
 	Inactive bool
+	// MaxExecSec, when set, is spec.maximumExecutionTimeSeconds less
+	// status.accumulatedPastExecutionTimeSeconds: the admitted time Kueue still grants it,
+	// counted from its current admission, before it deactivates it (the job's
+	// kueue.x-k8s.io/max-exec-time-seconds label sets the spec field).
+	MaxExecSec *float64
 }
 
 // Admission is a Workload's status.admission.
@@ -112,6 +118,10 @@ func Summarize(wl *kueue.Workload) Summary {
 	s.Admitted, s.Finished, s.Succeeded = runTimes(wl.Status.Conditions, kueue.WorkloadQuotaReserved, kueue.WorkloadAdmitted, kueue.WorkloadFinished, kueue.WorkloadFinishedReasonSucceeded)
 	s.OwnerKind, s.OwnerName = owner(wl.OwnerReferences)
 	s.PriorityValue, s.Inactive = wl.Spec.Priority, wl.Spec.Active != nil && !*wl.Spec.Active
+	if m := wl.Spec.MaximumExecutionTimeSeconds; m != nil {
+		left := float64(*m - ptr.Deref(wl.Status.AccumulatedPastExecutionTimeSeconds, 0))
+		s.MaxExecSec = &left
+	}
 	s.CreatedAt = wl.CreationTimestamp.Time
 	if v, ok := wl.Annotations[PreciseCreationAnnotation]; ok {
 		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {

@@ -170,7 +170,10 @@ func teamsCluster() []client.Object {
 		&kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10},
 		&kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "mid"}, Value: 500},
 		&kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "nobody"}, Value: 7},
-		workload("team-a", "train", "a-lq", 10*time.Second, 8, withPriority("high", 1000), duration("600"), admitted("team-a", "gpu-h100", 20*time.Second)),
+		workload("team-a", "train", "a-lq", 10*time.Second, 8, withPriority("high", 1000), duration("600"), admitted("team-a", "gpu-h100", 20*time.Second),
+			func(w *kueue.Workload) { // a 1 h limit, 10 min of it used by an earlier admission
+				w.Spec.MaximumExecutionTimeSeconds, w.Status.AccumulatedPastExecutionTimeSeconds = ptr.To[int32](3600), ptr.To[int32](600)
+			}),
 		workload("team-b", "wait", "b-lq", 30*time.Second, 16, withPriority("low", 10)),
 		workload("team-b", "spill", "b-spill", 40*time.Second, 4, withPriority("mid", 500), duration("120"), evicted(50*time.Second)),
 		workload("team-a", "done", "a-lq", 0, 2, finished(5*time.Second, 65*time.Second)),
@@ -216,7 +219,7 @@ func TestSnapshotState(t *testing.T) {
 	want := &state.State{APIVersion: state.APIVersion, Kind: state.Kind, KueueVersion: "v0.19.2", NowSec: 90,
 		Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile, History: state.HistoryFile,
 		Workloads: []state.Workload{
-			{ID: "team-a-job-train", Phase: state.Admitted, CreatedSec: 0, AdmittedSec: ptr.To(10.0), RemainingSec: ptr.To(520.0),
+			{ID: "team-a-job-train", Phase: state.Admitted, CreatedSec: 0, AdmittedSec: ptr.To(10.0), RemainingSec: ptr.To(520.0), MaxExecutionSec: ptr.To(3000.0),
 				Admission: &state.Admission{ClusterQueue: "team-a", PodSets: []state.PodSetFlav{{Name: "main", Count: 1,
 					Flavors: map[string]string{"cpu": "h100-sxm", "memory": "h100-sxm", "nvidia.com/gpu": "h100-sxm"}}}}},
 			{ID: "team-b-job-wait", Phase: state.Pending, CreatedSec: 20},

@@ -120,7 +120,7 @@ func (b *builder) workloads(live []*kueuewl.Summary) error {
 		NowSec: now, Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile}
 	overdue, unknown := 0, 0
 	for i, it := range live {
-		w := state.Workload{ID: ids[i], Phase: state.Pending, CreatedSec: created[i]}
+		w := state.Workload{ID: ids[i], Phase: state.Pending, CreatedSec: created[i], MaxExecutionSec: it.MaxExecSec}
 		dur, known := history.DurationOf(it)
 		if a := it.Admission; a != nil && it.Admitted != nil {
 			w.Phase = state.Admitted
