@@ -245,6 +245,9 @@ func writeForecastHTML(path string, rep *forecast.Report) error {
 func printForecast(w io.Writer, r *forecast.Report) {
 	fmt.Fprintf(w, "forecast from %s at %s (%s) on Kueue %s: %d runs to %s past it, arrivals %s\n", r.State, dur(r.NowSec), r.Source, r.KueueVersion, r.Repeats, dur(r.HorizonSec), r.Arrivals)
 	fmt.Fprintf(w, "work left: %d known, %d drawn from %d finished workloads, %d from the trace\n", r.Known, r.Drawn, r.History, r.FromTrace)
+	if r.KueueConfig != "" {
+		fmt.Fprintf(w, "Kueue configuration: the cluster's, from the state's %s\n", r.KueueConfig)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "WORKLOAD\tNAMESPACE\tQUEUE\tWAITED")
 	for _, th := range forecast.Thresholds {

@@ -29,6 +29,8 @@ const (
 	ClusterFile = "cluster.yaml"
 	TraceFile   = "workloads.jsonl"
 	HistoryFile = "history.jsonl"
+	// KueueConfigFile is the part of the cluster's Kueue Configuration a forecast replays.
+	KueueConfigFile = "kueue-config.yaml"
 )
 
 // Phase is where a workload stands in Kueue.
@@ -70,8 +72,11 @@ type State struct {
 	Cluster string `yaml:"cluster"`
 	// History, when set, is a trace of finished workloads (relative to the state file) whose
 	// durations a forecast draws from.
-	History   string     `yaml:"history,omitempty"`
-	Workloads []Workload `yaml:"workloads"`
+	History string `yaml:"history,omitempty"`
+	// KueueConfig, when set, is a Kueue Configuration document (relative to the state file) with
+	// the settings of the cluster's Kueue a forecast replays; without it the release's defaults.
+	KueueConfig string     `yaml:"kueueConfig,omitempty"`
+	Workloads   []Workload `yaml:"workloads"`
 }
 
 // Metadata names the state.

@@ -45,6 +45,10 @@ type KueueSettings struct {
 	FeatureGates map[string]bool
 	// WaitForPodsReady is nil when all-or-nothing admission is off. Durations are wall time.
 	WaitForPodsReady *RemoteWaitForPodsReady
+	// Parsed is the Configuration as read, and FlagGates the manager's --feature-gates, which
+	// override its gates (a forecast replays them: kueuewl.Configuration.ReplayDocument).
+	Parsed    *kueuewl.Configuration
+	FlagGates map[string]bool
 }
 
 // RemoteWaitForPodsReady is waitForPodsReady with Kueue's defaults filled in.
@@ -218,7 +222,8 @@ func parseKueueConfig(b []byte, gates map[string]bool) (*KueueSettings, error) {
 		return nil, err
 	}
 	s := &KueueSettings{APIVersion: c.APIVersion, Frameworks: c.Frameworks, MetricsBindAddress: c.MetricsBindAddress,
-		LeaderElectionName: c.LeaderElectionName, ClientQPS: c.ClientQPS, ClientBurst: c.ClientBurst, FeatureGates: c.FeatureGates}
+		LeaderElectionName: c.LeaderElectionName, ClientQPS: c.ClientQPS, ClientBurst: c.ClientBurst,
+		FeatureGates: maps.Clone(c.FeatureGates), Parsed: c, FlagGates: gates}
 	maps.Copy(s.FeatureGates, gates)
 	if w := c.WaitForPodsReady; w != nil && !s.FeatureGates[kueuewl.DisableWaitForPodsReady] {
 		r := *w

@@ -18,12 +18,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/model/trace"
@@ -79,6 +82,9 @@ type Report struct {
 	Arrivals   string  `json:"arrivals"`
 	// KueueVersion is the Kueue release whose scheduler ran the forecast.
 	KueueVersion string `json:"kueueVersion"`
+	// KueueConfig is the state's Kueue configuration file the runs replayed ("": the release's
+	// defaults, or the configuration the caller gave).
+	KueueConfig string `json:"kueueConfig,omitempty"`
 	// Known, Drawn and FromTrace count the live workloads whose work left the state knows, that
 	// each run draws from History finished workloads, and that take the trace's duration (no
 	// history to draw from).
@@ -123,6 +129,8 @@ type input struct {
 	// finished and running are the history's observations, which each run resamples.
 	finished []*trace.Workload
 	running  map[*trace.Workload]float64
+	// kueue is the state's Kueue configuration (nil: none).
+	kueue *sim.KueueConfig
 }
 
 func load(ctx context.Context, dir string) (*input, error) {
@@ -157,7 +165,36 @@ func load(ctx context.Context, dir string) (*input, error) {
 	}
 	in.history = newDurations(finished, running)
 	in.finished, in.running = finished, running
+	if st.KueueConfig != "" {
+		k, err := loadKueueConfig(filepath.Join(dir, st.KueueConfig))
+		if err != nil {
+			return nil, err
+		}
+		in.kueue = &k
+	}
 	return in, nil
+}
+
+// loadKueueConfig reads a state's Kueue Configuration document as the sim's Kueue configuration.
+func loadKueueConfig(path string) (sim.KueueConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return sim.KueueConfig{}, fmt.Errorf("kueue configuration: %w", err)
+	}
+	var fields map[string]any
+	if err := yaml.Unmarshal(b, &fields); err != nil {
+		return sim.KueueConfig{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if fields["apiVersion"] != "config.kueue.x-k8s.io/v1beta2" || fields["kind"] != "Configuration" {
+		return sim.KueueConfig{}, fmt.Errorf("%s: apiVersion %v kind %v: want config.kueue.x-k8s.io/v1beta2 Configuration", path, fields["apiVersion"], fields["kind"])
+	}
+	delete(fields, "apiVersion")
+	delete(fields, "kind")
+	k, err := sim.KueueConfigFromFields(fields)
+	if err != nil {
+		return k, fmt.Errorf("%s: %w", path, err)
+	}
+	return k, nil
 }
 
 // Run makes the forecast.
@@ -195,6 +232,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{State: o.Dir, Source: st.Source, NowSec: st.NowSec, Repeats: o.Repeats, HorizonSec: o.HorizonSec, Arrivals: arrivals, History: in.history.n(),
 		KueueVersion: sim.KueueVersion}
+	if in.kueue != nil && reflect.ValueOf(o.Kueue).IsZero() {
+		o.Kueue, rep.KueueConfig = *in.kueue, st.KueueConfig
+	}
 	for i := range st.Workloads {
 		w := &st.Workloads[i]
 		switch {

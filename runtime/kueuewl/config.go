@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,16 @@ type Configuration struct {
 	// WaitForPodsReady is Kueue's waitForPodsReady with its defaults filled in (nil: off by the
 	// DisableWaitForPodsReady gate the Configuration sets).
 	WaitForPodsReady *WaitForPodsReady
+
+	// The sections a forecast replays, as the document sets them (v1beta2, Kueue's defaults
+	// within a section filled in); nil where the document has no such section, so that the
+	// replaying release applies its own default (waitForPodsReady is on by default from v0.19,
+	// the client rate differs by release).
+	FairSharing          *kueueconfig.FairSharing
+	AdmissionFairSharing *kueueconfig.AdmissionFairSharing
+	Resources            *kueueconfig.Resources
+	WaitForPodsReadySet  *kueueconfig.WaitForPodsReady
+	ClientConnectionSet  *kueueconfig.ClientConnection
 }
 
 // WaitForPodsReady is waitForPodsReady's settings. Durations are wall time, as Kueue reads them.
@@ -67,6 +78,7 @@ func ParseConfiguration(b []byte) (*Configuration, error) {
 		APIVersion       string          `json:"apiVersion"`
 		Kind             string          `json:"kind"`
 		WaitForPodsReady json.RawMessage `json:"waitForPodsReady"`
+		ClientConnection json.RawMessage `json:"clientConnection"`
 	}
 	if err := yaml.Unmarshal(b, &head); err != nil {
 		return nil, err
@@ -92,7 +104,74 @@ func ParseConfiguration(b []byte) (*Configuration, error) {
 	if s.WaitForPodsReady = WaitForPodsReadyOf(c.WaitForPodsReady); s.WaitForPodsReady != nil {
 		s.WaitForPodsReady.Default = len(head.WaitForPodsReady) == 0 || string(head.WaitForPodsReady) == "null"
 	}
+	set := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+	s.FairSharing, s.AdmissionFairSharing, s.Resources = c.FairSharing, c.AdmissionFairSharing, c.Resources
+	if set(head.WaitForPodsReady) {
+		s.WaitForPodsReadySet = c.WaitForPodsReady
+	}
+	if set(head.ClientConnection) {
+		s.ClientConnectionSet = c.ClientConnection
+	}
 	return s, nil
+}
+
+// ReplayDocument is a v1beta2 Configuration holding what of c a replay of Kueue's scheduling
+// models (fairSharing, admissionFairSharing, waitForPodsReady and clientConnection as c's
+// document sets them, resources.deviceClassMappings, and the feature gates, gates overriding
+// c's as the manager's --feature-gates flag does), and what it leaves out of c, one line each.
+func (c *Configuration) ReplayDocument(gates map[string]bool) (doc []byte, left []string, err error) {
+	out := kueueconfig.Configuration{FairSharing: c.FairSharing, AdmissionFairSharing: c.AdmissionFairSharing,
+		WaitForPodsReady: c.WaitForPodsReadySet, ClientConnection: c.ClientConnectionSet}
+	// The group version by name: the releases' config packages name its variable differently.
+	out.APIVersion, out.Kind = "config.kueue.x-k8s.io/v1beta2", "Configuration"
+	if r := c.Resources; r != nil {
+		if len(r.DeviceClassMappings) > 0 {
+			out.Resources = &kueueconfig.Resources{DeviceClassMappings: r.DeviceClassMappings}
+		}
+		// Read as JSON: which other fields a release's resources section has differs by release.
+		var fields map[string]any
+		if b, err := json.Marshal(r); err == nil && json.Unmarshal(b, &fields) == nil {
+			var others []string
+			for k := range fields {
+				if k != "deviceClassMappings" {
+					others = append(others, k)
+				}
+			}
+			if len(others) > 0 {
+				slices.Sort(others)
+				left = append(left, "resources: only deviceClassMappings are replayed, not "+strings.Join(others, ", "))
+			}
+		}
+	}
+	fg := maps.Clone(c.FeatureGates)
+	if fg == nil {
+		fg = map[string]bool{}
+	}
+	maps.Copy(fg, gates)
+	if len(fg) > 0 {
+		out.FeatureGates = fg
+	}
+	// The Configuration type has sections without omitempty (health, metrics, webhook, ...): the
+	// document keeps the replayed ones alone.
+	j, err := json.Marshal(&out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kueue configuration: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		return nil, nil, fmt.Errorf("kueue configuration: %w", err)
+	}
+	keep := []string{"apiVersion", "kind", "fairSharing", "admissionFairSharing", "waitForPodsReady", "clientConnection", "resources", "featureGates"}
+	for k := range m {
+		if !slices.Contains(keep, k) {
+			delete(m, k)
+		}
+	}
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kueue configuration: %w", err)
+	}
+	return b, left, nil
 }
 
 // WaitForPodsReadyOf is the settings of Kueue's waitForPodsReady section w (its defaults filled

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 )
 
@@ -50,27 +51,57 @@ func FromConfig(ctx context.Context, rc *rest.Config, opts Options) (*Snapshot, 
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: client: %w", err)
 	}
-	var versionWarning string
+	k, kerr := inspectKueue(ctx, rc)
+	var warnings []string
 	if opts.KueueVersion == "" {
-		opts.KueueVersion, versionWarning = kueueVersion(ctx, rc)
+		var w string
+		if opts.KueueVersion, w = kueueVersion(k, kerr); w != "" {
+			warnings = append(warnings, w)
+		}
 	}
 	s, err := Read(ctx, c, opts)
 	if err != nil {
 		return nil, err
 	}
-	if versionWarning != "" {
-		s.Warnings = append([]string{versionWarning}, s.Warnings...)
-	}
+	warnings = append(warnings, s.kueueConfig(k, kerr)...)
+	s.Warnings = append(warnings, s.Warnings...)
 	return s, nil
 }
 
-// kueueVersion is the tag of Kueue's controller image, or "" and why it is unknown.
-func kueueVersion(ctx context.Context, rc *rest.Config) (string, string) {
+func inspectKueue(ctx context.Context, rc *rest.Config) (*cluster.RemoteKueue, error) {
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return "", fmt.Sprintf("Kueue version: unknown (%v)", err)
+		return nil, err
 	}
-	k, err := cluster.InspectKueue(ctx, cs)
+	return cluster.InspectKueue(ctx, cs)
+}
+
+// kueueConfig keeps what of the Kueue Configuration k found a forecast replays
+// (kueuewl.Configuration.ReplayDocument), and returns what the state cannot carry.
+func (s *Snapshot) kueueConfig(k *cluster.RemoteKueue, err error) []string {
+	switch {
+	case apierrors.IsForbidden(err):
+		return []string{"Kueue configuration: not read: reading Deployments or ConfigMaps is forbidden (RBAC get configmaps in Kueue's namespace); a forecast runs the release's defaults"}
+	case err != nil:
+		return []string{fmt.Sprintf("Kueue configuration: not read (%v); a forecast runs the release's defaults", err)}
+	case k.Config == nil || k.Config.Parsed == nil:
+		return []string{"Kueue configuration: no ConfigMap with " + cluster.KueueConfigKey + " found; a forecast runs the release's defaults"}
+	}
+	doc, left, err := k.Config.Parsed.ReplayDocument(k.Config.FlagGates)
+	if err != nil {
+		return []string{fmt.Sprintf("Kueue configuration (%s): %v; a forecast runs the release's defaults", k.ConfigSource, err)}
+	}
+	s.KueueConfig, s.KueueConfigSource = doc, k.ConfigSource
+	s.State.KueueConfig = state.KueueConfigFile
+	var out []string
+	for _, l := range left {
+		out = append(out, fmt.Sprintf("Kueue configuration (%s): %s", k.ConfigSource, l))
+	}
+	return out
+}
+
+// kueueVersion is the tag of Kueue's controller image, or "" and why it is unknown.
+func kueueVersion(k *cluster.RemoteKueue, err error) (string, string) {
 	switch {
 	case apierrors.IsForbidden(err):
 		return "", "Kueue version: unknown: listing Deployments is forbidden (RBAC list deployments.apps cluster-wide); give --kueue-version"

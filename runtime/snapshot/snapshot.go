@@ -53,6 +53,10 @@ type Snapshot struct {
 	Warnings []string
 	// Clock says which clock the times are on.
 	Clock string
+	// KueueConfig, when read (FromConfig), is the part of the cluster's Kueue Configuration a
+	// forecast replays, a v1beta2 Configuration document; KueueConfigSource says where it was.
+	KueueConfig       []byte
+	KueueConfigSource string
 }
 
 // PlaceholderDurationSec is the trace duration of a live workload whose duration is unknown (no
@@ -146,6 +150,12 @@ func (s *Snapshot) Write(dir string) error {
 	if s.History != nil {
 		if err := writeTrace(filepath.Join(dir, state.HistoryFile), s.History); err != nil {
 			return err
+		}
+	}
+	if len(s.KueueConfig) > 0 {
+		head := fmt.Sprintf("# Read from %s by kueuelab snapshot: the part of Kueue's Configuration a forecast replays.\n", s.KueueConfigSource)
+		if err := os.WriteFile(filepath.Join(dir, state.KueueConfigFile), append([]byte(head), s.KueueConfig...), 0o644); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
 		}
 	}
 	b, err := state.Marshal(s.State)

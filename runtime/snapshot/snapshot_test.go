@@ -27,6 +27,7 @@ import (
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/kueueclock"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/simclock"
 )
 
@@ -455,5 +456,41 @@ func TestSnapshotTraceClock(t *testing.T) {
 	}
 	if !strings.Contains(s.Clock, "trace seconds") {
 		t.Errorf("clock %q", s.Clock)
+	}
+}
+
+// The Kueue Configuration a snapshot found is kept beside the state, which names it; without one
+// the state names none and the snapshot says why.
+func TestSnapshotKeepsKueueConfig(t *testing.T) {
+	parsed, err := kueuewl.ParseConfiguration([]byte("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfairSharing: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := read(t, teamsCluster())
+	warnings := s.kueueConfig(&cluster.RemoteKueue{Config: &cluster.KueueSettings{Parsed: parsed, FlagGates: map[string]bool{"PriorityBoost": true}},
+		ConfigSource: "ConfigMap kueue-system/kueue-manager-config key controller_manager_config.yaml"}, nil)
+	if len(warnings) != 0 {
+		t.Errorf("warnings %q", warnings)
+	}
+	dir := t.TempDir()
+	if err := s.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Load(filepath.Join(dir, state.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, state.KueueConfigFile))
+	if err != nil || st.KueueConfig != state.KueueConfigFile {
+		t.Fatalf("state names %q; file: %v", st.KueueConfig, err)
+	}
+	for _, want := range []string{"# Read from ConfigMap kueue-system/kueue-manager-config", "fairSharing:", "PriorityBoost: true", "kind: Configuration"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q:\n%s", state.KueueConfigFile, want, b)
+		}
+	}
+	none := read(t, teamsCluster())
+	if w := none.kueueConfig(&cluster.RemoteKueue{}, nil); len(w) != 1 || !strings.Contains(w[0], "a forecast runs the release's defaults") || none.State.KueueConfig != "" {
+		t.Errorf("without a Configuration: warnings %q, state names %q", w, none.State.KueueConfig)
 	}
 }
