@@ -33,6 +33,8 @@ type KueueConfig struct {
 	// process-wide: on the sim engine a variant with gates runs in a kueuelab process of its own;
 	// the cluster engine's Kueue reads them from its Configuration (a fresh local cluster per run).
 	FeatureGates map[string]bool `yaml:"featureGates,omitempty"`
+	// Resources is Kueue's resources section, as far as a what-if varies it.
+	Resources *KueueResources `yaml:"resources,omitempty"`
 
 	// kueueDefaults marks a configuration completed by WithKueueDefaults: a waitForPodsReady
 	// with enable: false then turns Kueue's default off (its DisableWaitForPodsReady gate).
@@ -57,7 +59,7 @@ func (k *KueueConfig) WithKueueDefaults(v kueuever.Version) *KueueConfig {
 	out := &KueueConfig{kueueDefaults: true}
 	if k != nil {
 		out.FairSharing, out.WaitForPodsReady, out.AdmissionFairSharing = k.FairSharing, k.WaitForPodsReady, k.AdmissionFairSharing
-		out.ClientConnection, out.FeatureGates = k.ClientConnection, k.FeatureGates
+		out.ClientConnection, out.FeatureGates, out.Resources = k.ClientConnection, k.FeatureGates, k.Resources
 	}
 	if out.WaitForPodsReady == nil && v.DefaultsWaitForPodsReady() {
 		no := false
@@ -66,6 +68,14 @@ func (k *KueueConfig) WithKueueDefaults(v kueuever.Version) *KueueConfig {
 				BackoffBase: defaultBackoffBase.String(), BackoffMax: defaultBackoffMax.String()}}
 	}
 	return out
+}
+
+// KueueResources is Configuration.resources: QuotaCheckStrategy is BlockUndeclared (Kueue's
+// default: a Workload's resources its ClusterQueue does not cover make it inadmissible) or
+// IgnoreUndeclared (they are not checked against quota). Kueue v0.18 introduced it, behind its
+// QuotaCheckStrategy gate (on by default from v0.19).
+type KueueResources struct {
+	QuotaCheckStrategy string `yaml:"quotaCheckStrategy,omitempty"`
 }
 
 // KueueFairSharing turns Kueue's fair sharing on. PreemptionStrategies default to
@@ -146,6 +156,13 @@ func (k *KueueConfig) check() error {
 	for g := range k.FeatureGates {
 		if g == "" {
 			errs = append(errs, errors.New("featureGates: a gate without a name"))
+		}
+	}
+	if r := k.Resources; r != nil {
+		switch r.QuotaCheckStrategy {
+		case "", "BlockUndeclared", "IgnoreUndeclared":
+		default:
+			errs = append(errs, fmt.Errorf("resources.quotaCheckStrategy: %q: want BlockUndeclared or IgnoreUndeclared", r.QuotaCheckStrategy))
 		}
 	}
 	return errors.Join(append(errs, k.checkDurations())...)
@@ -230,7 +247,7 @@ func durationOr(v string, def time.Duration) time.Duration {
 // enable: false turns Kueue v0.19's default off (WithKueueDefaults): a change.
 func (k *KueueConfig) Empty() bool {
 	return k == nil || ((k.FairSharing == nil || !k.FairSharing.Enable) && k.WaitForPodsReady == nil &&
-		k.AdmissionFairSharing == nil)
+		k.AdmissionFairSharing == nil && (k.Resources == nil || k.Resources.QuotaCheckStrategy == ""))
 }
 
 // Fields returns the top-level fields of Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)
@@ -296,6 +313,9 @@ func (k *KueueConfig) Fields() map[string]any {
 	}
 	if c := k.ClientConnection; c != nil {
 		out["clientConnection"] = map[string]any{"qps": c.QPS, "burst": c.Burst}
+	}
+	if r := k.Resources; r != nil && r.QuotaCheckStrategy != "" {
+		out["resources"] = map[string]any{"quotaCheckStrategy": r.QuotaCheckStrategy}
 	}
 	return out
 }

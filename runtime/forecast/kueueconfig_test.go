@@ -32,7 +32,7 @@ featureGates: {SchedulerLongRequeueInterval: true, PriorityBoost: true}
 resources:
   excludeResourcePrefixes: [example.com/]
 `, flags: map[string]bool{"PriorityBoost": false},
-			wantLeftOut: "only deviceClassMappings are replayed"},
+			wantLeftOut: "only deviceClassMappings and quotaCheckStrategy are replayed, not excludeResourcePrefixes"},
 		{name: "v1beta1, sections left to the release", doc: `apiVersion: config.kueue.x-k8s.io/v1beta1
 kind: Configuration
 manageJobsWithoutQueueName: true

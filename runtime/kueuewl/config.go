@@ -124,22 +124,24 @@ func (c *Configuration) ReplayDocument(gates map[string]bool) (doc []byte, left 
 		WaitForPodsReady: c.WaitForPodsReadySet, ClientConnection: c.ClientConnectionSet}
 	// The group version by name: the releases' config packages name its variable differently.
 	out.APIVersion, out.Kind = "config.kueue.x-k8s.io/v1beta2", "Configuration"
+	// resources is read as JSON: which fields a release's section has differs by release.
+	var resources map[string]any
 	if r := c.Resources; r != nil {
-		if len(r.DeviceClassMappings) > 0 {
-			out.Resources = &kueueconfig.Resources{DeviceClassMappings: r.DeviceClassMappings}
-		}
-		// Read as JSON: which other fields a release's resources section has differs by release.
 		var fields map[string]any
 		if b, err := json.Marshal(r); err == nil && json.Unmarshal(b, &fields) == nil {
+			resources = map[string]any{}
 			var others []string
-			for k := range fields {
-				if k != "deviceClassMappings" {
+			for k, v := range fields {
+				switch k {
+				case "deviceClassMappings", "quotaCheckStrategy":
+					resources[k] = v
+				default:
 					others = append(others, k)
 				}
 			}
 			if len(others) > 0 {
 				slices.Sort(others)
-				left = append(left, "resources: only deviceClassMappings are replayed, not "+strings.Join(others, ", "))
+				left = append(left, "resources: only deviceClassMappings and quotaCheckStrategy are replayed, not "+strings.Join(others, ", "))
 			}
 		}
 	}
@@ -161,11 +163,14 @@ func (c *Configuration) ReplayDocument(gates map[string]bool) (doc []byte, left 
 	if err := json.Unmarshal(j, &m); err != nil {
 		return nil, nil, fmt.Errorf("kueue configuration: %w", err)
 	}
-	keep := []string{"apiVersion", "kind", "fairSharing", "admissionFairSharing", "waitForPodsReady", "clientConnection", "resources", "featureGates"}
+	keep := []string{"apiVersion", "kind", "fairSharing", "admissionFairSharing", "waitForPodsReady", "clientConnection", "featureGates"}
 	for k := range m {
 		if !slices.Contains(keep, k) {
 			delete(m, k)
 		}
+	}
+	if len(resources) > 0 {
+		m["resources"] = resources
 	}
 	b, err := yaml.Marshal(m)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 
@@ -32,10 +33,13 @@ type KueueConfig struct {
 	// ClientConnection is Kueue's API client rate limit, which the control-plane model applies
 	// (no effect without one).
 	ClientConnection *config.ClientConnection `json:"clientConnection,omitempty"`
-	// Resources holds the DRA deviceClassMappings (its other fields are not modelled). A cluster
-	// spec with MIG-partitioned pools adds its own (rcluster.Spec.KueueResources), as `run`
-	// configures the local cluster's Kueue.
+	// Resources holds the DRA deviceClassMappings (its other fields but quotaCheckStrategy are
+	// not modelled). A cluster spec with MIG-partitioned pools adds its own
+	// (rcluster.Spec.KueueResources), as `run` configures the local cluster's Kueue.
 	Resources *config.Resources `json:"resources,omitempty"`
+	// QuotaCheckStrategy is resources.quotaCheckStrategy, kept apart from Resources: the
+	// releases before v0.18 have no such field, and refuse it naming the release.
+	QuotaCheckStrategy string `json:"-"`
 }
 
 // KueueVersion is the Kueue release the sim links.
@@ -52,6 +56,23 @@ func KueueConfigFromFields(fields map[string]any) (KueueConfig, error) {
 	if len(fields) == 0 {
 		return k, nil
 	}
+	if res, ok := fields["resources"].(map[string]any); ok {
+		if v, ok := res["quotaCheckStrategy"]; ok {
+			qcs, ok := v.(string)
+			if !ok {
+				return k, fmt.Errorf("kueue config: resources.quotaCheckStrategy: %v: want a string", v)
+			}
+			k.QuotaCheckStrategy = qcs
+			rest := maps.Clone(res)
+			delete(rest, "quotaCheckStrategy")
+			fields = maps.Clone(fields)
+			if len(rest) == 0 {
+				delete(fields, "resources")
+			} else {
+				fields["resources"] = rest
+			}
+		}
+	}
 	b, err := json.Marshal(fields)
 	if err != nil {
 		return k, fmt.Errorf("kueue config: %w", err)
@@ -59,7 +80,7 @@ func KueueConfigFromFields(fields map[string]any) (KueueConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&k); err != nil {
-		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing, waitForPodsReady, clientConnection, resources.deviceClassMappings and featureGates)", err)
+		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing, waitForPodsReady, clientConnection, resources.deviceClassMappings, resources.quotaCheckStrategy and featureGates)", err)
 	}
 	return k, k.check()
 }
@@ -80,9 +101,12 @@ func (k KueueConfig) check() error {
 			errs = append(errs, fmt.Errorf("kueue config: admissionFairSharing durations must be ≥ 0"))
 		}
 	}
+	if err := kueuelib.CheckQuotaCheckStrategy(k.QuotaCheckStrategy); err != nil {
+		errs = append(errs, fmt.Errorf("kueue config: %w", err))
+	}
 	if r := k.Resources; r != nil {
 		if len(r.ExcludeResourcePrefixes) > 0 || len(r.Transformations) > 0 {
-			errs = append(errs, errors.New("kueue config: resources: the sim engine models deviceClassMappings only (not excludeResourcePrefixes or transformations); use the cluster engine"))
+			errs = append(errs, errors.New("kueue config: resources: the sim engine models deviceClassMappings and quotaCheckStrategy only (not excludeResourcePrefixes or transformations); use the cluster engine"))
 		}
 		if len(r.DeviceClassMappings) > 0 {
 			if err := kueuelib.CounterQuota(); err != nil {
@@ -148,6 +172,7 @@ func (k KueueConfig) options() (kueuelib.Options, error) {
 	if k.Resources != nil {
 		o.DeviceClassMappings = k.Resources.DeviceClassMappings
 	}
+	o.QuotaCheckStrategy = k.QuotaCheckStrategy
 	return o, nil
 }
 

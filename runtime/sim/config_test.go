@@ -86,7 +86,7 @@ func TestKueueConfigResources(t *testing.T) {
 			map[string]any{"name": "gpu", "deviceClassNames": []any{"gpu.nvidia.com"}}}}}, migSpec, 0,
 			"resources.deviceClassMappings is set, but the cluster spec's MIG pools need their own"},
 		{"unmodelled resources field", map[string]any{"resources": map[string]any{"excludeResourcePrefixes": []any{"x"}}}, twoTeams, 0,
-			"the sim engine models deviceClassMappings only"},
+			"the sim engine models deviceClassMappings and quotaCheckStrategy only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k, err := KueueConfigFromFields(tc.fields)

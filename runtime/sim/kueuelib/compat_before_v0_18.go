@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	"sigs.k8s.io/kueue/pkg/scheduler"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
@@ -34,4 +35,12 @@ var _ record.EventRecorder = discardRecorder{}
 func (discardRecorder) Event(runtime.Object, string, string, string)          {}
 func (discardRecorder) Eventf(runtime.Object, string, string, string, ...any) {}
 func (discardRecorder) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
+}
+
+// quotaCheckOptions refuses a quotaCheckStrategy: the releases before v0.18 have none.
+func quotaCheckOptions(s string) ([]scheduler.Option, error) {
+	if s == "" {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("resources.quotaCheckStrategy: Kueue v0.18 introduced it; this sim runs Kueue %s", KueueVersion)
 }

@@ -64,8 +64,19 @@ type Options struct {
 	// classes Kueue charges to quota resources (MIG slices to gpu.memory by the memory counter
 	// their devices consume). Counter sources need Kueue v0.19 (CounterQuota).
 	DeviceClassMappings []config.DeviceClassMapping
+	// QuotaCheckStrategy is Configuration.resources.quotaCheckStrategy (BlockUndeclared,
+	// Kueue's default, or IgnoreUndeclared: a Workload's resources its ClusterQueue does not
+	// cover are not checked against quota). Kueue v0.18 introduced it, behind its
+	// QuotaCheckStrategy gate (beta and on from v0.19); "" is Kueue's default.
+	QuotaCheckStrategy string
 	// Seed draws the objects' UIDs.
 	Seed uint64
+}
+
+// CheckQuotaCheckStrategy checks resources.quotaCheckStrategy s as the linked release takes it.
+func CheckQuotaCheckStrategy(s string) error {
+	_, err := quotaCheckOptions(s)
+	return err
 }
 
 // Kueue is one Kueue instance: its cache, queues and scheduler over a Store.
@@ -153,6 +164,10 @@ func New(o Options) (*Kueue, error) {
 	if err != nil {
 		return nil, err
 	}
+	quotaCheck, err := quotaCheckOptions(o.QuotaCheckStrategy)
+	if err != nil {
+		return nil, err
+	}
 	queueOpts = append(queueOpts, d.queueOptions()...)
 	k := &Kueue{}
 	clk := timerClock{WithDelayedExecution: o.Clock, k: k}
@@ -171,7 +186,7 @@ func New(o Options) (*Kueue, error) {
 		scheduler.WithPodsReadyRequeuingTimestamp(requeuing),
 		scheduler.WithFairSharing(o.FairSharing),
 		scheduler.WithAdmissionFairSharing(o.AdmissionFairSharing),
-		scheduler.WithClock(nil, clk)}, w.scheduler...)...)
+		scheduler.WithClock(nil, clk)}, append(w.scheduler, quotaCheck...)...)...)
 	routine.DefaultWrapper = saved
 	newMu.Unlock()
 
