@@ -573,8 +573,9 @@ func (p *Profile) validateFamilies(v *validator) {
 		}
 		var shareSum float64
 		for j, c := range f.GPUShares {
-			if !(c.Share > 0 && c.Share < 1) {
-				v.fail(fmt.Sprintf("%s.gpuShares[%d].share", path, j), "must be > 0 and < 1, got %v", c.Share)
+			// Traces write a share to the thousandth of a GPU.
+			if !(c.Share >= 0.001 && c.Share <= 0.999) || math.Round(c.Share*1000) != c.Share*1000 {
+				v.fail(fmt.Sprintf("%s.gpuShares[%d].share", path, j), "must be a share of a GPU in thousandths, 0.001 to 0.999, got %v", c.Share)
 			}
 			v.prob(fmt.Sprintf("%s.gpuShares[%d].probability", path, j), c.Probability)
 			shareSum += c.Probability

@@ -68,7 +68,7 @@ func TestProfileErrors(t *testing.T) {
 		{"costly checkpoints too often", "intervalSec: 3600, costSec: 60, restartSec: 600", "intervalSec: 0.5, costSec: 60, restartSec: 600", []string{"custom.yaml:151", "families[2].checkpoint.intervalSec"}},
 		{"share of a whole GPU", "      main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}\n\n  - name: single",
 			"      main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}\n    gpuShares: [{share: 1, probability: 0.2}]\n\n  - name: single",
-			[]string{"families[0].gpuShares[0].share", "must be > 0 and < 1"}},
+			[]string{"families[0].gpuShares[0].share", "must be a share of a GPU in thousandths, 0.001 to 0.999"}},
 		{"shares more likely than certain", "      main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}\n\n  - name: single",
 			"      main: {cpu: 2, cpuPerGPU: 2, memoryGi: 8, memoryGiPerGPU: 16}\n    gpuShares: [{share: 0.5, probability: 0.6}, {share: 0.25, probability: 0.6}]\n\n  - name: single",
 			[]string{"families[0].gpuShares", "sum to 1.2"}},

@@ -409,7 +409,14 @@ func requests(spec *gen.FamilySpec, role string, t Task) trace.Requests {
 		req[name] = strconv.Itoa(t.GPUs)
 	}
 	if t.GPUFraction > 0 {
-		req[trace.ResourceGPUFraction] = strconv.FormatFloat(math.Round(t.GPUFraction*1000)/1000, 'f', -1, 64)
+		// To a thousandth of a GPU, within what a trace takes: a share that rounds to a whole
+		// GPU is one; a share below a thousandth is one thousandth.
+		switch f := math.Round(t.GPUFraction*1000) / 1000; {
+		case f >= 1:
+			req[trace.ResourceGPU] = "1"
+		default:
+			req[trace.ResourceGPUFraction] = strconv.FormatFloat(math.Max(f, 0.001), 'f', -1, 64)
+		}
 	}
 	return req
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kueuelab/kueuelab/model/fielderr"
+	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
@@ -283,5 +284,33 @@ func TestHugeJobIsMalformed(t *testing.T) {
 	}
 	if _, err := Import("alibaba-gfs", []string{p}, Options{}); err == nil || !strings.Contains(err.Error(), "g.csv:1: job gfs-1 asks for 1000000000 pods") {
 		t.Fatal(err)
+	}
+}
+
+// A share is written to the thousandth of a GPU and stays a valid request: one that rounds to a
+// whole GPU is one, one below a thousandth is a thousandth.
+func TestShareRounding(t *testing.T) {
+	p, err := gen.DefaultProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := p.Family(trace.DebugEval)
+	for _, tc := range []struct {
+		share     float64
+		wantShare string
+		wantGPU   string
+	}{
+		{0.5, "0.5", ""}, {0.12345, "0.123", ""}, {0.0004, "0.001", ""}, {0.9996, "", "1"},
+	} {
+		req := requests(spec, trace.RoleMain, Task{Pods: 1, GPUFraction: tc.share, CPU: 2, MemGi: 4})
+		if req[trace.ResourceGPUFraction] != tc.wantShare || req[trace.ResourceGPU] != tc.wantGPU {
+			t.Errorf("share %v: requests %v, want share %q, GPUs %q", tc.share, req, tc.wantShare, tc.wantGPU)
+		}
+		w := &trace.Workload{SchemaVersion: trace.SchemaVersion, WorkloadID: "w", Namespace: "a", WorkloadType: trace.DebugEval, DurationSec: 60,
+			WorkloadClass: trace.Class{CPU: "cpu.light", GPU: "gpu.light"}, SharedIntensityProfile: trace.Profile{GPUUtilization: 0.5},
+			Pods: []trace.PodGroup{{Role: trace.RoleMain, Replicas: 1, Requests: req}}}
+		if err := w.Validate(); err != nil {
+			t.Errorf("share %v: %v", tc.share, err)
+		}
 	}
 }

@@ -77,6 +77,23 @@ func (r Requests) GPUWork() (devices, utilShare float64) {
 	return float64(r.GPUs()), 1
 }
 
+// DeviceGPUUtilization is the utilisation of the GPU devices the workload's pods hold, averaged
+// over them: the profile's for whole GPUs and slices, the share times it for a pod with a share
+// of a GPU (its device is a whole GPU or a slice; the share of it is what it uses).
+func (w *Workload) DeviceGPUUtilization() float64 {
+	u := w.SharedIntensityProfile.GPUUtilization
+	var devices, used float64
+	for _, p := range w.Pods {
+		d, share := p.Requests.GPUWork()
+		devices += float64(p.Replicas) * d
+		used += float64(p.Replicas) * d * share * u
+	}
+	if devices == 0 {
+		return u
+	}
+	return used / devices
+}
+
 // GPUFractionPods returns how many of the workload's pods ask for a share of a GPU.
 func (w *Workload) GPUFractionPods() int {
 	n := 0

@@ -175,3 +175,25 @@ func TestInspectGPUFractions(t *testing.T) {
 		}
 	}
 }
+
+// The utilisation of the devices a workload holds: a share uses its share of its device.
+func TestDeviceGPUUtilization(t *testing.T) {
+	prof := Profile{GPUUtilization: 0.8}
+	for _, tc := range []struct {
+		name string
+		pods []PodGroup
+		want float64
+	}{
+		{"whole GPUs", []PodGroup{{Replicas: 2, Requests: Requests{ResourceGPU: "4"}}}, 0.8},
+		{"a quarter of a GPU", []PodGroup{{Replicas: 1, Requests: Requests{ResourceGPUFraction: "0.25"}}}, 0.2},
+		// 4 whole GPUs at 0.8 and one device at 0.5 × 0.8: (3.2 + 0.4) / 5.
+		{"mixed", []PodGroup{{Replicas: 4, Requests: Requests{ResourceGPU: "1"}}, {Replicas: 1, Requests: Requests{ResourceGPUFraction: "0.5"}}}, 0.72},
+		{"slices", []PodGroup{{Replicas: 1, Requests: Requests{MIGResource("1g.10gb"): "2"}}}, 0.8},
+		{"no GPU", []PodGroup{{Replicas: 1, Requests: Requests{ResourceCPU: "2"}}}, 0.8},
+	} {
+		w := &Workload{SharedIntensityProfile: prof, Pods: tc.pods}
+		if got := w.DeviceGPUUtilization(); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -499,4 +499,17 @@ teams:
 			}
 		})
 	}
+	// Beside slices asked for by profile, a share goes on slices too; without MIG quota the mix
+	// is refused, naming the queue.
+	mixed := func(ns string) *trace.Workload {
+		return &trace.Workload{WorkloadID: "mixed", Namespace: ns, WorkloadType: trace.DebugEval, Pods: []trace.PodGroup{
+			{Role: "a", Replicas: 1, Requests: trace.Requests{"cpu": "4", trace.MIGResource("1g.10gb"): "1"}},
+			{Role: "b", Replicas: 1, Requests: trace.Requests{"cpu": "4", trace.ResourceGPUFraction: "0.25"}}}}
+	}
+	if p, err := pl.Place(mixed("team-a")); err != nil || p.MIGProfile != "2g.20gb" {
+		t.Errorf("slices and a share on team-a: profile %q, error %v; want 2g.20gb", p.MIGProfile, err)
+	}
+	if _, err := pl.Place(mixed("team-b")); err == nil || !strings.Contains(err.Error(), "asks for MIG slices and for a share of a GPU that no MIG profile its ClusterQueue cq-b has quota on holds") {
+		t.Errorf("slices and a share on team-b: error %v", err)
+	}
 }

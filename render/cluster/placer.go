@@ -99,13 +99,20 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 	if t := p.s.Topology; t != nil && gang {
 		pl.TopologyLevel = map[string]string{LevelBlock: t.BlockLabel, LevelRack: t.RackLabel, LevelHostname: hostnameLabel}[t.GangLevel]
 	}
-	if w.GPUFractionPods() > 0 && w.TotalGPUs() == 0 && w.MIGSlices() == 0 && p.hasMIGQuota(team) {
+	if w.GPUFractionPods() > 0 && w.TotalGPUs() == 0 && p.hasMIGQuota(team) {
+		// Shares go on slices, beside any slices the workload asks for by profile.
 		if profile := p.fractionProfile(w, team); profile != "" {
 			sw, _ := render.OnSlices(w, nil, profile)
 			pl.MIGProfile = profile
 			return p.placeMIG(sw, pl, team)
 		}
 	}
+	if w.GPUFractionPods() > 0 && w.MIGSlices() > 0 {
+		return pl, fmt.Errorf("workload %s asks for MIG slices and for a share of a GPU that no MIG profile its ClusterQueue %s has quota on holds: a pod on slices cannot sit beside one on a whole GPU of the same flavor",
+			w.WorkloadID, p.s.clusterQueue(team.ClusterQueue).Name)
+	}
+	// A family the spec moves onto slices (migFor) takes its shares there too, one slice of the
+	// rule's profile each: the operator's choice, a share larger than the slice then slowed.
 	if r := p.s.migRule(w); r != nil && p.hasMIGQuota(team) {
 		sw, _ := render.OnSlices(w, nil, r.Profile)
 		pl.MIGProfile = r.Profile

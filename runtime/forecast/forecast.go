@@ -416,17 +416,25 @@ func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pen
 }
 
 // truncateToMaxExec ends w's work where Kueue would deactivate it (its maxExecutionSec, elapsed
-// of it used by the current admission), when what it has left (drawn, known, or else traceLeft,
-// the trace's duration less elapsed) goes past that: the limit bounds the run, it is not its
-// length. Kueue then evicts and deactivates it; the forecast lets it finish there, which frees
-// its quota at the same instant.
+// of it used by the current admission), when what it has left (drawn or known, or else
+// traceLeft, the trace's duration less elapsed) goes past that: the limit bounds the run, it is
+// not its length. Kueue then evicts and deactivates it; the forecast lets it finish there, which
+// frees its quota at the same instant. The bound is close, not exact: Kueue counts admitted wall
+// time (pod start-up and slow-downs included) from the Admitted condition, the forecast work
+// seconds from the quota reservation.
 func truncateToMaxExec(w *state.Workload, elapsed, traceLeft float64) {
 	if w.MaxExecutionSec == nil {
 		return
 	}
 	left := traceLeft
-	if w.RemainingSec != nil {
+	switch {
+	case w.RemainingSec != nil:
 		left = *w.RemainingSec
+	case len(w.Progress) > 0:
+		left = 0
+		for _, p := range w.Progress {
+			left = math.Max(left, p.RemainingSec)
+		}
 	}
 	// A second at least: Kueue deactivates an overdue workload on its next reconcile.
 	if budget := math.Max(*w.MaxExecutionSec-elapsed, 1); left > budget {

@@ -188,18 +188,24 @@ func TestTruncateToMaxExec(t *testing.T) {
 		name                     string
 		max, remaining           *float64
 		elapsed, traceLeft, want float64
-		progressKept             bool
+		progress                 float64 // the main role's work left
+		progressKept, noProgress bool
 	}{
 		{name: "no limit", remaining: f(5000), elapsed: 100, want: 5000, progressKept: true},
 		{name: "within the limit", max: f(3600), remaining: f(1000), elapsed: 600, want: 1000, progressKept: true},
 		{name: "past the limit, running", max: f(3600), remaining: f(5000), elapsed: 600, want: 3000},
 		{name: "past the limit, pending", max: f(3600), remaining: f(5000), want: 3600},
 		{name: "overdue: deactivated at once", max: f(3600), remaining: f(5000), elapsed: 4000, want: 1},
-		{name: "unknown work left, the trace's past the limit", max: f(600), elapsed: 100, traceLeft: 900, want: 500},
-		{name: "unknown work left, the trace's within it", max: f(600), elapsed: 100, traceLeft: 300, progressKept: true},
+		{name: "unknown work left, the trace's past the limit", max: f(600), elapsed: 100, traceLeft: 900, want: 500, noProgress: true},
+		{name: "unknown work left, the trace's within it", max: f(600), elapsed: 100, traceLeft: 300, noProgress: true},
+		{name: "progress known within the limit", max: f(3600), elapsed: 600, traceLeft: 4400, progress: 100, progressKept: true},
+		{name: "progress known past the limit", max: f(3600), elapsed: 600, traceLeft: 100, progress: 4000, want: 3000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &state.Workload{MaxExecutionSec: tc.max, RemainingSec: tc.remaining, Progress: []state.RoleProgress{{Role: "main"}}}
+			w := &state.Workload{MaxExecutionSec: tc.max, RemainingSec: tc.remaining, Progress: []state.RoleProgress{{Role: "main", RemainingSec: tc.progress}}}
+			if tc.noProgress {
+				w.Progress = nil
+			}
 			truncateToMaxExec(w, tc.elapsed, tc.traceLeft)
 			got := 0.0
 			if w.RemainingSec != nil {

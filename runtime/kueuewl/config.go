@@ -117,11 +117,22 @@ func ParseConfiguration(b []byte) (*Configuration, error) {
 
 // ReplayDocument is a v1beta2 Configuration holding what of c a replay of Kueue's scheduling
 // models (fairSharing, admissionFairSharing, waitForPodsReady and clientConnection as c's
-// document sets them, resources.deviceClassMappings, and the feature gates, gates overriding
-// c's as the manager's --feature-gates flag does), and what it leaves out of c, one line each.
-func (c *Configuration) ReplayDocument(gates map[string]bool) (doc []byte, left []string, err error) {
+// document sets them, resources.deviceClassMappings and quotaCheckStrategy, and the feature
+// gates, gates overriding c's as the manager's --feature-gates flag does), and what it leaves out
+// of c, one line each. defaultsOn says whether the cluster's release turns waitForPodsReady on
+// when a Configuration has no such section (v0.19 on): c then off (a v1beta1 document without
+// it, or with enable: false) is written as the release's gate that turns it off.
+func (c *Configuration) ReplayDocument(gates map[string]bool, defaultsOn bool) (doc []byte, left []string, err error) {
 	out := kueueconfig.Configuration{FairSharing: c.FairSharing, AdmissionFairSharing: c.AdmissionFairSharing,
 		WaitForPodsReady: c.WaitForPodsReadySet, ClientConnection: c.ClientConnectionSet}
+	if w := out.WaitForPodsReady; w != nil && ptr.Deref(w.BlockAdmission, false) {
+		// The sim refuses blockAdmission (Kueue's cycle then blocks until admitted pods are
+		// ready): the rest of the section is replayed, with a warning.
+		w = w.DeepCopy()
+		w.BlockAdmission = nil
+		out.WaitForPodsReady = w
+		left = append(left, "waitForPodsReady.blockAdmission: true is not replayed (the sim does not model Kueue's cycle blocking on it)")
+	}
 	// The group version by name: the releases' config packages name its variable differently.
 	out.APIVersion, out.Kind = "config.kueue.x-k8s.io/v1beta2", "Configuration"
 	// resources is read as JSON: which fields a release's section has differs by release.
@@ -150,6 +161,9 @@ func (c *Configuration) ReplayDocument(gates map[string]bool) (doc []byte, left 
 		fg = map[string]bool{}
 	}
 	maps.Copy(fg, gates)
+	if c.WaitForPodsReady == nil && defaultsOn {
+		fg[DisableWaitForPodsReady] = true
+	}
 	if len(fg) > 0 {
 		out.FeatureGates = fg
 	}

@@ -3,6 +3,7 @@ package kueuewl
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,7 +120,8 @@ func Summarize(wl *kueue.Workload) Summary {
 	s.OwnerKind, s.OwnerName = owner(wl.OwnerReferences)
 	s.PriorityValue, s.Inactive = wl.Spec.Priority, wl.Spec.Active != nil && !*wl.Spec.Active
 	if m := wl.Spec.MaximumExecutionTimeSeconds; m != nil {
-		left := float64(*m - ptr.Deref(wl.Status.AccumulatedPastExecutionTimeSeconds, 0))
+		// Below zero when Kueue has not yet deactivated a workload past its limit: none left.
+		left := math.Max(float64(*m-ptr.Deref(wl.Status.AccumulatedPastExecutionTimeSeconds, 0)), 0)
 		s.MaxExecSec = &left
 	}
 	s.CreatedAt = wl.CreationTimestamp.Time

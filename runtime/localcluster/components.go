@@ -210,7 +210,7 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 			ports:     []int{pt.KWOK},
 			health:    httpOK(plain, loopURL("http", pt.KWOK, "/healthz")),
 			live:      kwokHoldsLeases(lazyClient(kc)),
-			liveDelay: kwokLivenessDelay,
+			liveDelay: KWOKLivenessDelay,
 		},
 		Kueue: {
 			process: process{name: Kueue, bin: bins[Kueue], env: []string{"KUBECONFIG=" + kc, tools.KueueCycleBackoffEnv + "=" + kueueCycleBackoff.String(),

@@ -51,14 +51,16 @@ type Exit struct {
 func (e Exit) String() string {
 	var what string
 	switch {
-	case e.Signal != "" && e.Reason != "":
-		what = "signal " + e.Signal + " (" + e.Reason + ")"
 	case e.Signal != "":
 		what = "signal " + e.Signal
-	case e.Reason != "":
-		what = e.Reason
-	default:
+	case e.Code >= 0:
 		what = "exit code " + strconv.Itoa(e.Code)
+	}
+	switch {
+	case what == "":
+		what = e.Reason
+	case e.Reason != "":
+		what += " (" + e.Reason + ")"
 	}
 	return fmt.Sprintf("%s at %s (ran %s)", what, e.Time.Local().Format("15:04:05"), roundDuration(time.Duration(e.RanSeconds*float64(time.Second))))
 }

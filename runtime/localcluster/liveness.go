@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// kwokLivenessDelay is how long a KWOK process has after its start to take the leases of the
+// KWOKLivenessDelay is how long a KWOK process has after its start to take the leases of the
 // nodes it manages before its liveness probe counts: it takes them within a second of its start
 // on every cluster kueuelab brings up.
-const kwokLivenessDelay = 20 * time.Second
+const KWOKLivenessDelay = 20 * time.Second
 
 // lazyClient returns a client of the cluster built on first use (the API server may not be up
 // when the supervisor is made) and reused after.

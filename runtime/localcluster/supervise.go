@@ -407,7 +407,11 @@ func (sup *Supervisor) exited(m *member, e Exit) {
 	e.Time = now
 	e.RanSeconds = now.Sub(m.h.Started).Seconds()
 	if m.killedFor != "" {
-		e.Reason = m.killedFor
+		if e.Reason != "" {
+			e.Reason = m.killedFor + "; " + e.Reason
+		} else {
+			e.Reason = m.killedFor
+		}
 	}
 	m.p, m.probing, m.liveProbing, m.killedFor, m.killBy = nil, false, false, "", time.Time{}
 	m.h.PID, m.h.ReadySince = 0, time.Time{}

@@ -41,7 +41,10 @@ func (f *fakeProc) signal(sig syscall.Signal) error {
 	if sig == syscall.SIGTERM && f.ignore {
 		close(f.termed)
 	}
-	if sig == syscall.SIGKILL || !f.ignore {
+	switch {
+	case sig == syscall.SIGQUIT && !f.ignore:
+		f.die(Exit{Code: 2}) // a Go process dumps its goroutines and exits 2
+	case sig == syscall.SIGKILL || !f.ignore:
 		f.die(Exit{Code: -1, Signal: unix.SignalName(sig)})
 	}
 	return nil
@@ -772,7 +775,7 @@ func TestLivenessProbeRestarts(t *testing.T) {
 		wantExitSig  string
 		extraToDeath time.Duration
 	}{
-		{name: "exits on SIGQUIT", wantSignals: []syscall.Signal{syscall.SIGQUIT}, wantExitSig: "SIGQUIT"},
+		{name: "exits on SIGQUIT", wantSignals: []syscall.Signal{syscall.SIGQUIT}, wantExitSig: ""},
 		{name: "killed after the grace", ignoresQuit: true, wantSignals: []syscall.Signal{syscall.SIGQUIT, syscall.SIGKILL},
 			wantExitSig: "SIGKILL", extraToDeath: DefaultPolicy.QuitGrace},
 	} {
@@ -818,7 +821,15 @@ func TestLivenessProbeRestarts(t *testing.T) {
 			}
 			c := h.member("kwok")
 			if c.LastExit == nil || c.LastExit.Signal != tc.wantExitSig || !strings.Contains(c.LastExit.Reason, "liveness probe failed 3 times in a row: no lease") {
-				t.Fatalf("last exit %+v, want %s with the liveness reason", c.LastExit, tc.wantExitSig)
+				t.Fatalf("last exit %+v, want signal %q with the liveness reason", c.LastExit, tc.wantExitSig)
+			}
+			// The code or signal and the reason, both.
+			want := "exit code 2 (liveness probe failed 3 times in a row: no lease)"
+			if tc.wantExitSig != "" {
+				want = "signal " + tc.wantExitSig + " (liveness probe failed 3 times in a row: no lease)"
+			}
+			if got := c.LastExit.String(); !strings.HasPrefix(got, want) {
+				t.Errorf("last exit %q, want it to start %q", got, want)
 			}
 			h.awaitStart("kwok")
 			if c := h.member("kwok"); c.Restarts != 1 || h.run.current["kwok"] == first {

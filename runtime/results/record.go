@@ -120,7 +120,8 @@ type Record struct {
 	// IdealSec is the JCT of the workload alone on an uncapped node: the trace's duration, plus
 	// the pauses of the checkpoints it takes on the way when they cost one.
 	IdealSec float64 `json:"idealSec"`
-	// GPUUtil is the profile's GPU utilisation, used for effective GPU utilisation.
+	// GPUUtil is the utilisation of the GPUs it holds (trace.Workload.DeviceGPUUtilization),
+	// used for effective GPU utilisation.
 	GPUUtil float64 `json:"gpuUtil"`
 	// SubmitOffsetSec is when the trace says to submit; Submitted is when the runner did.
 	SubmitOffsetSec float64 `json:"submitOffsetSec"`
@@ -155,7 +156,7 @@ func NewRecord(w *trace.Workload, localQueue, queue string) *Record {
 	return &Record{
 		ID: w.WorkloadID, Namespace: w.Namespace, Family: w.WorkloadType, Intent: w.Intent(),
 		LocalQueue: localQueue, Queue: queue, Pods: w.PodCount(), GPUs: w.TotalGPUs(),
-		IdealSec: idealSec(w), GPUUtil: w.SharedIntensityProfile.GPUUtilization,
+		IdealSec: idealSec(w), GPUUtil: w.DeviceGPUUtilization(),
 		SubmitOffsetSec: w.SubmitTimeOffsetSec, State: StateUnsubmitted,
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/kueuever"
 )
 
 // RESTConfig is the client configuration of a kubeconfig ("" for the default loading rules:
@@ -87,7 +88,9 @@ func (s *Snapshot) kueueConfig(k *cluster.RemoteKueue, err error) []string {
 	case k.Config == nil || k.Config.Parsed == nil:
 		return []string{"Kueue configuration: no ConfigMap with " + cluster.KueueConfigKey + " found; a forecast runs the release's defaults"}
 	}
-	doc, left, err := k.Config.Parsed.ReplayDocument(k.Config.FlagGates)
+	// The cluster's release decides what a Configuration without waitForPodsReady means.
+	rel, verr := kueuever.ForCluster(s.State.KueueVersion)
+	doc, left, err := k.Config.Parsed.ReplayDocument(k.Config.FlagGates, verr == nil && rel.DefaultsWaitForPodsReady())
 	if err != nil {
 		return []string{fmt.Sprintf("Kueue configuration (%s): %v; a forecast runs the release's defaults", k.ConfigSource, err)}
 	}

@@ -121,11 +121,11 @@ func workloadSteps(d *results.Dir) map[string][]step {
 // toMs rounds a trace time to the millisecond: the engines' times are compared to that.
 func toMs(t float64) float64 { return math.Round(t*1000) / 1000 }
 
-// runsOf are the trace times at which a workload's pods started running, sorted, leaving out runs
-// that ended at the instant they began. Those did no work and held their node for no trace time:
-// a pod its operator started in the instant Kueue evicted its workload (the PodsReady timeout of g
-// at 1,860 s) is a race a loaded machine shows on the cluster and the sim, which applies the
-// eviction first, never has.
+// runsOf are the trace times (to the millisecond) at which a workload's pods started running,
+// sorted, leaving out runs that ended within a millisecond of their start: such a run did no work
+// and held its node for no trace time, and whether a pod its operator creates in the instant of
+// its workload's eviction starts before the eviction deletes it is a race on a cluster that the
+// sim, applying the eviction first, never runs.
 func runsOf(d *results.Dir, id string) []float64 {
 	started := map[string][]float64{} // by pod, runs not yet ended
 	var out []float64
@@ -135,18 +135,20 @@ func runsOf(d *results.Dir, id string) []float64 {
 		}
 		switch e.Type {
 		case results.EvPodRunning:
-			started[e.Object] = append(started[e.Object], toMs(e.T))
+			started[e.Object] = append(started[e.Object], e.T)
 		case results.EvPodFinished:
 			if runs := started[e.Object]; len(runs) > 0 {
-				if runs[0] != toMs(e.T) {
-					out = append(out, runs[0])
+				if e.T-runs[0] >= 1e-3 {
+					out = append(out, toMs(runs[0]))
 				}
 				started[e.Object] = runs[1:]
 			}
 		}
 	}
 	for _, runs := range started {
-		out = append(out, runs...)
+		for _, r := range runs {
+			out = append(out, toMs(r))
+		}
 	}
 	slices.Sort(out)
 	return out

@@ -260,7 +260,7 @@ func TestSupervisedComponentsRecover(t *testing.T) {
 			t.Logf("%-24s SIGKILL → ready again in %s (exit seen → ready %s; restarts %d)", c.Name,
 				time.Since(killed).Round(10*time.Millisecond), c.ReadySince.Sub(c.LastExit.Time).Round(10*time.Millisecond), c.Restarts)
 			if len(held) > 0 {
-				sc.awaitTakeover(victim.Name, held)
+				sc.awaitTakeover(victim.Name, killed, held)
 			}
 		}
 		if err := sc.nodesReady(); err != nil {
@@ -520,7 +520,7 @@ func (sc *supCluster) leases(ns string) []coordinationv1.Lease {
 // waiting it out (which would stall KWOK's pods or mpi-operator's MPIJobs while both report ready).
 // A successor that stalled and was restarted by its liveness probe (KWOK's) took over after that
 // restart, later by construction; the log says so.
-func (sc *supCluster) awaitTakeover(victim string, held []coordinationv1.Lease) {
+func (sc *supCluster) awaitTakeover(victim string, killed time.Time, held []coordinationv1.Lease) {
 	sc.t.Helper()
 	for _, old := range held {
 		var now coordinationv1.Lease
@@ -535,8 +535,16 @@ func (sc *supCluster) awaitTakeover(victim string, held []coordinationv1.Lease) 
 		}
 		expiry := old.Spec.RenewTime.Add(time.Duration(*old.Spec.LeaseDurationSeconds) * time.Second)
 		if c, _ := sc.health().Component(victim); c.LastExit != nil && strings.Contains(c.LastExit.Reason, "liveness probe failed") {
+			// The successor stalled and its liveness probe replaced it: the takeover is then
+			// bounded by the probe's schedule (delay, failures, the quit grace) and a restart.
+			p := localcluster.DefaultPolicy
+			bound := localcluster.KWOKLivenessDelay + time.Duration(p.LivenessFailureThreshold)*p.LivenessPeriod + p.QuitGrace + 15*time.Second
 			sc.t.Logf("%s stalled after its restart and its liveness probe restarted it (%s); lease %s/%s taken over at %s",
 				victim, c.LastExit, old.Namespace, old.Name, now.Spec.RenewTime.Format(time.RFC3339Nano))
+			if limit := killed.Add(bound); !now.Spec.RenewTime.Time.Before(limit) {
+				sc.t.Errorf("lease %s/%s: taken over at %s, later than the liveness probe's bound %s after the kill (%s)",
+					old.Namespace, old.Name, now.Spec.RenewTime.Format(time.RFC3339Nano), bound, limit.Format(time.RFC3339Nano))
+			}
 			continue
 		}
 		if !now.Spec.RenewTime.Time.Before(expiry) {
