@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/model/fault"
-	"github.com/kueuelab/kueuelab/model/hw"
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent"
@@ -133,7 +132,7 @@ func faultNodes(p *plan) []fault.Node {
 
 // newInjector checks spec against the plan's cluster and opens dir/faults.jsonl.
 func newInjector(spec *fault.Spec, p *plan, clk *simclock.Clock, c client.Client, rec *results.Recorder, dir string) (*injector, error) {
-	cat, err := hw.DefaultCatalog()
+	cat, err := defaultCatalog()
 	if err != nil {
 		return nil, err
 	}

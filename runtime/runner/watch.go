@@ -148,6 +148,9 @@ type podState struct {
 // held is the GPUs running pod p holds on its node: its whole GPUs, and the MIG slices its render
 // contract names as their share of the node's GPU (hw.GPU.Held), as the sim counts them.
 func (w *watcher) held(p *corev1.Pod, gpus int64) float64 {
+	if _, ok := p.Annotations[contract.MIGSlices]; !ok {
+		return float64(gpus) // render writes the key only for pods on slices: no parse per pod start
+	}
 	c, err := contract.Parse(p.Annotations)
 	if err != nil || c.MIGSlices == 0 || p.Spec.NodeName == "" {
 		return float64(gpus)
@@ -156,7 +159,7 @@ func (w *watcher) held(p *corev1.Pod, gpus int64) float64 {
 	if err := w.reader.Get(context.Background(), client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
 		return float64(gpus)
 	}
-	cat, err := migCatalog()
+	cat, err := defaultCatalog()
 	if err != nil {
 		return float64(gpus)
 	}
@@ -167,8 +170,9 @@ func (w *watcher) held(p *corev1.Pod, gpus int64) float64 {
 	return g.Held(gpus, c.MIGProfile, c.MIGSlices)
 }
 
-// migCatalog is the embedded hardware catalog, whose MIG tables the agent uses too.
-var migCatalog = sync.OnceValues(hw.DefaultCatalog)
+// defaultCatalog is the embedded hardware catalog (the agent's too), read once per process: its
+// fault rates and MIG tables are read-only.
+var defaultCatalog = sync.OnceValues(hw.DefaultCatalog)
 
 // lateStats measures what the holds missed: a pod end observed after the trace time at which the
 // agent ended it, or a Workload seen Finished after its last pod ended, means the clock moved while
