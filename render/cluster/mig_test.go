@@ -349,18 +349,20 @@ func TestKueueResources(t *testing.T) {
 	}
 }
 
-func TestMIGFor(t *testing.T) {
-	text := migSpec + `- name: team-b
-  clusterQueue: cq-b
-migFor:
-- {family: debug_eval, profile: 3g.40gb}
-`
-	text = strings.Replace(text, "teams:\n", `- name: cq-b
+// withTeamB is migSpec with a team-b whose ClusterQueue cq-b has whole H100s and no MIG quota,
+// and tail after the teams.
+func withTeamB(tail string) string {
+	text := migSpec + "- name: team-b\n  clusterQueue: cq-b\n" + tail
+	return strings.Replace(text, "teams:\n", `- name: cq-b
   quotas:
   - flavor: h100-sxm
     resources: {cpu: 192, memory: 2000Gi, nvidia.com/gpu: 8}
 teams:
 `, 1)
+}
+
+func TestMIGFor(t *testing.T) {
+	text := withTeamB("migFor:\n- {family: debug_eval, profile: 3g.40gb}\n")
 	s := parseMIG(t, text)
 	pl := s.Placer(1, false)
 	w := &trace.Workload{WorkloadID: "w", Namespace: "team-a", WorkloadType: trace.DebugEval, DurationSec: 60,
@@ -414,14 +416,7 @@ teams:
 // team's ClusterQueue has MIG quota, on one whole GPU where it has none; either way the pod's
 // utilisation of its device is the share of its own, and the rounding is reported.
 func TestGPUFractions(t *testing.T) {
-	text := migSpec + "- name: team-b\n  clusterQueue: cq-b\n"
-	text = strings.Replace(text, "teams:\n", `- name: cq-b
-  quotas:
-  - flavor: h100-sxm
-    resources: {cpu: 192, memory: 2000Gi, nvidia.com/gpu: 8}
-teams:
-`, 1)
-	s := parseMIG(t, text)
+	s := parseMIG(t, withTeamB(""))
 	pl := s.Placer(1, false)
 	var warnings []string
 	r, err := render.NewRenderer(render.DefaultRegistry(), render.DefaultMapping(), render.Options{Warn: func(m string) { warnings = append(warnings, m) }})

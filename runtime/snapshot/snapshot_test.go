@@ -182,6 +182,20 @@ func teamsCluster() []client.Object {
 	}
 }
 
+// writeAndLoad writes s to a new directory and loads its state back with the state's own loader.
+func writeAndLoad(t *testing.T, s *Snapshot) (string, *state.State) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := s.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Load(filepath.Join(dir, state.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, st
+}
+
 func fakeClient(t *testing.T, objs []client.Object, fns *interceptor.Funcs) client.Client {
 	t.Helper()
 	scheme, err := cluster.Scheme()
@@ -208,14 +222,7 @@ func read(t *testing.T, objs []client.Object) *Snapshot {
 // back by their own loaders.
 func TestSnapshotState(t *testing.T) {
 	s := read(t, teamsCluster())
-	dir := t.TempDir()
-	if err := s.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	st, err := state.Load(filepath.Join(dir, state.StateFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, st := writeAndLoad(t, s)
 	// The clock's origin is the oldest live Workload's creation (train, at t0+10s).
 	want := &state.State{APIVersion: state.APIVersion, Kind: state.Kind, KueueVersion: "v0.19.2", NowSec: 90,
 		Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile, History: state.HistoryFile,
@@ -472,14 +479,7 @@ func TestSnapshotKeepsKueueConfig(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Errorf("warnings %q", warnings)
 	}
-	dir := t.TempDir()
-	if err := s.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	st, err := state.Load(filepath.Join(dir, state.StateFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, st := writeAndLoad(t, s)
 	b, err := os.ReadFile(filepath.Join(dir, state.KueueConfigFile))
 	if err != nil || st.KueueConfig != state.KueueConfigFile {
 		t.Fatalf("state names %q; file: %v", st.KueueConfig, err)
