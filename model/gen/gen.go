@@ -230,9 +230,11 @@ func (g *Generator) pods(f *FamilySpec, gpus int, share float64, trials int, pod
 			trace.PodGroup{Role: trace.RoleController, Replicas: 1, Requests: g.requests(r.Controller, 0)},
 			trace.PodGroup{Role: trace.RoleTrial, Replicas: trials, Requests: g.requests(r.Trial, 1)})
 	default: // single_gpu_training, debug_eval (all G GPUs, or a share of one, in one pod), CPU families (no GPU)
-		req := g.requests(r.Main, gpus)
+		var req trace.Requests
 		if share > 0 {
 			req = g.shareRequests(r.Main, share)
+		} else {
+			req = g.requests(r.Main, gpus)
 		}
 		pods = append(pods, trace.PodGroup{Role: trace.RoleMain, Replicas: 1, Requests: req})
 	}
@@ -241,40 +243,36 @@ func (g *Generator) pods(f *FamilySpec, gpus int, share float64, trials int, pod
 
 // requests sizes one pod of a role with podGPUs GPUs. Equal shapes share one map.
 func (g *Generator) requests(r *RoleSpec, podGPUs int) trace.Requests {
+	return g.sized(r, reqKey{gpus: podGPUs})
+}
+
+// shareRequests sizes one pod of a role with a share of a GPU (in thousandths, as the profile
+// gives it): CPU and memory per GPU scale with the share. Equal shapes share one map.
+func (g *Generator) shareRequests(r *RoleSpec, share float64) trace.Requests {
+	return g.sized(r, reqKey{shareMilli: int64(math.Round(share * 1000))})
+}
+
+// sized sizes one pod of a role holding dev's GPUs or share of one.
+func (g *Generator) sized(r *RoleSpec, dev reqKey) trace.Requests {
 	cpu := r.CPU
 	if len(r.CPUChoices) > 0 {
 		cpu = r.CPUChoices[g.s.pick(len(r.CPUChoices), func(i int) float64 { return r.CPUChoices[i].Probability })].Cores
 	}
-	n := float64(podGPUs)
-	cpu += float64(r.CPUPerGPU * n)
-	mem := r.MemoryGi + float64(r.MemoryGiPerGPU*n) + float64(r.MemoryGiPerCPU*cpu)
-	key := reqKey{cpuMilli: int64(math.Round(cpu * 1000)), memMi: int64(math.Round(mem * 1024)), gpus: podGPUs}
+	n := float64(dev.gpus) + float64(dev.shareMilli)/1000
+	cpu += r.CPUPerGPU * n
+	mem := r.MemoryGi + r.MemoryGiPerGPU*n + r.MemoryGiPerCPU*cpu
+	key := dev
+	key.cpuMilli, key.memMi = int64(math.Round(cpu*1000)), int64(math.Round(mem*1024))
 	if req, ok := g.reqCache[key]; ok {
 		return req
 	}
 	req := trace.Requests{trace.ResourceCPU: milliQuantity(key.cpuMilli), trace.ResourceMemory: memQuantity(key.memMi)}
-	if podGPUs > 0 {
-		req[trace.ResourceGPU] = strconv.Itoa(podGPUs)
+	if key.gpus > 0 {
+		req[trace.ResourceGPU] = strconv.Itoa(key.gpus)
 	}
-	g.reqCache[key] = req
-	return req
-}
-
-// shareRequests sizes one pod of a role with a share of a GPU: CPU and memory per GPU scale with
-// the share. Equal shapes share one map.
-func (g *Generator) shareRequests(r *RoleSpec, share float64) trace.Requests {
-	cpu := r.CPU
-	if len(r.CPUChoices) > 0 {
-		cpu = r.CPUChoices[g.s.pick(len(r.CPUChoices), func(i int) float64 { return r.CPUChoices[i].Probability })].Cores
+	if key.shareMilli > 0 {
+		req[trace.ResourceGPUFraction] = strconv.FormatFloat(float64(key.shareMilli)/1000, 'f', -1, 64)
 	}
-	cpu += r.CPUPerGPU * share
-	mem := r.MemoryGi + r.MemoryGiPerGPU*share + r.MemoryGiPerCPU*cpu
-	key := reqKey{cpuMilli: int64(math.Round(cpu * 1000)), memMi: int64(math.Round(mem * 1024)), shareMilli: int64(math.Round(share * 1000))}
-	if req, ok := g.reqCache[key]; ok {
-		return req
-	}
-	req := trace.Requests{trace.ResourceCPU: milliQuantity(key.cpuMilli), trace.ResourceMemory: memQuantity(key.memMi),
-		trace.ResourceGPUFraction: strconv.FormatFloat(float64(key.shareMilli)/1000, 'f', -1, 64)}
 	g.reqCache[key] = req
 	return req
 }
