@@ -1,7 +1,7 @@
 // Package tools builds the pinned control-plane binaries (etcd, Kubernetes, KWOK, Kueue, and the
-// operator of every kind in render's registry) from the Go module proxy into a versioned cache
-// outside the repository, and locates those binaries and the upstream manifests a local cluster
-// installs.
+// operator of every kind in render's registry), and a real node's kubelet and kube-proxy, from the
+// Go module proxy into a versioned cache outside the repository, and locates those binaries and
+// the upstream manifests a local cluster installs.
 package tools
 
 import (
@@ -170,34 +170,42 @@ const (
 // (TestAddedComponentsAreAdditive). A new Kubernetes or Kueue release is a new set.
 const SetName = "k8s-1.36.2_etcd-3.5.21_kwok-0.7.0_kueue-0.19.2_jobset-0.12.0_to-1.9.3_mpi-0.8.2_trainer-2.2.1_kuberay-1.6.2"
 
-// Pinned is the version set kueuelab is tested with: the infrastructure and the operator of
-// every kind in render's registry.
-func Pinned() Set {
+// k8sLDFlags stamp the pinned release into a Kubernetes binary, as upstream's build does
+// (`--version`, the version the API server reports and the kubelet registers its node with).
+func k8sLDFlags() []string {
 	major, minor, _ := strings.Cut(strings.TrimPrefix(k8sVersion, "v"), ".")
 	minor, _, _ = strings.Cut(minor, ".")
-	k8sLD := []string{
+	return []string{
 		"-X k8s.io/component-base/version.gitVersion=" + k8sVersion,
 		"-X k8s.io/component-base/version.gitMajor=" + major,
 		"-X k8s.io/component-base/version.gitMinor=" + minor,
 		"-X k8s.io/component-base/version.gitTreeState=clean",
 		"-X k8s.io/client-go/pkg/version.gitVersion=" + k8sVersion,
 	}
-	k8s := func(name string) Component {
-		return Component{Name: name, Module: "k8s.io/kubernetes", Version: k8sVersion,
-			Package: "k8s.io/kubernetes/cmd/" + name, method: wrapperK8s, ldflags: k8sLD}
-	}
-	kcm := k8s("kube-controller-manager")
+}
+
+// k8sComponent is the command k8s.io/kubernetes/cmd/<name> of the pinned release, built through
+// the Kubernetes wrapper module (k8sWrapperCommands lists the commands it is tidied for).
+func k8sComponent(name string) Component {
+	return Component{Name: name, Module: "k8s.io/kubernetes", Version: k8sVersion,
+		Package: "k8s.io/kubernetes/cmd/" + name, method: wrapperK8s, ldflags: k8sLDFlags()}
+}
+
+// Pinned is the version set kueuelab is tested with: the infrastructure and the operator of
+// every kind in render's registry.
+func Pinned() Set {
+	kcm := k8sComponent("kube-controller-manager")
 	kcm.File, kcm.Package, kcm.main = "kube-controller-manager-jobbackoff", "./kube-controller-manager", kcmMain
 	// kube-scheduler breaks a tie between the best nodes by node name instead of at random, so
 	// a replay places pods the same way each time (and as the sim engine's kube-scheduler does).
-	sched := k8s("kube-scheduler")
+	sched := k8sComponent("kube-scheduler")
 	sched.File, sched.patches = "kube-scheduler-tiebyname", []string{"kubernetes-" + k8sVersion + "-scheduler-tie-by-name.patch"}
 	set := Set{
 		Name: SetName,
 		Components: []Component{
 			{Name: "etcd", Module: "go.etcd.io/etcd/server/v3", Version: etcdVersion,
 				Package: "go.etcd.io/etcd/server/v3", method: wrapperModule},
-			k8s("kube-apiserver"),
+			k8sComponent("kube-apiserver"),
 			kcm,
 			sched,
 			{Name: "kwok", Module: "sigs.k8s.io/kwok", Version: kwokVersion,
@@ -217,6 +225,14 @@ func Pinned() Set {
 		set.Components = append(set.Components, OperatorComponent(op))
 	}
 	return set
+}
+
+// NodeSet is what a real kubelet node runs besides its container runtime: kubelet and kube-proxy
+// of the pinned Kubernetes release, built as kube-apiserver is. It is named SetName, so its
+// binaries sit in Pinned's directory, beside the API server they join; `tools install` builds them
+// only when asked (--real-node), a real node being optional.
+func NodeSet() Set {
+	return Set{Name: SetName, Components: []Component{k8sComponent("kubelet"), k8sComponent("kube-proxy")}}
 }
 
 // OperatorComponent is how an operator of the registry is built.

@@ -3,10 +3,12 @@ package tools
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -176,6 +178,114 @@ func TestPatchesApply(t *testing.T) {
 				cmd.Dir, cmd.Stdin = dir, bytes.NewReader(p)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("%s does not apply to %s@%s: %v\n%s", name, c.Module, c.Version, err, out)
+				}
+			}
+		})
+	}
+}
+
+// TestNodeSet: kubelet and kube-proxy are built as kube-apiserver is (the same release, wrapper
+// and version stamp) into the pinned set's directory, under file names no pinned binary uses.
+func TestNodeSet(t *testing.T) {
+	set := NodeSet()
+	if set.Name != SetName {
+		t.Errorf("node set name %q, want SetName (the binaries sit beside the API server they join)", set.Name)
+	}
+	var apiserver Component
+	files := map[string]bool{}
+	for _, c := range Pinned().Components {
+		files[c.FileName()] = true
+		if c.Name == "kube-apiserver" {
+			apiserver = c
+		}
+	}
+	tests := []struct{ name, pkg string }{
+		{"kubelet", "k8s.io/kubernetes/cmd/kubelet"},
+		{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy"},
+	}
+	if len(set.Components) != len(tests) {
+		t.Fatalf("node set %v, want %d components", set.Names(), len(tests))
+	}
+	for i, tc := range tests {
+		c := set.Components[i]
+		if c.Name != tc.name || c.FileName() != tc.name || c.Package != tc.pkg {
+			t.Errorf("component %d: name %q file %q package %q, want %s in file %[4]s from %s", i, c.Name, c.FileName(), c.Package, tc.name, tc.pkg)
+		}
+		if c.Module != apiserver.Module || c.Version != apiserver.Version || c.method != wrapperK8s || !slices.Equal(c.ldflags, apiserver.ldflags) {
+			t.Errorf("%s: %s@%s method %d ldflags %v; kube-apiserver is %s@%s method %d ldflags %v",
+				c.Name, c.Module, c.Version, c.method, c.ldflags, apiserver.Module, apiserver.Version, apiserver.method, apiserver.ldflags)
+		}
+		if !strings.Contains(set.Name, "-"+strings.TrimPrefix(c.Version, "v")) {
+			t.Errorf("%s %s: the set name does not record its version", c.Name, c.Version)
+		}
+		if files[c.FileName()] {
+			t.Errorf("%s: file name %s is a pinned binary's", c.Name, c.FileName())
+		}
+		files[c.FileName()] = true
+	}
+}
+
+// TestK8sWrapperListsEveryCommand: the wrapper module is tidied for every Kubernetes command built
+// through it, so none of the builds adds modules to the go.sum the others share.
+func TestK8sWrapperListsEveryCommand(t *testing.T) {
+	tools := toolsGo(k8sWrapperPackages()...)
+	for _, c := range slices.Concat(Pinned().Components, NodeSet().Components) {
+		if c.method != wrapperK8s {
+			continue
+		}
+		if imp := "\t_ \"k8s.io/kubernetes/cmd/" + c.Name + "\"\n"; !strings.Contains(tools, imp) {
+			t.Errorf("the wrapper's tools.go does not import %s's command:\n%s", c.Name, tools)
+		}
+	}
+}
+
+// TestK8sWrapperRetidies runs writeK8sWrapper on a tidied wrapper with a fake go command: a
+// wrapper tidied for every command is left alone, one tidied for fewer (a cache from before
+// kubelet) gets the full tools.go and one `go mod tidy` with its go.mod kept, and a failed tidy
+// puts the old tools.go back so the next install tries again.
+func TestK8sWrapperRetidies(t *testing.T) {
+	current := toolsGo(k8sWrapperPackages()...)
+	old := toolsGo("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler")
+	const gomod = "module kueuelab.local/k8s\n\nrequire k8s.io/kubernetes v1.36.2\n"
+	tests := []struct {
+		name      string
+		tools     string
+		tidyFails bool
+		wantRuns  string // the fake go's log: one line per run, "GOFLAGS args"
+		wantTools string
+		wantErr   bool
+	}{
+		{name: "tidied for every command", tools: current, wantTools: current},
+		{name: "tidied before kubelet", tools: old, wantRuns: "-mod=mod mod tidy\n", wantTools: current},
+		{name: "tidy fails", tools: old, tidyFails: true, wantRuns: "-mod=mod mod tidy\n", wantTools: old, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, bin := t.TempDir(), t.TempDir()
+			log := filepath.Join(bin, "log")
+			code := 0
+			if tc.tidyFails {
+				code = 1
+			}
+			script := "#!/bin/sh\necho \"$GOFLAGS $*\" >> " + log + "\nexit " + strconv.Itoa(code) + "\n"
+			goBin := filepath.Join(bin, "go")
+			for f, s := range map[string]string{goBin: script, filepath.Join(dir, "go.mod"): gomod,
+				filepath.Join(dir, "go.sum"): "", filepath.Join(dir, "tools.go"): tc.tools} {
+				if err := os.WriteFile(f, []byte(s), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := writeK8sWrapper(context.Background(), runner{goBin: goBin, log: io.Discard}, dir, NodeSet().Components[0])
+			if (err != nil) != tc.wantErr {
+				t.Errorf("err = %v, want error %v", err, tc.wantErr)
+			}
+			runs, _ := os.ReadFile(log)
+			if string(runs) != tc.wantRuns {
+				t.Errorf("go ran %q, want %q", runs, tc.wantRuns)
+			}
+			for f, want := range map[string]string{"tools.go": tc.wantTools, "go.mod": gomod} {
+				if got, _ := os.ReadFile(filepath.Join(dir, f)); string(got) != want {
+					t.Errorf("%s:\n%s\nwant:\n%s", f, got, want)
 				}
 			}
 		})
