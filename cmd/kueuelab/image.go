@@ -28,7 +28,7 @@ func newImageBuildCmd() *cobra.Command {
 	var level int
 	c := &cobra.Command{
 		Use:   "build",
-		Short: "Write the agent or runner image as an image archive",
+		Short: "Write the agent, runner or pause image as an image archive",
 		Long: `Builds an image from scratch (no base image, no container runtime) and writes it as an image
 archive that kind, containerd, Docker and Podman load:
 
@@ -45,12 +45,15 @@ gives).
 --image runner: ` + image.RunnerRepository + `:TAG, the same plus the pinned control-plane binaries
 from the tools cache (` + "`kueuelab tools install`" + `) and the upstream manifests a local cluster installs: one
 pod runs a whole replay on its own local cluster (see ` + "`kueuelab experiment render-job`" + `).
+--image pause: ` + image.PauseRepository + `:TAG, the agent image's layers run as ` + "`kueuelab pause`" + `: the
+sandbox ("pause") container of a real node's pods (` + "`cluster up --real-node`" + ` builds and loads it itself).
 
 The binary put into the image must be static: by default this kueuelab itself, so build it with
 CGO_ENABLED=0 (` + "`make image`" + ` does). Files get the time of $SOURCE_DATE_EPOCH (default the Unix epoch),
 so the same inputs give the same image digest.`,
 		Example: `  make image
-  CGO_ENABLED=0 go build -o /tmp/kueuelab ./cmd/kueuelab && /tmp/kueuelab image build --image agent --tag 0.1.0 --out agent.tar`,
+  CGO_ENABLED=0 go build -o /tmp/kueuelab ./cmd/kueuelab && /tmp/kueuelab image build --image agent --tag 0.1.0 --out agent.tar
+  kueuelab image build --image pause --tag 0.1.0 --format oci --out pause.tar`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -86,6 +89,8 @@ so the same inputs give the same image digest.`,
 			switch which {
 			case "agent":
 				spec, err = image.Agent(o)
+			case "pause":
+				spec, err = image.Pause(o)
 			case "runner":
 				set := tools.Pinned()
 				dir, derr := tools.BinDir(binDir, set)
@@ -98,7 +103,7 @@ so the same inputs give the same image digest.`,
 				}
 				spec, err = image.Runner(image.RunnerOptions{Options: o, Set: set, BinDir: dir, ModuleDirs: mods})
 			default:
-				return fmt.Errorf("--image %q: want agent or runner", which)
+				return fmt.Errorf("--image %q: want agent, runner or pause", which)
 			}
 			if err != nil {
 				return err
@@ -123,7 +128,7 @@ so the same inputs give the same image digest.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&which, "image", "agent", "agent or runner")
+	f.StringVar(&which, "image", "agent", "agent, runner or pause")
 	f.StringVar(&out, "out", "", "archive file to write")
 	f.StringVar(&tag, "tag", "", "image tag (default: this kueuelab's version)")
 	f.StringVar(&binary, "binary", "", "static kueuelab binary to put in the image (default: this one)")

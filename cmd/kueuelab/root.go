@@ -32,7 +32,7 @@ traces on a real control plane with KWOK GPU nodes.`,
 		newRenderCmd(),
 		newExperimentCmd(), newReportCmd(), newScenarioCmd(), newCompareCmd(),
 		newRunCmd(), newSnapshotCmd(), newForecastCmd(),
-		newImageCmd(),
+		newImageCmd(), newPauseCmd(),
 	)
 	return root
 }

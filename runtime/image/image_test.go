@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -194,6 +195,50 @@ func TestAgentImage(t *testing.T) {
 	}
 	if again.Digest != info.Digest {
 		t.Errorf("rebuilt digest %s, first %s: not reproducible", again.Digest, info.Digest)
+	}
+}
+
+// TestPauseImage: the pause image runs `kueuelab pause` as the non-root user, and its layers are
+// the agent image's, blob for blob, so a node that holds both stores kueuelab once.
+func TestPauseImage(t *testing.T) {
+	bin := staticHelper(t)
+	o := Options{Binary: bin, Tag: "1.2.3", Version: "1.2.3"}
+	dir := t.TempDir()
+	var infos []*Info
+	for _, build := range []func(Options) (Spec, error){Agent, Pause} {
+		spec, err := build(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := WriteArchive(filepath.Join(dir, strconv.Itoa(len(infos))+".tar"), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos = append(infos, info)
+	}
+	agent, pause := infos[0], infos[1]
+	if !reflect.DeepEqual(pause.Layers, agent.Layers) {
+		t.Errorf("pause layers %+v, want the agent's %+v", pause.Layers, agent.Layers)
+	}
+	if pause.Digest == agent.Digest {
+		t.Errorf("the pause image is the agent image (%s)", pause.Digest)
+	}
+	a := readArchive(t, filepath.Join(dir, "1.tar"))
+	c := a.config.Config
+	if want := []string{PauseRepository + ":1.2.3"}; !reflect.DeepEqual(a.repoTags, want) {
+		t.Errorf("RepoTags %v, want %v", a.repoTags, want)
+	}
+	if !reflect.DeepEqual(c.Entrypoint, []string{BinaryPath, "pause"}) || len(c.Cmd) != 0 || c.User != "65532:65532" {
+		t.Errorf("config: entrypoint %v cmd %v user %q", c.Entrypoint, c.Cmd, c.User)
+	}
+	if c.Labels[LabelTitle] != "kueuelab-pause" {
+		t.Errorf("title %q", c.Labels[LabelTitle])
+	}
+	if got := a.run(t, BinaryPath, c.Entrypoint[1:]...); got != "kueuelab pause" {
+		t.Errorf("entrypoint ran as %q", got)
+	}
+	if _, err := Pause(Options{Binary: bin}); err == nil {
+		t.Errorf("no tag: no error")
 	}
 }
 

@@ -17,10 +17,13 @@ import (
 // The images kueuelab builds. The agent image is what charts/kueuelab-agent runs (its
 // values.yaml names AgentRepository, its appVersion is the tag); the runner image adds the
 // pinned control-plane binaries and the upstream manifests a local cluster installs, so one pod
-// can run a whole replay (`experiment render-job`).
+// can run a whole replay (`experiment render-job`). The pause image is the agent image run as
+// `kueuelab pause`: the sandbox container of a real node's pods, where there is no registry to
+// pull upstream's from; a repository of its own keeps its tags apart from the agent's.
 const (
 	AgentRepository  = "ghcr.io/kueuelab/kueuelab"
 	RunnerRepository = "ghcr.io/kueuelab/kueuelab-runner"
+	PauseRepository  = "ghcr.io/kueuelab/kueuelab-pause"
 )
 
 // Paths and identity inside the images.
@@ -83,6 +86,20 @@ func Agent(o Options) (Spec, error) {
 		Created:          o.Created,
 		CompressionLevel: o.CompressionLevel,
 	}, nil
+}
+
+// Pause is the pause image: the agent image's layers (so a runtime holding both stores them
+// once) with `kueuelab pause` as entrypoint, which holds a pod sandbox's namespaces and reaps the
+// orphans of its PID namespace until SIGTERM.
+func Pause(o Options) (Spec, error) {
+	s, err := Agent(o)
+	if err != nil {
+		return Spec{}, err
+	}
+	s.Ref = PauseRepository + ":" + o.Tag
+	s.Entrypoint = []string{BinaryPath, "pause"}
+	s.Labels = labels(o, "kueuelab-pause", "kueuelab pause: the sandbox container of a real node's pods")
+	return s, nil
 }
 
 // RunnerOptions add the control-plane binaries and manifests of the runner image.
