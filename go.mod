@@ -35,7 +35,9 @@ require (
 	k8s.io/component-helpers v0.36.2
 	k8s.io/dynamic-resource-allocation v0.36.2
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/kube-proxy v0.36.2
 	k8s.io/kube-scheduler v0.36.0
+	k8s.io/kubelet v0.36.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/jobset v0.12.0
