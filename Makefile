@@ -16,7 +16,7 @@ IMAGE_DIR      := bin/images
 IMAGE_FORMAT   ?= docker
 export GOTOOLCHAIN := local
 
-.PHONY: all build plugin test unit e2e tools lint fmt bench bench-replay scenarios clean image print-version
+.PHONY: all build plugin test unit e2e e2e-node tools lint fmt bench bench-replay scenarios clean image print-version
 
 all: build
 
@@ -60,6 +60,15 @@ unit: $(if $(filter test,$(MAKECMDGOALS)),tools)
 ## e2e: builds the pinned control-plane binaries into the cache if missing, then runs test/e2e.
 e2e: build tools
 	KUEUELAB_E2E=1 $(GO) test -count=1 -timeout 40m -v ./test/e2e/... 2>&1 | tee $${TMPDIR:-/tmp}/kueuelab-e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; exit $${PIPESTATUS[0]}
+
+## e2e-node: the real-node end-to-end test (TestRealNode): a local cluster with a real kubelet
+## node, the agent image loaded into it, the agent chart installed with helm and a replay with
+## --agent in-cluster. Needs root; installs containerd, runc and the CNI plugins with apt-get when
+## missing and builds kubelet and kube-proxy into the tools cache (`tools install --real-node`).
+## Not part of `make test`: it changes the host's network while it runs.
+e2e-node: build tools
+	$(BIN) tools install --real-node
+	KUEUELAB_E2E=1 KUEUELAB_E2E_NODE=1 $(GO) test -count=1 -timeout 40m -v -run 'TestRealNode' ./test/e2e/ 2>&1 | tee $${TMPDIR:-/tmp}/kueuelab-e2e-node.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; exit $${PIPESTATUS[0]}
 
 tools: build
 	$(BIN) tools install

@@ -13,6 +13,7 @@ import (
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
+	"github.com/kueuelab/kueuelab/runtime/realnode"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -24,7 +25,7 @@ func newClusterCmd() *cobra.Command {
 	var name string
 	cmd.PersistentFlags().StringVar(&name, "name", localcluster.DefaultName, "cluster name (one state dir per cluster)")
 	cmd.AddCommand(newClusterUpCmd(&name), newClusterDownCmd(&name), newClusterStatusCmd(&name), newClusterKubeconfigCmd(&name),
-		newClusterInstallCmd(), newClusterSuperviseCmd(&name))
+		newClusterInstallCmd(), newClusterSuperviseCmd(&name), newClusterLoadImageCmd(&name))
 	return cmd
 }
 
@@ -61,7 +62,8 @@ func newClusterUpCmd(name *string) *cobra.Command {
 	var binDir, spec string
 	var portBase int
 	var timeout time.Duration
-	var bare bool
+	var bare, realNode bool
+	var rn localcluster.RealNodeOptions
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local cluster (a no-op that reports health when it is running)",
@@ -80,8 +82,21 @@ when it changes; without --cluster it keeps the configuration it has.
 Every node of the local cluster is a KWOK node, so its nodes carry no KWOK taint (there are no
 real pods to keep off them): a manifest of your own, with a kueue.x-k8s.io/queue-name label, is
 admitted and runs as it would on a real cluster, driven by the agent of a running replay (see
-kueuelab agent --help for its defaults).`,
-		Example: "  kueuelab cluster up\n  export KUBECONFIG=$(kueuelab cluster kubeconfig)",
+kueuelab agent --help for its defaults).
+
+With --real-node the cluster also gets one real node, ` + localcluster.RealNodeName + `: a kubelet and kube-proxy
+(Kubernetes v1.36.2, built into the tools cache on first use, about a minute with warm Go caches)
+and containerd, runc and the CNI plugins from the host's packages (installed with apt-get when
+missing), in a mount and a network namespace of their own. It needs root. Only pods that
+tolerate its taint ` + realnode.TaintKey + `=true:NoSchedule run there; select it with the label
+` + realnode.Label + `=true. Its pods reach the API server through the kubernetes Service and
+the API server reaches them (webhooks, logs, exec, port-forward). There is no registry: images
+come from archives (--load-image, or 'cluster load-image' on a running node, e.g. what 'make
+image' writes); the pod sandboxes' pause image is built from a static kueuelab: this one if it
+is static, else bin/static/kueuelab beside it (make image builds it), else --image-binary. The node is part of the cluster until --real-node=false
+on a stopped cluster; 'cluster down' stops it first and removes what it put on the host (its
+veth, route, NAT chain and cgroups).`,
+		Example: "  kueuelab cluster up\n  export KUBECONFIG=$(kueuelab cluster kubeconfig)\n  # with a real node running the agent image\n  make image && ./bin/kueuelab cluster up --real-node --load-image bin/images/kueuelab-$(make -s print-version).tar",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sp, objs, err := clusterSpecObjects(spec, false)
@@ -101,6 +116,14 @@ kueuelab agent --help for its defaults).`,
 				return errors.New("--bare starts a cluster without objects: prepare it with `kueuelab cluster install --cluster`")
 			}
 			o := localcluster.Options{Name: *name, BinDir: dir, PortBase: portBase, Timeout: timeout, Objects: objs, Bare: bare, Out: cmd.OutOrStdout()}
+			switch {
+			case realNode:
+				o.RealNode = &rn
+			case cmd.Flags().Changed("real-node"):
+				o.NoRealNode = true
+			case len(rn.Images) > 0 || rn.ImageBinary != "":
+				return errors.New("--load-image and --image-binary go with --real-node")
+			}
 			if sp != nil {
 				o.Scheduler = sp.KubeSchedulerConfiguration()
 			}
@@ -117,6 +140,9 @@ kueuelab agent --help for its defaults).`,
 	c.Flags().StringVar(&spec, "cluster", "", "cluster spec whose nodes, flavors and queues to apply")
 	c.Flags().IntVar(&portBase, "port-base", 0, fmt.Sprintf("first of %d consecutive loopback ports (default: the cluster's previous base, else 16400 for \"default\" and a block derived from --name otherwise)", numPorts()))
 	c.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "readiness deadline per component")
+	c.Flags().BoolVar(&realNode, "real-node", false, "give the cluster one real kubelet node beside its KWOK nodes (=false: take it away; needs a stopped cluster)")
+	c.Flags().StringArrayVar(&rn.Images, "load-image", nil, "image archive to load into the real node at every start (repeatable)")
+	c.Flags().StringVar(&rn.ImageBinary, "image-binary", "", "static kueuelab binary the real node's pause image is built from (default: this one if static, else static/kueuelab beside it)")
 	c.Flags().BoolVar(&bare, "bare", false, "start it as a user's own kind + KWOK + Kueue cluster is before `cluster install`: no KWOK stages, no nodes or queues, Kueue's config in the ConfigMap kueue-system/kueue-manager-config, upstream's Job batch period")
 	return c
 }
@@ -255,4 +281,19 @@ func clusterSpecObjects(path string, omitNodes bool) (*rcluster.Spec, []client.O
 	}
 	objs, err := spec.Objects(rcluster.Options{OmitNodes: omitNodes})
 	return spec, objs, err
+}
+
+func newClusterLoadImageCmd(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "load-image ARCHIVE...",
+		Short: "Load image archives into the cluster's real node (as kind load image-archive does)",
+		Long: `Imports docker-archive or OCI image archives (what 'make image' and 'kueuelab image build'
+write) into the real node's containerd, where pods with imagePullPolicy Never or IfNotPresent
+find them, and keeps them in the node's list so they are loaded again whenever the node starts.`,
+		Example: "  kueuelab cluster load-image bin/images/kueuelab-runner-$(make -s print-version).tar",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return localcluster.LoadImages(cmd.Context(), "", *name, args, cmd.OutOrStdout())
+		},
+	}
 }

@@ -114,6 +114,9 @@ type State struct {
 	// Bare is Options.Bare of the last Up: kube-controller-manager runs with upstream's Job
 	// batch period, as on a user's cluster.
 	Bare bool `json:"bare,omitempty"`
+	// RealNode is whether the cluster has a real node (Options.RealNode): the supervisor runs it
+	// and the API server is configured for it.
+	RealNode bool `json:"realNode,omitempty"`
 }
 
 var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)

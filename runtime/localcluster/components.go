@@ -226,6 +226,20 @@ func (s *State) specs(bins map[string]string, p *pki) (map[string]spec, error) {
 			out[op.StandIn] = s.standInSpec(op.StandIn, bins[op.StandIn], plain)
 		}
 	}
+	if s.RealNode {
+		flags, err := s.realNodeAPIServerFlags()
+		if err != nil {
+			return nil, err
+		}
+		api := out[APIServer]
+		api.argv = append(slices.Clip(api.argv), flags...)
+		out[APIServer] = api
+		exe, err := selfExecutable()
+		if err != nil {
+			return nil, err
+		}
+		out[RealNode] = s.realNodeSpec(exe)
+	}
 	if s.Bare {
 		// A user's cluster: upstream's 1 s Job sync batch period, not the local cluster's 10 ms.
 		kcm := out[ControllerManager]

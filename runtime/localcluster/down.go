@@ -64,6 +64,10 @@ func Down(ctx context.Context, root, name string, purge bool, out io.Writer) err
 			fmt.Fprintf(out, "  stopped %s\n", n)
 		}
 	}
+	// A node killed before it could stop leaves its host side behind.
+	if err := s.cleanupRealNode(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("real node: %w", err))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("cluster %s down: %v", name, errs)
 	}

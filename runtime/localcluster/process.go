@@ -262,5 +262,6 @@ func (s *State) matchers() map[string]string {
 			out[op.StandIn] = standInArg + "\x00" + op.StandIn + "\x00" + s.Kubeconfig()
 		}
 	}
+	out[RealNode] = s.realNodeMatcher()
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/kueuelab/kueuelab/runtime/rayjobapi"
+	"github.com/kueuelab/kueuelab/runtime/realnode"
 )
 
 // A stand-in plays a part a KWOK cluster lacks for some operator (render.Operator.StandIn): the
@@ -33,6 +34,9 @@ var standIns = map[string]func(ctx context.Context, kubeconfig, addr string) err
 // ran=true with the exit code; it returns ran=false at once in any other process. Programs that
 // call Up must call it before anything else (see the package comment on stand-ins).
 func RunStandIn() (ran bool, code int) {
+	if ran, code := realnode.RunIfNode(); ran {
+		return true, code
+	}
 	name := os.Getenv(standInEnv)
 	if name == "" {
 		return false, 0

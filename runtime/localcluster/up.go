@@ -60,6 +60,12 @@ type Options struct {
 	// A scheduler running with another configuration is restarted (it reads it only at start);
 	// nil keeps the one the cluster has, or upstream's defaults on a new cluster.
 	Scheduler *kschedv1.KubeSchedulerConfiguration
+	// RealNode gives the cluster one real node (a kubelet with containerd, see realnode.go)
+	// beside its KWOK nodes, or takes it away; nil keeps what the cluster has. A running cluster
+	// changes only through `cluster down`: the API server is configured for the node.
+	RealNode *RealNodeOptions
+	// NoRealNode takes a stopped cluster's real node away.
+	NoRealNode bool
 }
 
 // Cluster is a running local cluster.
@@ -235,6 +241,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}
 	if o.Bare {
+		if err := u.realNodeUp(ctx, o.RealNode, p); err != nil {
+			return nil, err
+		}
 		fmt.Fprintf(out, "cluster %s up (bare) in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
 		cl.Config, cl.Started = cfg, u.started
 		return cl, nil
@@ -256,6 +265,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		for _, name := range []string{KWOK, ControllerManager} {
 			err = fmt.Errorf("%w%s", err, lastLines(s.logFile(name), 15))
 		}
+		return nil, err
+	}
+	if err := u.realNodeUp(ctx, o.RealNode, p); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "cluster %s up in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
@@ -296,6 +308,13 @@ func prepare(o Options) (*State, error) {
 	}
 	// Kept in cluster.json: the supervisor daemon and every restart derive the components from it.
 	s.Bare = o.Bare
+	if want := o.RealNode != nil || (s.RealNode && !o.NoRealNode); want != s.RealNode {
+		if h, err := ReadHealth(s.Dir); err == nil && h.Supervisor.Alive {
+			have := map[bool]string{true: "with", false: "without"}[s.RealNode]
+			return nil, fmt.Errorf("cluster %s is running %s a real node: `kueuelab cluster down --name %s` first", name, have, name)
+		}
+		s.RealNode = want
+	}
 	if s.BinDir == "" {
 		d, err := tools.BinDir("", tools.Pinned())
 		if err != nil {
