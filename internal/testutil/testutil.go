@@ -93,3 +93,36 @@ func SkipIfOffline(t testing.TB, what string, err error, out []byte) {
 		SkipMissing(t, "%s: the Go module proxy is unreachable (%q): %s", what, s, strings.TrimSpace(text))
 	}
 }
+
+// HelmVersion is the helm CLI the chart tests use, built from the Go module proxy (as
+// hack/helm.sh does).
+const HelmVersion = "v3.19.0"
+
+// Helm returns $KUEUELAB_HELM, or helm from kueuelab's dev-tool cache, building it there with
+// buildFlags from the module proxy when missing. It skips the test only when the proxy cannot be
+// reached, and not under CI=true.
+func Helm(t testing.TB, buildFlags ...string) string {
+	t.Helper()
+	if p := os.Getenv("KUEUELAB_HELM"); p != "" {
+		return p
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatalf("helm: %v", err)
+	}
+	dir := filepath.Join(cache, "kueuelab", "devtools", "helm-"+HelmVersion)
+	bin := filepath.Join(dir, "helm")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	t.Logf("building helm %s into %s (once)", HelmVersion, dir)
+	args := append(append([]string{"install"}, buildFlags...), "helm.sh/helm/v3/cmd/helm@"+HelmVersion)
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		SkipIfOffline(t, "building helm "+HelmVersion, err, out)
+		t.Fatalf("go install helm.sh/helm/v3/cmd/helm@%s: %v\n%s", HelmVersion, err, out)
+	}
+	return bin
+}

@@ -2,9 +2,7 @@ package agent
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,38 +16,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
-// helmVersion is the helm CLI the chart tests use, built from the Go module proxy (as hack/helm.sh does).
-const helmVersion = "v3.19.0"
-
 const chartDir = "../../charts/kueuelab-agent"
-
-// helmBinary returns $KUEUELAB_HELM, or helm from kueuelab's dev-tool cache, building it there
-// from the module proxy when missing. It skips the test only when the proxy cannot be reached, and
-// not under CI=true.
-func helmBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("KUEUELAB_HELM"); p != "" {
-		return p
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatalf("helm: %v", err)
-	}
-	dir := filepath.Join(cache, "kueuelab", "devtools", "helm-"+helmVersion)
-	bin := filepath.Join(dir, "helm")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	t.Logf("building helm %s into %s (once)", helmVersion, dir)
-	cmd := exec.Command("go", slices.Concat([]string{"install"}, tools.GoBuildFlags(), []string{"helm.sh/helm/v3/cmd/helm@" + helmVersion})...)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		testutil.SkipIfOffline(t, "building helm "+helmVersion, err, out)
-		t.Fatalf("go install helm.sh/helm/v3/cmd/helm@%s: %v\n%s", helmVersion, err, out)
-	}
-	return bin
-}
 
 func helm(t *testing.T, bin string, args ...string) []byte {
 	t.Helper()
@@ -79,7 +46,7 @@ func docs(t *testing.T, out []byte) map[string][][]byte {
 }
 
 func TestHelmChart(t *testing.T) {
-	bin := helmBinary(t)
+	bin := testutil.Helm(t, tools.GoBuildFlags()...)
 	helm(t, bin, "lint", "--strict", chartDir)
 	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}}
 	status := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}}
