@@ -163,7 +163,10 @@ type RealNodeOptions struct {
 func (u *upper) realNode(ctx context.Context, o *RealNodeOptions, p *pki) error {
 	s := u.s
 	if err := u.step("real node: host packages", func() error {
-		return hostpkg.Ensure(ctx, hostpkg.RealNode, u.out)
+		if err := hostpkg.Ensure(ctx, hostpkg.RealNode, u.out); err != nil {
+			return err
+		}
+		return realnode.CheckNamespaces(ctx)
 	}); err != nil {
 		return err
 	}

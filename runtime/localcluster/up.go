@@ -24,6 +24,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/kueueclock"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
+	"github.com/kueuelab/kueuelab/runtime/realnode"
 	"github.com/kueuelab/kueuelab/runtime/tools"
 )
 
@@ -90,6 +91,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	s, err := prepare(o)
 	if err != nil {
 		return nil, err
+	}
+	if s.RealNode {
+		if err := realnode.CheckRoot(); err != nil {
+			return nil, err
+		}
 	}
 	bins, err := tools.Locate(s.BinDir, tools.Pinned())
 	if err != nil {

@@ -251,3 +251,25 @@ func removeCgroups(root string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// withoutIt says how to go on without a real node.
+const withoutIt = "; the local cluster runs without one (leave out --real-node): its KWOK nodes need no privileges"
+
+// CheckRoot fails unless this process runs as root, which a node needs for its namespaces, the
+// veth, the NAT rule and the cgroups.
+func CheckRoot() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("a real node needs root (uid %d): it creates mount and network namespaces, a veth, an iptables NAT chain and cgroups%s", os.Geteuid(), withoutIt)
+	}
+	return nil
+}
+
+// CheckNamespaces fails unless this process may create the mount and network namespaces a node
+// runs in (a container without CAP_SYS_ADMIN and CAP_NET_ADMIN may not).
+func CheckNamespaces(ctx context.Context) error {
+	if out, err := exec.CommandContext(ctx, "unshare", "--mount", "--net", "true").CombinedOutput(); err != nil {
+		return fmt.Errorf("a real node needs new mount and network namespaces, and `unshare --mount --net true` failed (%v: %s): run as root with CAP_SYS_ADMIN and CAP_NET_ADMIN%s",
+			err, bytes.TrimSpace(out), withoutIt)
+	}
+	return nil
+}

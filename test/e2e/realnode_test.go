@@ -4,17 +4,23 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueuelab/kueuelab/internal/testutil"
@@ -48,12 +54,16 @@ func TestRealNode(t *testing.T) {
 	static := staticKueuelab(t)
 	tr, tracePath := sparseTrace(t)
 	spec := runSpec("node", 8)
+	// The reference: the same trace with the agent in the test's process, on the trace clock.
+	_, exact := replaySpec(t, tr, tracePath, spec)
 	specPath := filepath.Join(t.TempDir(), "spec.yaml")
 	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	agentImage := filepath.Join(t.TempDir(), "agent.tar")
 	const tag = "e2e-node"
+	// Trace seconds per wall second of the in-cluster replay: its 25 trace hours in 90 s.
+	const speedup = 1000
 	sp, err := image.Agent(image.Options{Binary: static, Tag: tag})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +129,7 @@ func TestRealNode(t *testing.T) {
 	kc := cl.State.Kubeconfig()
 	out, err := exec.CommandContext(ctx, helm, "install", "agent", "../../charts/kueuelab-agent", "--kubeconfig", kc,
 		"--namespace", "kueuelab-system", "--create-namespace", "--wait", "--timeout", "3m",
-		"--set", "image.tag="+tag, "--set", "speedup=1000",
+		"--set", "image.tag="+tag, "--set", fmt.Sprintf("speedup=%d", speedup),
 		"--set-string", `nodeSelector.kueuelab\.io/real-node=true`,
 		"--set", "tolerations[0].key="+realnode.TaintKey, "--set", "tolerations[0].operator=Exists",
 		"--set", "tolerations[0].effect=NoSchedule").CombinedOutput()
@@ -136,7 +146,7 @@ func TestRealNode(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "results")
 	t1 := time.Now()
-	if _, err := cli(t, ctx, "", nil, "run", "--kubeconfig", kc, "--agent", "in-cluster", "--speedup", "1000", "--trace", tracePath,
+	if _, err := cli(t, ctx, "", nil, "run", "--kubeconfig", kc, "--agent", "in-cluster", "--speedup", strconv.Itoa(speedup), "--trace", tracePath,
 		"--cluster", specPath, "--out", dir, "--timeout", "10m", "--stall-timeout", "3m"); err != nil {
 		t.Fatalf("run --agent in-cluster: %v%s", err, agentLogs(t, kc))
 	}
@@ -146,6 +156,8 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCounts(t, tr, res)
+	lat := writeWatchLatency(t, ctx, cl.Config, 40)
+	compareInCluster(t, exact, res, speedup, lat)
 
 	down()
 	checkHostClean(t, nodeDir, netw, "kueuelab-"+name)
@@ -228,4 +240,98 @@ func processesUsing(dir string) []int {
 		}
 	}
 	return out
+}
+
+// controlPlaneHops is how many API writes a lone workload's life passes through, each seen by its
+// next actor through a watch, between its Job's creation and the runner seeing it finished:
+// the Job, Kueue's Workload, the admission, the unsuspended Job, the pods (one more hop where an
+// operator makes them from its own kind), their bindings, the agent's start and completion
+// writes, the Job's completion, the Workload's. The in-process agent holds the trace clock
+// through each; the in-cluster agent runs on wall time, so each costs up to speedup × (write +
+// watch latency) of trace time.
+const controlPlaneHops = 11
+
+// writeWatchLatency measures n API writes, each from its request to its watch event, and returns
+// the p95.
+func writeWatchLatency(t *testing.T, ctx context.Context, cfg *rest.Config, n int) time.Duration {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "default"
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "kueuelab.io/latency-probe=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var lat []time.Duration
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("latency-probe-%d", i), Namespace: ns,
+			Labels: map[string]string{"kueuelab.io/latency-probe": "1"}}}
+		t0 := time.Now()
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for ev := range w.ResultChan() {
+			if o, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type == watch.Added && o.Name == cm.Name {
+				break
+			}
+		}
+		lat = append(lat, time.Since(t0))
+		_ = cs.CoreV1().ConfigMaps(ns).Delete(ctx, cm.Name, metav1.DeleteOptions{})
+	}
+	slices.Sort(lat)
+	p95 := lat[len(lat)*95/100]
+	t.Logf("API write + watch latency over %d writes: p50 %s, p95 %s, max %s", n, lat[len(lat)/2], p95, lat[len(lat)-1])
+	return p95
+}
+
+// compareInCluster reports each workload's JCT and time to admission in the in-cluster replay
+// against the exact one, and the spread against the bound controlPlaneHops × speedup × lat.
+func compareInCluster(t *testing.T, exact, inCluster *results.Dir, speedup int, lat time.Duration) {
+	t.Helper()
+	byID := map[string]*results.Record{}
+	for i := range inCluster.Workloads {
+		byID[inCluster.Workloads[i].ID] = &inCluster.Workloads[i]
+	}
+	bound := float64(controlPlaneHops*speedup) * lat.Seconds()
+	var djct []float64
+	for i := range exact.Workloads {
+		a := &exact.Workloads[i]
+		b := byID[a.ID]
+		if b == nil {
+			t.Errorf("workload %s missing from the in-cluster replay", a.ID)
+			continue
+		}
+		jctA, ok1 := a.JCT()
+		jctB, ok2 := b.JCT()
+		ttaA, _ := a.TimeToAdmission()
+		ttaB, _ := b.TimeToAdmission()
+		if !ok1 || !ok2 {
+			t.Errorf("workload %s: JCT missing (exact %v, in-cluster %v)", a.ID, ok1, ok2)
+			continue
+		}
+		d := jctB - jctA
+		djct = append(djct, math.Abs(d))
+		t.Logf("%-14s %-26s JCT exact %8.1f s, in-cluster %8.1f s (%+7.1f s = %+5.0f ms wall); TTA %5.1f s vs %6.1f s",
+			a.ID, a.Family, jctA, jctB, d, d/float64(speedup)*1000, ttaA, ttaB)
+		// Every hop costs the in-cluster replay trace time and the exact one none, so it can only
+		// be later; by more than 3 s of wall time per workload it lost or invented work.
+		if d < -0.05*float64(speedup) || d > 3*float64(speedup) {
+			t.Errorf("workload %s: in-cluster JCT %.1f s against %.1f s exact: want 0 to 3 s of wall time later", a.ID, jctB, jctA)
+		}
+	}
+	if len(djct) == 0 {
+		return
+	}
+	slices.Sort(djct)
+	over := 0
+	for _, d := range djct {
+		if d > bound {
+			over++
+		}
+	}
+	t.Logf("|ΔJCT| p50 %.1f s, p95 %.1f s, max %.1f s; bound %d hops × speedup %d × p95 latency %s = %.1f s; %d of %d over it",
+		djct[len(djct)/2], djct[(len(djct)*95+99)/100-1], djct[len(djct)-1], controlPlaneHops, speedup, lat, bound, over, len(djct))
 }
