@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/experiment"
@@ -235,7 +236,9 @@ so one index can be run on a workstation the same way (see the README).`,
 	f.StringVar(&o.Name, "name", "", "name of the Job and its ConfigMap (default: the experiment's metadata.name)")
 	f.StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the Job (default: none, kubectl's)")
 	f.StringVar(&o.Image, "image", "", "runner image (default "+image.RunnerRepository+":<this version>)")
-	f.StringVar(&o.Results, "results", "", "where the pods write: pvc:CLAIM[/DIR] or gs://BUCKET[/PREFIX] (required)")
+	f.StringVar(&o.Results, "results", "", "where the pods write: pvc:CLAIM[/DIR], gs://BUCKET[/PREFIX] or hostpath:/DIR (required)")
+	f.StringToStringVar(&o.NodeSelector, "node-selector", nil, "node labels the pods need (key=value,...)")
+	f.Var(tolerationsFlag{&o.Tolerations}, "toleration", "a taint the pods tolerate, KEY[=VALUE]:EFFECT as kubectl taint writes it (repeatable)")
 	f.IntVar(&o.Repeats, "repeats", 0, "runs per variant (default: the file's repeats)")
 	f.IntVar(&o.Parallelism, "parallelism", 0, "pods at once (default: all)")
 	f.StringVar(&o.CPU, "cpu", "2", "CPU request per pod")
@@ -281,3 +284,43 @@ when a run is missing, unless --partial. Then: kueuelab report DIR.`,
 	c.Flags().BoolVar(&partial, "partial", false, "succeed with runs missing")
 	return c
 }
+
+// tolerationsFlag reads --toleration KEY[=VALUE]:EFFECT into a toleration of that taint.
+type tolerationsFlag struct{ ts *[]corev1.Toleration }
+
+func (f tolerationsFlag) String() string {
+	if f.ts == nil {
+		return ""
+	}
+	var out []string
+	for _, t := range *f.ts {
+		s := t.Key
+		if t.Value != "" {
+			s += "=" + t.Value
+		}
+		out = append(out, s+":"+string(t.Effect))
+	}
+	return strings.Join(out, ",")
+}
+
+func (f tolerationsFlag) Set(v string) error {
+	kv, effect, ok := strings.Cut(v, ":")
+	t := corev1.Toleration{Effect: corev1.TaintEffect(effect)}
+	switch t.Effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return fmt.Errorf("%q: want KEY[=VALUE]:EFFECT with EFFECT NoSchedule, PreferNoSchedule or NoExecute", v)
+	}
+	if !ok || kv == "" {
+		return fmt.Errorf("%q: want KEY[=VALUE]:EFFECT", v)
+	}
+	t.Key, t.Value, _ = strings.Cut(kv, "=")
+	t.Operator = corev1.TolerationOpExists
+	if t.Value != "" {
+		t.Operator = corev1.TolerationOpEqual
+	}
+	*f.ts = append(*f.ts, t)
+	return nil
+}
+
+func (tolerationsFlag) Type() string { return "toleration" }

@@ -43,8 +43,13 @@ type JobOptions struct {
 	Image string
 	// Results is where the pods write: "pvc:CLAIM" or "pvc:CLAIM/SUBDIR" (a ReadWriteMany claim:
 	// the pods run at once), or "gs://BUCKET" / "gs://BUCKET/PREFIX" (Cloud Storage through GKE's
-	// Cloud Storage FUSE CSI driver; the pod's service account needs write access to the bucket).
+	// Cloud Storage FUSE CSI driver; the pod's service account needs write access to the bucket),
+	// or "hostpath:/DIR" (a directory on the node, writable by the runner's user 65532: a
+	// one-node cluster, or kind with the directory mounted into its node).
 	Results string
+	// NodeSelector and Tolerations place the pods (e.g. on nodes with room for a control plane).
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
 	// Repeats overrides the experiment's repeats when > 0.
 	Repeats int
 	// Parallelism is how many pods run at once (0: all).
@@ -169,6 +174,8 @@ func RenderJob(e *Experiment, o JobOptions) (*JobBundle, error) {
 				Spec: corev1.PodSpec{
 					RestartPolicy:      corev1.RestartPolicyNever,
 					ServiceAccountName: o.ServiceAccount,
+					NodeSelector:       o.NodeSelector,
+					Tolerations:        o.Tolerations,
 					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 					Containers: []corev1.Container{{
@@ -233,8 +240,17 @@ func resultsVolume(spec, name string) (corev1.Volume, corev1.VolumeMount, string
 			mount, "# results: " + strings.TrimSuffix(spec, "/") + "/%[2]s (GKE Cloud Storage FUSE CSI driver).\n" +
 				"# when the Job has completed: gcloud storage cp -r " + strings.TrimSuffix(spec, "/") + "/%[2]s DIR/, then merge and report:\n#" + merge,
 			map[string]string{"gke-gcsfuse/volumes": "true"}, nil
+	case strings.HasPrefix(spec, "hostpath:"):
+		dir := path.Clean(strings.TrimPrefix(spec, "hostpath:"))
+		if !path.IsAbs(dir) || dir == "/" {
+			return corev1.Volume{}, mount, "", nil, fmt.Errorf("--results %q: want an absolute directory other than /", spec)
+		}
+		return corev1.Volume{Name: "results", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: dir, Type: ptr.To(corev1.HostPathDirectory)}}},
+			mount, "# results: " + dir + "/%[2]s on the node that ran each pod (the directory must exist there, writable by uid 65532).\n" +
+				"# when the Job has completed, merge and report:\n#" + strings.ReplaceAll(merge, "DIR/", dir+"/"), nil, nil
 	}
-	return corev1.Volume{}, mount, "", nil, fmt.Errorf("--results %q: want pvc:CLAIM[/DIR] or gs://BUCKET[/PREFIX]", spec)
+	return corev1.Volume{}, mount, "", nil, fmt.Errorf("--results %q: want pvc:CLAIM[/DIR], gs://BUCKET[/PREFIX] or hostpath:/DIR", spec)
 }
 
 // jobInputs are the files the pod needs: the experiment file with its paths rewritten to the

@@ -142,7 +142,23 @@ func TestRenderJobResults(t *testing.T) {
 		spec.Annotations["gke-gcsfuse/volumes"] != "true" || spec.Spec.ServiceAccountName != "sweeper" {
 		t.Errorf("gs:// results: volume %v, annotations %v, service account %q", csi, spec.Annotations, spec.Spec.ServiceAccountName)
 	}
-	for _, bad := range []string{"", "s3://b/p", "pvc:Bad_Claim", "gs://"} {
+	b, err = RenderJob(e, JobOptions{Image: "x:1", Results: "hostpath:/srv/kueuelab/", NodeSelector: map[string]string{"pool": "cpu"},
+		Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec = b.Job.Spec.Template
+	var hp *corev1.HostPathVolumeSource
+	for _, v := range spec.Spec.Volumes {
+		if v.Name == "results" {
+			hp = v.HostPath
+		}
+	}
+	if hp == nil || hp.Path != "/srv/kueuelab" || hp.Type == nil || *hp.Type != corev1.HostPathDirectory ||
+		spec.Spec.NodeSelector["pool"] != "cpu" || len(spec.Spec.Tolerations) != 1 || !strings.Contains(b.Collect, "merge /srv/kueuelab/quota-sweep") {
+		t.Errorf("hostpath: results: volume %+v, node selector %v, tolerations %v, collect:\n%s", hp, spec.Spec.NodeSelector, spec.Spec.Tolerations, b.Collect)
+	}
+	for _, bad := range []string{"", "s3://b/p", "pvc:Bad_Claim", "gs://", "hostpath:relative", "hostpath:/"} {
 		if _, err := RenderJob(e, JobOptions{Image: "x:1", Results: bad}); err == nil {
 			t.Errorf("--results %q: no error", bad)
 		}

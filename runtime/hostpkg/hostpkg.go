@@ -18,6 +18,9 @@ import (
 type Need struct {
 	Path    string
 	Package string
+	// Alt are other places the file may be (another distribution's, or another package's that
+	// ships the same program): any one of them satisfies the need.
+	Alt []string
 }
 
 // Paths of the container runtime's programs as Debian installs them (bookworm: containerd 1.6,
@@ -27,35 +30,57 @@ const (
 	Ctr        = "/usr/bin/ctr"
 	// Shim is the runc shim containerd starts per pod; containerd finds it on $PATH by name.
 	Shim = "/usr/bin/containerd-shim-runc-v2"
-	// Runc is the runc binary (Debian also links /usr/bin/runc to it); the shim runs "runc"
-	// from $PATH.
+	// Runc is the runc binary (Debian also links /usr/bin/runc to it; Docker's containerd.io
+	// package ships /usr/bin/runc alone); the shim runs "runc" from $PATH.
 	Runc = "/usr/sbin/runc"
-	// CNIBinDir is where Debian puts the CNI plugins (upstream's default, /opt/cni/bin, is not
-	// used).
+	// CNIBinDir is where Debian puts the CNI plugins; upstream's default is /opt/cni/bin.
 	CNIBinDir = "/usr/lib/cni"
 )
+
+// cniDirs are where distributions put the CNI plugins, Debian's first.
+var cniDirs = []string{CNIBinDir, "/opt/cni/bin", "/usr/libexec/cni"}
+
+// CNIDir is the first directory of cniDirs that holds the bridge plugin (CNIBinDir when none
+// does: Ensure installs Debian's there).
+func CNIDir() string {
+	for _, d := range cniDirs {
+		if executable(d + "/bridge") {
+			return d
+		}
+	}
+	return CNIBinDir
+}
+
+// cni is the need for CNI plugin name, in any of cniDirs.
+func cni(name string) Need {
+	n := Need{Path: CNIBinDir + "/" + name, Package: "containernetworking-plugins"}
+	for _, d := range cniDirs[1:] {
+		n.Alt = append(n.Alt, d+"/"+name)
+	}
+	return n
+}
 
 // RealNode is what a real node needs on the host: the container runtime, the CNI plugins its
 // network config names, what kube-proxy runs (iptables-restore, conntrack) and the tools that
 // set up the node's namespaces and network.
 var RealNode = []Need{
-	{Containerd, "containerd"},
-	{Ctr, "containerd"},
-	{Shim, "containerd"},
-	{Runc, "runc"},
-	{CNIBinDir + "/bridge", "containernetworking-plugins"},
-	{CNIBinDir + "/host-local", "containernetworking-plugins"},
-	{CNIBinDir + "/loopback", "containernetworking-plugins"},
+	{Path: Containerd, Package: "containerd"},
+	{Path: Ctr, Package: "containerd"},
+	{Path: Shim, Package: "containerd"},
+	{Path: Runc, Package: "runc", Alt: []string{"/usr/bin/runc"}},
+	cni("bridge"),
+	cni("host-local"),
+	cni("loopback"),
 	// The iptables package installs these as update-alternatives links (to the nft backend by
 	// default), so dpkg lists none of them but they are there once it is configured.
-	{"/usr/sbin/iptables", "iptables"},
-	{"/usr/sbin/iptables-save", "iptables"},
-	{"/usr/sbin/iptables-restore", "iptables"},
-	{"/usr/sbin/conntrack", "conntrack"},
+	{Path: "/usr/sbin/iptables", Package: "iptables"},
+	{Path: "/usr/sbin/iptables-save", Package: "iptables"},
+	{Path: "/usr/sbin/iptables-restore", Package: "iptables"},
+	{Path: "/usr/sbin/conntrack", Package: "conntrack"},
 	// iproute2 ships /sbin/ip (and /bin/ip); on a merged /usr, /sbin/ip is /usr/sbin/ip.
-	{"/sbin/ip", "iproute2"},
-	{"/usr/bin/nsenter", "util-linux"},
-	{"/usr/bin/unshare", "util-linux"},
+	{Path: "/sbin/ip", Package: "iproute2", Alt: []string{"/usr/sbin/ip", "/bin/ip"}},
+	{Path: "/usr/bin/nsenter", Package: "util-linux"},
+	{Path: "/usr/bin/unshare", Package: "util-linux"},
 }
 
 // MissingError names the files a host lacks and the command that installs them.
@@ -76,7 +101,7 @@ func (e *MissingError) Error() string {
 
 // InstallCommand is the shell command that installs the packages of needs, as root.
 func InstallCommand(needs []Need) string {
-	return "apt-get update && apt-get install -y --no-install-recommends " + strings.Join(packages(needs), " ")
+	return "apt-get update && apt-get install -y --no-install-recommends --no-remove " + strings.Join(packages(needs), " ")
 }
 
 // Missing returns the needs whose file is not an executable on this host, in their order.
@@ -126,7 +151,7 @@ func run(ctx context.Context, out io.Writer, env []string, name string, args ...
 func (h host) missing(needs []Need) []Need {
 	var out []Need
 	for _, n := range needs {
-		if !h.executable(n.Path) {
+		if !h.executable(n.Path) && !slices.ContainsFunc(n.Alt, h.executable) {
 			out = append(out, n)
 		}
 	}
@@ -153,7 +178,9 @@ func (h host) ensure(ctx context.Context, needs []Need, out io.Writer) error {
 	if err := h.run(ctx, out, env, h.aptGet, "update"); err != nil {
 		return fmt.Errorf("apt-get update: %w", err)
 	}
-	install := slices.Concat([]string{"install", "-y", "--no-install-recommends"}, pkgs)
+	// --no-remove: a package that conflicts with one installed (Debian's runc with Docker's
+	// containerd.io) fails the install instead of removing what the host runs.
+	install := slices.Concat([]string{"install", "-y", "--no-install-recommends", "--no-remove"}, pkgs)
 	if err := h.run(ctx, out, env, h.aptGet, install...); err != nil {
 		return fmt.Errorf("apt-get install %s: %w", strings.Join(pkgs, " "), err)
 	}

@@ -43,9 +43,10 @@ func (f *fakeHost) host(uid int, aptGet string) host {
 }
 
 func TestEnsure(t *testing.T) {
-	needs := []Need{{"/usr/bin/containerd", "containerd"}, {"/usr/bin/ctr", "containerd"}, {"/usr/sbin/runc", "runc"}, {"/usr/bin/unshare", "util-linux"}}
+	needs := []Need{{Path: "/usr/bin/containerd", Package: "containerd"}, {Path: "/usr/bin/ctr", Package: "containerd"},
+		{Path: "/usr/sbin/runc", Package: "runc", Alt: []string{"/usr/bin/runc"}}, {Path: "/usr/bin/unshare", Package: "util-linux"}}
 	const update = "DEBIAN_FRONTEND=noninteractive apt-get update"
-	const install = "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends containerd runc"
+	const install = "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --no-remove containerd runc"
 	installs := map[string][]string{"containerd": {"/usr/bin/containerd", "/usr/bin/ctr"}, "runc": {"/usr/sbin/runc"}}
 	tests := []struct {
 		name     string
@@ -53,6 +54,7 @@ func TestEnsure(t *testing.T) {
 		aptGet   string
 		installs map[string][]string
 		fail     string
+		files    []string // present besides /usr/bin/unshare
 		wantRuns []string
 		// wantMissing are the files a *MissingError names, wantErr a part of any other error.
 		wantMissing []string
@@ -64,12 +66,18 @@ func TestEnsure(t *testing.T) {
 		{name: "update fails", aptGet: "/usr/bin/apt-get", fail: "update", wantRuns: []string{update}, wantErr: "apt-get update: exit status 100"},
 		{name: "install fails", aptGet: "/usr/bin/apt-get", fail: "install", wantRuns: []string{update, install},
 			wantErr: "apt-get install containerd runc: exit status 100"},
+		// Docker's containerd.io ships runc at /usr/bin/runc: Debian's runc package (which would
+		// conflict with it) is not asked for.
+		{name: "runc elsewhere", uid: 1000, files: []string{"/usr/bin/containerd", "/usr/bin/ctr", "/usr/bin/runc"}},
 		{name: "a file still missing", aptGet: "/usr/bin/apt-get", installs: map[string][]string{"containerd": {"/usr/bin/containerd", "/usr/bin/ctr"}},
 			wantRuns: []string{update, install}, wantMissing: []string{"/usr/sbin/runc"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeHost{files: map[string]bool{"/usr/bin/unshare": true}, installs: tc.installs, fail: tc.fail}
+			for _, p := range tc.files {
+				f.files[p] = true
+			}
 			err := f.host(tc.uid, tc.aptGet).ensure(context.Background(), needs, io.Discard)
 			if !slices.Equal(f.ran, tc.wantRuns) {
 				t.Errorf("ran %q, want %q", f.ran, tc.wantRuns)
@@ -107,14 +115,14 @@ func TestEnsure(t *testing.T) {
 func TestEnsureNothingMissing(t *testing.T) {
 	f := &fakeHost{files: map[string]bool{"/usr/sbin/runc": true}}
 	// Not root and no apt-get: with nothing missing, neither matters.
-	if err := f.host(1000, "").ensure(context.Background(), []Need{{"/usr/sbin/runc", "runc"}}, nil); err != nil || f.ran != nil {
+	if err := f.host(1000, "").ensure(context.Background(), []Need{{Path: "/usr/sbin/runc", Package: "runc"}}, nil); err != nil || f.ran != nil {
 		t.Errorf("err = %v, ran %q; want nil and nothing", err, f.ran)
 	}
 }
 
 func TestInstallCommand(t *testing.T) {
-	got := InstallCommand([]Need{{"/a", "runc"}, {"/b", "containerd"}, {"/c", "runc"}})
-	if want := "apt-get update && apt-get install -y --no-install-recommends containerd runc"; got != want {
+	got := InstallCommand([]Need{{Path: "/a", Package: "runc"}, {Path: "/b", Package: "containerd"}, {Path: "/c", Package: "runc"}})
+	if want := "apt-get update && apt-get install -y --no-install-recommends --no-remove containerd runc"; got != want {
 		t.Errorf("InstallCommand = %q, want %q", got, want)
 	}
 }

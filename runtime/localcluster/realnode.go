@@ -50,16 +50,25 @@ func (s *State) realNodeNetwork() (realnode.Network, error) {
 func (s *State) realNodeSpec(exe string) spec {
 	argv, env := realnode.Command(exe, s.realNodeConfigPath())
 	kube := lazyClient(s.Kubeconfig())
+	started := func() time.Time {
+		cfg, err := realnode.ReadConfig(s.realNodeConfigPath())
+		if err != nil {
+			return time.Time{}
+		}
+		return realnode.StartedAt(cfg)
+	}
 	return spec{
 		process:   process{name: RealNode, bin: s.realNodeMatcher(), argv: argv, env: env},
-		health:    nodeReady(kube, RealNodeName),
+		health:    nodeReady(kube, RealNodeName, started),
 		live:      nodeLeaseFresh(kube, RealNodeName),
 		liveDelay: realNodeLivenessDelay,
 	}
 }
 
-// nodeReady is the node's readiness: its Node is Ready.
-func nodeReady(kube func() (client.Client, error), name string) func(context.Context) error {
+// nodeReady is the node's readiness: its Node is Ready as reported since the node's process last
+// started (a Node keeps the last run's Ready condition until the node controller sees its lease
+// expire).
+func nodeReady(kube func() (client.Client, error), name string, started func() time.Time) func(context.Context) error {
 	return func(ctx context.Context) error {
 		c, err := kube()
 		if err != nil {
@@ -71,8 +80,12 @@ func nodeReady(kube func() (client.Client, error), name string) func(context.Con
 		}
 		for _, cond := range n.Status.Conditions {
 			if cond.Type == corev1.NodeReady {
-				if cond.Status == corev1.ConditionTrue {
+				// The API keeps whole seconds.
+				if cond.Status == corev1.ConditionTrue && !cond.LastHeartbeatTime.Time.Before(started().Truncate(time.Second)) {
 					return nil
+				}
+				if cond.Status == corev1.ConditionTrue {
+					return fmt.Errorf("node %s: Ready only as of %s, before its process started", name, cond.LastHeartbeatTime.Format(time.RFC3339))
 				}
 				return fmt.Errorf("node %s not Ready: %s", name, cond.Message)
 			}
@@ -222,7 +235,16 @@ func (u *upper) realNode(ctx context.Context, o *RealNodeOptions, p *pki) error 
 	}); err != nil {
 		return err
 	}
+	// The archives loaded before (this option's, `cluster load-image`'s) stay loaded.
 	images := []string{pause}
+	var added []string
+	if old, err := realnode.ReadConfig(s.realNodeConfigPath()); err == nil {
+		for _, img := range old.Images {
+			if img != pause {
+				images = append(images, img)
+			}
+		}
+	}
 	for _, img := range o.Images {
 		abs, err := filepath.Abs(img)
 		if err != nil {
@@ -231,7 +253,10 @@ func (u *upper) realNode(ctx context.Context, o *RealNodeOptions, p *pki) error 
 		if _, err := os.Stat(abs); err != nil {
 			return fmt.Errorf("image archive: %w", err)
 		}
-		images = append(images, abs)
+		if !slices.Contains(images, abs) {
+			images = append(images, abs)
+		}
+		added = append(added, abs)
 	}
 	n, err := s.realNodeNetwork()
 	if err != nil {
@@ -240,7 +265,7 @@ func (u *upper) realNode(ctx context.Context, o *RealNodeOptions, p *pki) error 
 	cfg := &realnode.Config{
 		Name: RealNodeName, Dir: dir, LogDir: s.path("logs"), LogPrefix: RealNode + "-",
 		Kubelet: bins["kubelet"], KubeProxy: bins["kube-proxy"],
-		Containerd: hostpkg.Containerd, Ctr: hostpkg.Ctr, CNIBinDir: hostpkg.CNIBinDir,
+		Containerd: hostpkg.Containerd, Ctr: hostpkg.Ctr, CNIBinDir: hostpkg.CNIDir(),
 		APIServerPort: s.Ports.APIServer, CACert: filepath.Join(pkiDir, "ca.crt"),
 		NodeCert: filepath.Join(pkiDir, "real-node-kubelet.crt"), NodeKey: filepath.Join(pkiDir, "real-node-kubelet.key"),
 		ProxyCert: filepath.Join(pkiDir, "real-node-kube-proxy.crt"), ProxyKey: filepath.Join(pkiDir, "real-node-kube-proxy.key"),
@@ -249,7 +274,15 @@ func (u *upper) realNode(ctx context.Context, o *RealNodeOptions, p *pki) error 
 	if err := realnode.WriteConfig(s.realNodeConfigPath(), cfg); err != nil {
 		return err
 	}
-	return u.ensure(ctx, RealNode)
+	_, wasRunning := s.running(RealNode, s.realNodeMatcher())
+	if err := u.ensure(ctx, RealNode); err != nil {
+		return err
+	}
+	// A node that was running loaded its images when it started: the new ones go in now.
+	if wasRunning && len(added) > 0 {
+		return u.step(fmt.Sprintf("real node: %d image archives", len(added)), func() error { return cfg.Import(ctx, added) })
+	}
+	return nil
 }
 
 // imageBinary is the static kueuelab the pause image is built from: the one given, else this
@@ -346,5 +379,29 @@ func LoadImages(ctx context.Context, root, name string, archives []string, out i
 		return err
 	}
 	fmt.Fprintf(out, "loaded %d image archives into node %s in %s\n", len(abs), RealNodeName, time.Since(t0).Round(10*time.Millisecond))
+	return nil
+}
+
+// checkNodeIndex refuses a node whose addresses another cluster's node under root has: both
+// would take the same veth, route and NAT chain.
+func (s *State) checkNodeIndex(root string) error {
+	mine := realnode.IndexFor(s.PortBase)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil // no other cluster yet
+	}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == s.Name {
+			continue
+		}
+		other, ok, err := Load(root, e.Name())
+		if err != nil || !ok || !other.RealNode {
+			continue
+		}
+		if realnode.IndexFor(other.PortBase) == mine {
+			return fmt.Errorf("cluster %s's real node would share addresses with cluster %s's (ports from %d and %d): give this cluster another --port-base, a multiple of 100 apart",
+				s.Name, other.Name, s.PortBase, other.PortBase)
+		}
+	}
 	return nil
 }

@@ -321,6 +321,11 @@ func prepare(o Options) (*State, error) {
 		}
 		s.RealNode = want
 	}
+	if s.RealNode {
+		if err := s.checkNodeIndex(root); err != nil {
+			return nil, err
+		}
+	}
 	if s.BinDir == "" {
 		d, err := tools.BinDir("", tools.Pinned())
 		if err != nil {

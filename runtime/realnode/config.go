@@ -17,7 +17,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Label and taint of the node: only pods that tolerate the taint run there, so pods rendered for
@@ -138,8 +140,43 @@ func (c *Config) validate() error {
 	if _, _, err := net.ParseCIDR(c.Network.PodCIDR); err != nil {
 		return fmt.Errorf("real node config: podCIDR: %w", err)
 	}
+	// Cleanup kills every process in the cgroup and removes it: it must be the node's own.
+	if !cgroupName.MatchString(c.CgroupRoot) {
+		return fmt.Errorf("real node config: cgroupRoot %q: want kueuelab-<name>", c.CgroupRoot)
+	}
+	if !strings.HasPrefix(c.Network.Chain, "KUEUELAB-NODE-") {
+		return fmt.Errorf("real node config: chain %q: want KUEUELAB-NODE-<index>", c.Network.Chain)
+	}
+	for _, ifc := range []string{c.Network.HostIf, c.Network.NodeIf} {
+		if ifc == "" || len(ifc) > 15 {
+			return fmt.Errorf("real node config: interface name %q: want 1 to 15 bytes", ifc)
+		}
+	}
+	// Inside the node these are other directories (mountNodeFS): the node would not find files
+	// kept there.
+	for _, f := range []struct{ name, v string }{{"dir", c.Dir}, {"logDir", c.LogDir}, {"kubelet", c.Kubelet}, {"kubeProxy", c.KubeProxy},
+		{"caCert", c.CACert}, {"nodeCert", c.NodeCert}, {"nodeKey", c.NodeKey}, {"proxyCert", c.ProxyCert}, {"proxyKey", c.ProxyKey}} {
+		if !filepath.IsAbs(f.v) {
+			return fmt.Errorf("real node config: %s %q is not an absolute path", f.name, f.v)
+		}
+		for _, hidden := range nodePrivateDirs {
+			if f.v == hidden || strings.HasPrefix(f.v, hidden+"/") {
+				return fmt.Errorf("real node config: %s %s is under %s, which the node replaces with a directory of its own: keep the cluster's state and the tools elsewhere (XDG_STATE_HOME, XDG_CACHE_HOME)", f.name, f.v, hidden)
+			}
+		}
+	}
+	for _, img := range c.Images {
+		if !filepath.IsAbs(img) {
+			return fmt.Errorf("real node config: image %q is not an absolute path", img)
+		}
+	}
 	return nil
 }
+
+// nodePrivateDirs are the host directories the node sees as its own (mountNodeFS).
+var nodePrivateDirs = []string{"/var/log", "/var/lib", "/run"}
+
+var cgroupName = regexp.MustCompile(`^kueuelab-[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
 // WriteConfig writes c as JSON to path.
 func WriteConfig(path string, c *Config) error {
@@ -174,7 +211,8 @@ func (c *Config) path(elem ...string) string {
 	return filepath.Join(append([]string{c.Dir}, elem...)...)
 }
 
-func (c *Config) socket() string { return c.path("containerd", "containerd.sock") }
+func (c *Config) socket() string      { return c.path("containerd", "containerd.sock") }
+func (c *Config) startedFile() string { return c.path("started") }
 func (c *Config) logFile(n string) string {
 	return filepath.Join(c.LogDir, c.LogPrefix+n+".log")
 }

@@ -104,6 +104,10 @@ func TestConfigRoundTripAndValidation(t *testing.T) {
 		{"bad port", func(c *Config) { c.APIServerPort = 0 }, "apiServerPort"},
 		{"bad pod range", func(c *Config) { c.Network.PodCIDR = "10.88.1.0" }, "podCIDR"},
 		{"bad address", func(c *Config) { c.Network.NodeIP = "node" }, "network address"},
+		// Cleanup kills and removes the cgroup: never one that is not the node's.
+		{"host cgroup", func(c *Config) { c.CgroupRoot = "/" }, "cgroupRoot"},
+		{"state under /var/lib", func(c *Config) { c.Dir = "/var/lib/jenkins/.local/state/kueuelab/default/node" }, "under /var/lib"},
+		{"relative image", func(c *Config) { c.Images = []string{"agent.tar"} }, "not an absolute path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testConfig(t)

@@ -39,7 +39,7 @@ func (c *Config) natTableMarker() string { return c.path("host-had-no-nat-table"
 func (c *Config) setupHost(ctx context.Context, pid int) error {
 	n := c.Network
 	port := strconv.Itoa(c.APIServerPort)
-	if _, err := exec.LookPath("nft"); err == nil {
+	if nftBackend(ctx) {
 		if exec.CommandContext(ctx, "nft", "list", "table", "ip", "nat").Run() != nil {
 			if err := os.WriteFile(c.natTableMarker(), nil, 0o644); err != nil {
 				return err
@@ -88,10 +88,9 @@ func CleanupHost(ctx context.Context, c *Config) error {
 		}
 	}
 	if _, err := os.Stat(c.natTableMarker()); err == nil {
+		// Best effort: another program may have put rules there meanwhile (then it stays).
 		if natTableEmpty(ctx) {
-			if err := command(ctx, "nft", "delete", "table", "ip", "nat"); err != nil {
-				errs = append(errs, err)
-			}
+			_ = exec.CommandContext(ctx, "nft", "delete", "table", "ip", "nat").Run()
 		}
 		_ = os.Remove(c.natTableMarker())
 	}
@@ -105,10 +104,23 @@ func CleanupHost(ctx context.Context, c *Config) error {
 			_ = exec.CommandContext(ctx, "conntrack", "-D", flag, n.HostIP).Run() // exits 1 when there is nothing to delete
 		}
 	}
-	if err := removeCgroups(c.CgroupRoot); err != nil {
+	// The cgroup is the node's: a process still in it is a pod's that outlived its node.
+	if err := killCgroups(c.CgroupRoot, 5*time.Second); err != nil {
+		errs = append(errs, err)
+	} else if err := removeCgroups(c.CgroupRoot); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// nftBackend reports whether iptables is iptables-nft with the nft command beside it: then the
+// first iptables rule of the nat table creates an nftables table that outlives its rules.
+func nftBackend(ctx context.Context) bool {
+	if _, err := exec.LookPath("nft"); err != nil {
+		return false
+	}
+	out, err := exec.CommandContext(ctx, "iptables", "-V").Output()
+	return err == nil && bytes.Contains(out, []byte("nf_tables"))
 }
 
 // natTableEmpty reports whether the host's ip nat table holds no rule (only its base chains).
@@ -159,6 +171,11 @@ func makeCgroups(root string) error {
 	if err != nil {
 		return err
 	}
+	if len(hs) == 1 && hs[0] == cgroupFS {
+		if err := enableControllers(); err != nil {
+			return err
+		}
+	}
 	for _, h := range hs {
 		dir := filepath.Join(h, root)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -176,6 +193,30 @@ func makeCgroups(root string) error {
 				return fmt.Errorf("cgroup %s/%s: %w", dir, f, err)
 			}
 		}
+	}
+	return nil
+}
+
+// kubeletControllers are the cgroup v2 controllers the kubelet requires in its cgroup root.
+var kubeletControllers = []string{"cpu", "cpuset", "memory", "pids"}
+
+// enableControllers makes the controllers the kubelet needs available to the node's cgroup on a
+// unified (v2) hierarchy, where a child has only what its parent's subtree_control enables.
+func enableControllers() error {
+	have, err := os.ReadFile(filepath.Join(cgroupFS, "cgroup.controllers"))
+	if err != nil {
+		return fmt.Errorf("cgroups: %w", err)
+	}
+	var enable []string
+	for _, c := range kubeletControllers {
+		if !slices.Contains(strings.Fields(string(have)), c) {
+			return fmt.Errorf("cgroup v2 controller %s is not available in %s (the kubelet needs %v)", c, cgroupFS, kubeletControllers)
+		}
+		enable = append(enable, "+"+c)
+	}
+	// EBUSY here is a root cgroup that holds processes (a container's cgroup namespace).
+	if err := os.WriteFile(filepath.Join(cgroupFS, "cgroup.subtree_control"), []byte(strings.Join(enable, " ")), 0o644); err != nil {
+		return fmt.Errorf("enable the cgroup v2 controllers %v for the node's pods: %w", kubeletControllers, err)
 	}
 	return nil
 }

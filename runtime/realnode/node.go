@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,7 +53,9 @@ func RunIfNode() (ran bool, code int) {
 		}
 		return true, 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGQUIT too: the supervisor sends it to a node whose liveness probe failed, and the node
+	// stops as it does for SIGTERM rather than dying with its host side in place.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT)
 	defer stop()
 	if err := Run(ctx, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "node %s: %v\n", cfg.Name, err)
@@ -75,21 +78,36 @@ const (
 // host. It returns when the node has stopped, with the node's error if it failed.
 func Run(ctx context.Context, cfg *Config) error {
 	start := time.Now()
+	// A node that is still stopping (its init got SIGTERM when the last outer process died) holds
+	// the lock until its last process is gone: this one waits rather than tear its network down
+	// under it. The node's init inherits the lock and holds it for as long as it runs.
+	lock, err := lockNode(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := os.WriteFile(cfg.startedFile(), []byte(start.Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
+		return err
+	}
 	if err := CleanupHost(context.Background(), cfg); err != nil {
 		return fmt.Errorf("clean up after the last run: %w", err)
-	}
-	if err := makeCgroups(cfg.CgroupRoot); err != nil {
-		return err
 	}
 	defer func() {
 		if err := CleanupHost(context.Background(), cfg); err != nil {
 			fmt.Fprintf(os.Stderr, "node %s: clean up the host: %v\n", cfg.Name, err)
 		}
 	}()
+	if err := makeCgroups(cfg.CgroupRoot); err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
+	// Pdeathsig is sent when the thread that started the child exits: this goroutine keeps its
+	// thread for as long as the node runs.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -98,10 +116,12 @@ func Run(ctx context.Context, cfg *Config) error {
 	cmd := exec.Command(exe, os.Args[1:]...)
 	cmd.Env = append(os.Environ(), innerEnv+"=1")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{r}
-	// The node's init gets SIGTERM (and so stops everything) if this process dies without
-	// stopping it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGTERM}
+	cmd.ExtraFiles = []*os.File{r, lock}
+	// The node's init is PID 1 of its own PID namespace, so when it ends every process of the
+	// node ends with it, whatever it did not stop; it gets SIGTERM (and stops everything) if this
+	// process dies without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID,
+		Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		return fmt.Errorf("start the node in its namespaces: %w", err)
@@ -153,10 +173,13 @@ func runInner(cfg *Config) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make the node's mounts private: %w", err)
 	}
-	// containerd's shims daemonize: as a subreaper this process inherits them and every
-	// container process whose shim is gone, so it can stop them all.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("become a subreaper: %w", err)
+	// PID 1 of the node's PID namespace inherits containerd's daemonized shims and every
+	// container process whose shim is gone; its own /proc shows it the node's processes alone.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount the node's /proc: %w", err)
+	}
+	for _, v := range []string{configEnv, innerEnv} {
+		_ = os.Unsetenv(v)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
@@ -279,9 +302,13 @@ func reap(out chan<- reaped) {
 // pod's processes, containerd, and whatever is left below this process.
 func stopAll(cfg *Config, children []child, exits <-chan reaped, reaping bool) {
 	byName := map[string]*exec.Cmd{}
+	byPID := map[int]*exec.Cmd{}
 	for _, c := range children {
 		byName[c.name] = c.cmd
+		byPID[c.cmd.Process.Pid] = c.cmd
 	}
+	// Killed through os.Process, which holds a pidfd: a PID reaped meanwhile is never signalled.
+	kill := func(pid int) { _ = byPID[pid].Process.Kill() }
 	stop := func(grace time.Duration, names ...string) {
 		left := map[int]string{}
 		for _, n := range names {
@@ -304,7 +331,7 @@ func stopAll(cfg *Config, children []child, exits <-chan reaped, reaping bool) {
 				case <-end:
 					for pid, n := range left {
 						fmt.Printf("node %s: %s did not stop in %s: SIGKILL\n", cfg.Name, n, grace)
-						_ = syscall.Kill(pid, syscall.SIGKILL)
+						kill(pid)
 					}
 					return
 				case <-time.After(20 * time.Millisecond):
@@ -317,7 +344,7 @@ func stopAll(cfg *Config, children []child, exits <-chan reaped, reaping bool) {
 			case <-end:
 				for pid, n := range left {
 					fmt.Printf("node %s: %s did not stop in %s: SIGKILL\n", cfg.Name, n, grace)
-					_ = syscall.Kill(pid, syscall.SIGKILL)
+					kill(pid)
 				}
 				return
 			}
@@ -403,11 +430,8 @@ func (c *Config) setupNodeNetwork() error {
 // shims and the CNI plugins write fixed paths there) and shows the kubelet the kernel settings
 // it insists on (protectKernelDefaults) without changing the host's.
 func (c *Config) mountNodeFS() error {
-	for _, m := range []struct{ src, dst string }{
-		{c.path("fs", "var-log"), "/var/log"},
-		{c.path("fs", "var-lib"), "/var/lib"},
-		{c.path("fs", "run"), "/run"},
-	} {
+	for i, dst := range nodePrivateDirs {
+		m := struct{ src, dst string }{c.path("fs", strconv.Itoa(i)+strings.ReplaceAll(dst, "/", "-")), dst}
 		if err := os.MkdirAll(m.src, 0o755); err != nil {
 			return err
 		}
@@ -460,4 +484,35 @@ func (c *Config) Import(ctx context.Context, archives []string) error {
 		}
 	}
 	return nil
+}
+
+// lockNode takes the node's lock, waiting up to innerGrace for a node that is still stopping.
+func lockNode(ctx context.Context, cfg *Config) (*os.File, error) {
+	f, err := os.OpenFile(cfg.path("node.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	end := time.Now().Add(innerGrace + 2*time.Second)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(end) || ctx.Err() != nil {
+			f.Close()
+			return nil, fmt.Errorf("node %s: the last run has not stopped (%s is locked): %w", cfg.Name, f.Name(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// StartedAt is when the node's process last started (zero if never): a Ready condition or
+// lease from before it is the last run's.
+func StartedAt(cfg *Config) time.Time {
+	b, err := os.ReadFile(cfg.startedFile())
+	if err != nil {
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	return t
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/internal/testutil"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/experiment"
 	"github.com/kueuelab/kueuelab/runtime/image"
 	"github.com/kueuelab/kueuelab/runtime/localcluster"
 	"github.com/kueuelab/kueuelab/runtime/realnode"
@@ -158,6 +159,10 @@ func TestRealNode(t *testing.T) {
 	checkCounts(t, tr, res)
 	lat := writeWatchLatency(t, ctx, cl.Config, 40)
 	compareInCluster(t, exact, res, speedup, lat)
+	if err := exec.CommandContext(ctx, helm, "uninstall", "agent", "--kubeconfig", kc, "--namespace", "kueuelab-system", "--wait").Run(); err != nil {
+		t.Errorf("helm uninstall: %v", err)
+	}
+	runnerIndexInPod(t, ctx, root, name, kc, static, tag)
 
 	down()
 	checkHostClean(t, nodeDir, netw, "kueuelab-"+name)
@@ -215,7 +220,7 @@ func checkHostClean(t *testing.T, nodeDir string, n realnode.Network, cgroupRoot
 	if out, _ := exec.Command("ip", "route", "show", n.PodCIDR).Output(); len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("route left: %s", out)
 	}
-	for _, h := range []string{"memory", "pids", "cpu", "systemd"} {
+	for _, h := range []string{"memory", "pids", "cpu", "systemd", "."} {
 		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", h, cgroupRoot)); err == nil {
 			t.Errorf("cgroup %s/%s left", h, cgroupRoot)
 		}
@@ -334,4 +339,134 @@ func compareInCluster(t *testing.T, exact, inCluster *results.Dir, speedup int, 
 	}
 	t.Logf("|ΔJCT| p50 %.1f s, p95 %.1f s, max %.1f s; bound %d hops × speedup %d × p95 latency %s = %.1f s; %d of %d over it",
 		djct[len(djct)/2], djct[(len(djct)*95+99)/100-1], djct[len(djct)-1], controlPlaneHops, speedup, lat, bound, over, len(djct))
+}
+
+// nodeSweep is a one-variant experiment: its Indexed Job has one completion, run below as a
+// real pod of the runner image.
+const nodeSweep = `apiVersion: kueuelab.io/v1alpha1
+kind: Experiment
+metadata: {name: e2e-node-sweep}
+generator: {jobs: 8, seed: 3}
+cluster: spec.yaml
+speedup: max
+timeout: 8m
+variants:
+- name: quota-8
+`
+
+// runnerIndexInPod builds the runner image, loads it into the real node (`cluster load-image`'s
+// path), renders the experiment as an Indexed Job with its results on a hostPath, and runs it:
+// the pod starts a local cluster of its own and replays the variant. The results it writes are
+// merged and reported as `experiment merge` prints.
+func runnerIndexInPod(t *testing.T, ctx context.Context, root, name, kc, static, tag string) {
+	t.Helper()
+	mods, err := image.ManifestModuleDirs(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsp, err := image.Runner(image.RunnerOptions{Options: image.Options{Binary: static, Tag: tag, CompressionLevel: 1},
+		Set: tools.Pinned(), BinDir: shared.state.BinDir, ModuleDirs: mods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "runner.tar")
+	t0 := time.Now()
+	if _, err := image.Write(archive, rsp, image.OCI); err != nil {
+		t.Fatal(err)
+	}
+	t1 := time.Now()
+	log := &testWriter{t: t}
+	if err := localcluster.LoadImages(ctx, root, name, []string{archive}, log); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("runner image written in %s, loaded into the node in %s", t1.Sub(t0).Round(100*time.Millisecond), time.Since(t1).Round(100*time.Millisecond))
+
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "spec.yaml"), []byte(runSpec("job", 8)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expFile := filepath.Join(src, "sweep.yaml")
+	if err := os.WriteFile(expFile, []byte(nodeSweep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The node's pods see the host's /tmp (the node replaces /var/lib, /var/log and /run only).
+	resultsDir, err := os.MkdirTemp("", "kueuelab-node-results-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(resultsDir) })
+	if err := os.Chown(resultsDir, image.UID, image.GID); err != nil {
+		t.Fatal(err)
+	}
+	rendered := filepath.Join(src, "job.yaml")
+	if _, err := cli(t, ctx, "", nil, "experiment", "render-job", expFile, "--results", "hostpath:"+resultsDir, "--namespace", "e2e-runner",
+		"--image", image.RunnerRepository+":"+tag, "--cpu", "500m", "--memory", "1Gi",
+		"--node-selector", realnode.Label+"=true", "--toleration", realnode.TaintKey+":NoSchedule", "--out", rendered); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"create", "namespace", "e2e-runner"}, {"apply", "-f", rendered}} {
+		if out, err := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+	}
+	c, err := cluster.NewClient(mustREST(t, kc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pod's peak memory is its cgroup's high-water mark, read while it runs (the kubelet
+	// removes the cgroup with the pod).
+	var peak int64
+	var pod corev1.Pod
+	t2 := time.Now()
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace("e2e-runner")); err != nil || len(pods.Items) == 0 {
+			return false, nil
+		}
+		pod = pods.Items[0]
+		if m, err := filepath.Glob("/sys/fs/cgroup/memory/kueuelab-" + name + "/kubepods/*/pod" + string(pod.UID) + "/memory.max_usage_in_bytes"); err == nil && len(m) == 1 {
+			if b, err := os.ReadFile(m[0]); err == nil {
+				if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && v > peak {
+					peak = v
+				}
+			}
+		}
+		return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed, nil
+	})
+	if err != nil || pod.Status.Phase != corev1.PodSucceeded {
+		out, _ := exec.Command("kubectl", "--kubeconfig", kc, "-n", "e2e-runner", "logs", "job/e2e-node-sweep", "--tail", "60").CombinedOutput()
+		t.Fatalf("runner pod %s: phase %s (%v)\n%s", pod.Name, pod.Status.Phase, err, out)
+	}
+	wall := time.Since(t2)
+	if cs := pod.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
+		wall = cs[0].State.Terminated.FinishedAt.Sub(cs[0].State.Terminated.StartedAt.Time)
+	}
+	t.Logf("runner pod %s on %s: ran %s, peak memory %.0f MiB (0: not measured)", pod.Name, pod.Spec.NodeName, wall.Round(time.Second), float64(peak)/(1<<20))
+	if pod.Spec.NodeName != localcluster.RealNodeName {
+		t.Errorf("runner pod ran on %q", pod.Spec.NodeName)
+	}
+	out := filepath.Join(resultsDir, "e2e-node-sweep")
+	if m, ok := experiment.ReadDone(filepath.Join(out, "quota-8", "r0")); !ok || m.Variant != "quota-8" {
+		t.Fatalf("the pod's results: done marker %+v, want variant quota-8's", m)
+	}
+	merged := filepath.Join(t.TempDir(), "merged")
+	if _, err := cli(t, ctx, "", nil, "experiment", "merge", out, "--out", merged); err != nil {
+		t.Fatalf("merge: %v", err)
+	}
+	d, err := results.Load(filepath.Join(merged, "quota-8", "r0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all := d.Summary.Groups[0]; all.Workloads != 8 || all.Succeeded+all.Failed != 8 {
+		t.Errorf("the pod's replay: %d workloads, %d finished, want 8", all.Workloads, all.Succeeded+all.Failed)
+	}
+}
+
+func mustREST(t *testing.T, kubeconfig string) *rest.Config {
+	t.Helper()
+	cfg, err := cluster.RESTConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
