@@ -499,3 +499,38 @@ func TestOCIArchive(t *testing.T) {
 		t.Errorf("format tar: no error")
 	}
 }
+
+// A component image holds its one binary at /usr/local/bin/<name>, runs it as the non-root user
+// with the pod naming the command, and carries the version as its tag (how a cluster's tools
+// read Kueue's version).
+func TestComponentImage(t *testing.T) {
+	bin := staticHelper(t)
+	spec, err := Component("kueue", "v0.19.2", bin, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "kueue.tar")
+	if _, err := WriteArchive(p, spec); err != nil {
+		t.Fatal(err)
+	}
+	a := readArchive(t, p)
+	if want := []string{ComponentRegistry + "/kueue:v0.19.2"}; !reflect.DeepEqual(a.repoTags, want) {
+		t.Errorf("RepoTags %v, want %v", a.repoTags, want)
+	}
+	if c := a.config.Config; len(c.Entrypoint) != 0 || c.User != "65532:65532" {
+		t.Errorf("config: entrypoint %v user %q", c.Entrypoint, c.User)
+	}
+	a.run(t, "/usr/local/bin/kueue")
+	for _, bad := range [][2]string{{"", "v1"}, {"kueue", ""}} {
+		if _, err := Component(bad[0], bad[1], bin, 1); err == nil {
+			t.Errorf("Component(%q, %q): no error", bad[0], bad[1])
+		}
+	}
+	dynamic, err := Component("kueue", "v0.19.2", "/bin/sh", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteArchive(filepath.Join(t.TempDir(), "x.tar"), dynamic); err == nil {
+		t.Errorf("a dynamically linked binary went into the image")
+	}
+}

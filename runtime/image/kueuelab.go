@@ -162,6 +162,29 @@ func Runner(o RunnerOptions) (Spec, error) {
 	return s, nil
 }
 
+// ComponentRegistry holds the images of the control-plane components a local cluster runs as
+// pods on its real node (Kueue's Deployment, kube-scheduler's static pod), as a user's kind
+// cluster does: ComponentRegistry/<name>:<version>.
+const ComponentRegistry = "ghcr.io/kueuelab"
+
+// Component is such an image: the static binary bin at /usr/local/bin/<name> on the empty base,
+// no entrypoint (each pod names its command), run as non-root. The tag is the component's
+// version, which is how a cluster's tools read it (Kueue's image tag).
+func Component(name, version, bin string, compression int) (Spec, error) {
+	if name == "" || version == "" {
+		return Spec{}, fmt.Errorf("image: component %q version %q", name, version)
+	}
+	return Spec{
+		Ref:              ComponentRegistry + "/" + name + ":" + version,
+		Layers:           []Layer{base(), {Name: name + " " + version, Files: []File{{Path: path.Join("/usr/local/bin", name), Source: bin, Mode: 0o755, Static: true}}}},
+		User:             userSpec(),
+		Env:              []string{"PATH=/usr/local/bin", "HOME=" + Home},
+		WorkingDir:       Home,
+		Labels:           map[string]string{LabelTitle: name, LabelVersion: version, LabelDesc: name + " as kueuelab builds it (tools cache)"},
+		CompressionLevel: compression,
+	}, nil
+}
+
 // ManifestModuleDirs locates every manifest module (tools.ManifestModules) in the module cache.
 func ManifestModuleDirs(ctx context.Context, goBin string) (map[string]string, error) {
 	out := map[string]string{}

@@ -114,12 +114,20 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 		return nil, err
 	}
 	kueueURL := loopURL("https", s.Ports.KueueWebhook, "")
+	// Kueue in a pod (kind mode) is reached through its webhook Service, as its manifests have it.
+	clientConfig := func(path string) map[string]any {
+		if s.kindMode() {
+			return map[string]any{"service": map[string]any{"namespace": cluster.KueueNamespace, "name": kueueWebhookService,
+				"path": path, "port": int64(443)}, "caBundle": b64(p.KueueCA.CertPEM)}
+		}
+		return map[string]any{"url": kueueURL + path, "caBundle": b64(p.KueueCA.CertPEM)}
+	}
 	for _, crd := range m.jobCRDs {
 		if slices.Contains(kueueConversionCRDs, crd.GetName()) {
 			if err := unstructured.SetNestedField(crd.Object, map[string]any{
 				"strategy": "Webhook",
 				"webhook": map[string]any{
-					"clientConfig":             map[string]any{"url": kueueURL + "/convert", "caBundle": b64(p.KueueCA.CertPEM)},
+					"clientConfig":             clientConfig("/convert"),
 					"conversionReviewVersions": []any{"v1"},
 				},
 			}, "spec", "conversion"); err != nil {
@@ -132,7 +140,11 @@ func loadManifests(ctx context.Context, goBin string, s *State, p *pki) (*manife
 	if err != nil {
 		return nil, err
 	}
-	if m.kueueHooks, err = urlWebhooks(hooks, urlHooks{prefix: "kueue-", baseURL: kueueURL, ca: p.KueueCA.CertPEM, keep: kueueWebhookNeeded}); err != nil {
+	kh := urlHooks{prefix: "kueue-", baseURL: kueueURL, ca: p.KueueCA.CertPEM, keep: kueueWebhookNeeded}
+	if s.kindMode() {
+		kh.clientConfig = clientConfig
+	}
+	if m.kueueHooks, err = urlWebhooks(hooks, kh); err != nil {
 		return nil, err
 	}
 	for _, op := range reg.Operators() {
@@ -172,6 +184,9 @@ type urlHooks struct {
 	// keep selects the webhooks kept (nil: all); adjust edits each kept one (nil: none).
 	keep   func(map[string]any) bool
 	adjust func(map[string]any)
+	// clientConfig, when set, gives each webhook's client config by its path instead of a URL
+	// under baseURL.
+	clientConfig func(path string) map[string]any
 }
 
 // urlWebhooks rewrites kubebuilder webhook configurations from in-cluster Services to URLs on
@@ -202,6 +217,9 @@ func urlWebhooks(objs []*unstructured.Unstructured, u urlHooks) ([]*unstructured
 			}
 			path, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "path")
 			wm["clientConfig"] = map[string]any{"url": strings.TrimSuffix(u.baseURL, "/") + path, "caBundle": b64(u.ca)}
+			if u.clientConfig != nil {
+				wm["clientConfig"] = u.clientConfig(path)
+			}
 			if _, ok := wm["namespaceSelector"]; !ok {
 				wm["namespaceSelector"] = map[string]any{"matchExpressions": []any{map[string]any{
 					"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []any{"kube-system"}}}}

@@ -145,6 +145,8 @@ func nodeCerts(dir string, p *pki) error {
 	}{
 		{"real-node-kubelet", certSpec{cn: "system:node:" + RealNodeName, org: []string{"system:nodes"}, parent: p.CA, valid: tenYears, usages: client}},
 		{"real-node-kube-proxy", certSpec{cn: "system:kube-proxy", parent: p.CA, valid: tenYears, usages: client}},
+		// kube-scheduler's static pod (kind mode), bound to its role by the default RBAC.
+		{"real-node-kube-scheduler", certSpec{cn: "system:kube-scheduler", parent: p.CA, valid: tenYears, usages: client}},
 	} {
 		if _, err := loadKeyPair(dir, c.base); err == nil {
 			continue
@@ -218,20 +220,7 @@ func (u *upper) realNode(ctx context.Context, o *RealNodeOptions, p *pki) error 
 		}
 		sandbox = sp.Ref
 		// Built again only for another binary: a 130 MB layer takes seconds to write.
-		st, err := os.Stat(bin)
-		if err != nil {
-			return err
-		}
-		source := fmt.Sprintf("%s %d %d %s\n", bin, st.Size(), st.ModTime().UnixNano(), sp.Ref)
-		if b, err := os.ReadFile(pause + ".source"); err == nil && string(b) == source {
-			if _, err := os.Stat(pause); err == nil {
-				return nil
-			}
-		}
-		if _, err := image.Write(pause, sp, image.OCI); err != nil {
-			return err
-		}
-		return os.WriteFile(pause+".source", []byte(source), 0o644)
+		return cachedImage(pause, sp, bin)
 	}); err != nil {
 		return err
 	}
@@ -262,6 +251,32 @@ func (u *upper) realNode(ctx context.Context, o *RealNodeOptions, p *pki) error 
 	if err != nil {
 		return err
 	}
+	staticPods := ""
+	if s.kindMode() {
+		if err := u.step("real node: kube-scheduler and Kueue images", func() error {
+			archive, manifests, err := u.schedulerStaticPod(n)
+			if err != nil {
+				return err
+			}
+			staticPods = manifests
+			bins, err := tools.Locate(s.BinDir, tools.Pinned())
+			if err != nil {
+				return err
+			}
+			kueue, _, err := s.componentImage("kueue", tools.KueueVersion, bins[Kueue])
+			if err != nil {
+				return err
+			}
+			for _, a := range []string{archive, kueue} {
+				if !slices.Contains(images, a) {
+					images = append(images, a)
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	cfg := &realnode.Config{
 		Name: RealNodeName, Dir: dir, LogDir: s.path("logs"), LogPrefix: RealNode + "-",
 		Kubelet: bins["kubelet"], KubeProxy: bins["kube-proxy"],
@@ -269,7 +284,7 @@ func (u *upper) realNode(ctx context.Context, o *RealNodeOptions, p *pki) error 
 		APIServerPort: s.Ports.APIServer, CACert: filepath.Join(pkiDir, "ca.crt"),
 		NodeCert: filepath.Join(pkiDir, "real-node-kubelet.crt"), NodeKey: filepath.Join(pkiDir, "real-node-kubelet.key"),
 		ProxyCert: filepath.Join(pkiDir, "real-node-kube-proxy.crt"), ProxyKey: filepath.Join(pkiDir, "real-node-kube-proxy.key"),
-		SandboxImage: sandbox, Images: images, CgroupRoot: "kueuelab-" + s.Name, Network: n,
+		SandboxImage: sandbox, Images: images, CgroupRoot: "kueuelab-" + s.Name, Network: n, StaticPodPath: staticPods,
 	}
 	if err := realnode.WriteConfig(s.realNodeConfigPath(), cfg); err != nil {
 		return err

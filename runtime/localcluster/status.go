@@ -52,6 +52,10 @@ func Status(ctx context.Context, root, name string) (*State, *Health, []Componen
 	}
 	var rows []ComponentStatus
 	names := Components()
+	if s.kindMode() {
+		// Pods of the real node there, not processes.
+		names = slices.DeleteFunc(names, func(n string) bool { return n == Kueue || n == Scheduler })
+	}
 	for _, c := range h.Components {
 		if !slices.Contains(names, c.Name) {
 			names = append(names, c.Name)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/render"
 	"github.com/kueuelab/kueuelab/runtime/cluster"
+	"github.com/kueuelab/kueuelab/runtime/image"
 	"github.com/kueuelab/kueuelab/runtime/kueueclock"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/realnode"
@@ -147,6 +148,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	for _, name := range []string{Etcd, APIServer, ControllerManager, Scheduler} {
+		// In kind mode kube-scheduler is a static pod of the real node.
+		if name == Scheduler && s.kindMode() {
+			continue
+		}
 		if err := u.ensure(ctx, name); err != nil {
 			return nil, err
 		}
@@ -197,6 +202,13 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 
+	// In kind mode the real node comes before Kueue: Kueue is its pod, scheduled by its static
+	// kube-scheduler.
+	if s.kindMode() {
+		if err := u.realNodeUp(ctx, o.RealNode, p); err != nil {
+			return nil, err
+		}
+	}
 	// Kueue with internal cert management pre-seeded: its rotator accepts the Secret as-is and waits
 	// for its CA in the webhook configurations and conversion CRDs, so those exist before it starts.
 	if err := u.step("Kueue certs and webhooks", func() error {
@@ -204,6 +216,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 			return err
 		}
 		kcfg, err := s.kueueConfig(o.KueueConfig)
+		if s.kindMode() {
+			kcfg, err = s.podKueueConfig(o.KueueConfig)
+		}
 		if err != nil {
 			return err
 		}
@@ -230,6 +245,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 			}
 			objs = append(objs, cm)
 		}
+		if s.kindMode() {
+			objs = append(objs, kueueDeployment(image.ComponentRegistry+"/kueue:"+tools.KueueVersion)...)
+		}
 		if err := cluster.ApplyObjects(ctx, cfg, objs); err != nil {
 			return err
 		}
@@ -237,7 +255,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := u.ensure(ctx, Kueue); err != nil {
+	if s.kindMode() {
+		if err := u.step("Kueue's Deployment ready", func() error { return awaitKueuePod(ctx, c, o.Timeout) }); err != nil {
+			return nil, err
+		}
+	} else if err := u.ensure(ctx, Kueue); err != nil {
 		return nil, err
 	}
 
@@ -247,8 +269,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}
 	if o.Bare {
-		if err := u.realNodeUp(ctx, o.RealNode, p); err != nil {
-			return nil, err
+		if !s.kindMode() {
+			if err := u.realNodeUp(ctx, o.RealNode, p); err != nil {
+				return nil, err
+			}
 		}
 		fmt.Fprintf(out, "cluster %s up (bare) in %s\n", s.Name, time.Since(start).Round(100*time.Millisecond))
 		cl.Config, cl.Started = cfg, u.started

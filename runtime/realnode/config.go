@@ -72,6 +72,9 @@ type Config struct {
 	// containerd's k8s.io namespace at every start (the pause image's among them).
 	SandboxImage string   `json:"sandboxImage"`
 	Images       []string `json:"images"`
+	// StaticPodPath, when set, is the directory of static pod manifests the kubelet runs (a
+	// kube-scheduler, as kind's control-plane node runs one).
+	StaticPodPath string `json:"staticPodPath,omitempty"`
 	// CgroupRoot is the cgroup (in every hierarchy) the kubelet puts its pods under.
 	CgroupRoot string `json:"cgroupRoot"`
 	// Network is the node's addressing on the host.
@@ -164,6 +167,9 @@ func (c *Config) validate() error {
 				return fmt.Errorf("real node config: %s %s is under %s, which the node replaces with a directory of its own: keep the cluster's state and the tools elsewhere (XDG_STATE_HOME, XDG_CACHE_HOME)", f.name, f.v, hidden)
 			}
 		}
+	}
+	if c.StaticPodPath != "" && !filepath.IsAbs(c.StaticPodPath) {
+		return fmt.Errorf("real node config: staticPodPath %q is not an absolute path", c.StaticPodPath)
 	}
 	for _, img := range c.Images {
 		if !filepath.IsAbs(img) {

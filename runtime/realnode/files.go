@@ -118,6 +118,7 @@ func (c *Config) kubeletConfig() *kubeletv1beta1.KubeletConfiguration {
 		MaxPods:                     50,
 		ResolverConfig:              ptr.To(""),
 		NodeStatusReportFrequency:   metav1.Duration{Duration: time.Minute},
+		StaticPodPath:               c.StaticPodPath,
 	}
 }
 

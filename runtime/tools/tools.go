@@ -163,6 +163,9 @@ const (
 	KueueVersion = "v0.19.2"
 )
 
+// KubernetesVersion is the pinned Kubernetes release of the control plane and a real node.
+const KubernetesVersion = k8sVersion
+
 // SetName names the cache directory of the pinned binaries; it records the version of every
 // infrastructure component and of the operators there were when the set was made. A component
 // added to the set later, or whose build changes (a patch), carries its version and build in its

@@ -145,6 +145,8 @@ func TestRealNode(t *testing.T) {
 		t.Fatalf("agent pods %s, want one Running on %s", podSummary(pods.Items), localcluster.RealNodeName)
 	}
 
+	nodeCrashRestarts(t, ctx, cl.State.Dir, c)
+
 	dir := filepath.Join(t.TempDir(), "results")
 	t1 := time.Now()
 	if _, err := cli(t, ctx, "", nil, "run", "--kubeconfig", kc, "--agent", "in-cluster", "--speedup", strconv.Itoa(speedup), "--trace", tracePath,
@@ -469,4 +471,136 @@ func mustREST(t *testing.T, kubeconfig string) *rest.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// nodeCrashRestarts kills the node's process as a crash would (SIGKILL, no chance to stop
+// anything): its init gets SIGTERM from the kernel and stops the node, the supervisor starts a
+// new process, which waits for the old node's lock, and the node comes back Ready with the agent
+// pod running again, as a rebooted kubelet node brings its pods back.
+func nodeCrashRestarts(t *testing.T, ctx context.Context, stateDir string, c client.Client) {
+	t.Helper()
+	h, err := localcluster.ReadHealth(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := h.Component(localcluster.RealNode)
+	if before.PID == 0 {
+		t.Fatalf("no %s process in the status: %+v", localcluster.RealNode, before)
+	}
+	killed := time.Now()
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the node (pid %d): %v", before.PID, err)
+	}
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		h, err := localcluster.ReadHealth(stateDir)
+		if err != nil {
+			return false, nil
+		}
+		now, _ := h.Component(localcluster.RealNode)
+		last = fmt.Sprintf("%s pid %d restarts %d: %s", now.State, now.PID, now.Restarts, now.Message)
+		if now.PID == before.PID || now.Restarts <= before.Restarts || now.State != localcluster.StateReady {
+			return false, nil
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace("kueuelab-system")); err != nil || len(pods.Items) != 1 {
+			return false, nil
+		}
+		p := pods.Items[0]
+		last = fmt.Sprintf("node ready; agent pod %s", podSummary(pods.Items))
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && cond.LastTransitionTime.After(killed.Add(-time.Second)) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("after the node's SIGKILL: %s: %v", last, err)
+	}
+	h, _ = localcluster.ReadHealth(stateDir)
+	now, _ := h.Component(localcluster.RealNode)
+	if now.Restarts != before.Restarts+1 {
+		t.Errorf("node restarts %d, want %d (one crash, one restart)", now.Restarts, before.Restarts+1)
+	}
+	t.Logf("node SIGKILLed → restarted (pid %d → %d, last exit %s) → Ready with the agent pod Ready again %s after the kill",
+		before.PID, now.PID, now.LastExit, time.Since(killed).Round(100*time.Millisecond))
+}
+
+// TestRealNodeAsKind is a user's cluster as kind has it, on this machine: a bare local cluster
+// with a real node, where Kueue runs as its Deployment and kube-scheduler as a static pod on
+// that node. `cluster install` and `run --kubeconfig` are given no metrics URLs: they find both
+// pods and read their metrics through port-forwards (the kubelet's streaming API), the path the
+// README's "Your own cluster" section sends users down. The replay of one workload of each
+// family must give every workload the time to admission and JCT of the exact local replay.
+func TestRealNodeAsKind(t *testing.T) {
+	if os.Getenv(realNodeEnv) != "1" {
+		t.Skipf("a real kubelet node changes the host's network and needs root: run it with `make e2e-node` (%s=1)", realNodeEnv)
+	}
+	kueuelabBinary(t)
+	static := staticKueuelab(t)
+	tr, tracePath := sparseTrace(t)
+	spec := runSpec("kind", 8)
+	specPath := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, exact := replaySpec(t, tr, tracePath, spec)
+
+	root := t.TempDir()
+	base, err := freePortBlock(32400, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	log := &testWriter{t: t}
+	const name = "kind"
+	t.Cleanup(func() {
+		if err := localcluster.Down(context.Background(), root, name, false, log); err != nil {
+			t.Errorf("cluster down: %v", err)
+		}
+	})
+	t0 := time.Now()
+	cl, err := localcluster.Up(ctx, localcluster.Options{Root: root, Name: name, BinDir: shared.state.BinDir, PortBase: base, Bare: true,
+		Timeout: 3 * time.Minute, Out: log, RealNode: &localcluster.RealNodeOptions{ImageBinary: static}})
+	if err != nil {
+		t.Fatalf("cluster up --bare --real-node: %v", err)
+	}
+	t.Logf("bare cluster with Kueue and kube-scheduler as pods of its real node up in %s", time.Since(t0).Round(100*time.Millisecond))
+	kc := cl.State.Kubeconfig()
+	c, err := cluster.NewClient(cl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"kueue-system", "kube-system"} {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 1 || pods.Items[0].Spec.NodeName != localcluster.RealNodeName || pods.Items[0].Status.Phase != corev1.PodRunning {
+			t.Fatalf("pods in %s: %s, want one Running on %s", ns, podSummary(pods.Items), localcluster.RealNodeName)
+		}
+	}
+	out, err := cli(t, ctx, "", nil, "cluster", "install", "--kubeconfig", kc, "--cluster", specPath)
+	if err != nil {
+		t.Fatalf("cluster install: %v", err)
+	}
+	for _, want := range []string{"ok  Kueue " + tools.KueueVersion + " metrics via port-forward to pod kueue-system/kueue-controller-manager-",
+		"ok  kube-scheduler", "via port-forward to pod kube-system/kube-scheduler-" + localcluster.RealNodeName} {
+		if !strings.Contains(out, want) {
+			t.Errorf("install output lacks %q", want)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "results")
+	if _, err := cli(t, ctx, "", nil, "run", "--kubeconfig", kc, "--trace", tracePath, "--cluster", specPath,
+		"--out", dir, "--timeout", "10m", "--stall-timeout", "2m"); err != nil {
+		t.Fatalf("run --kubeconfig: %v", err)
+	}
+	res, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, tr, res)
+	compareWorkloads(t, exact, res)
 }
