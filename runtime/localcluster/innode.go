@@ -254,7 +254,7 @@ func awaitKueuePod(ctx context.Context, c client.Client, timeout time.Duration) 
 			d.Status.Replicas == 1, nil
 	})
 	if err != nil {
-		return fmt.Errorf("Kueue's Deployment: %s: %w", last, err)
+		return fmt.Errorf("deployment kueue-system/kueue-controller-manager: %s: %w", last, err)
 	}
 	return nil
 }
