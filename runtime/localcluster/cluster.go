@@ -133,10 +133,18 @@ func StateRoot() (string, error) {
 	return filepath.Join(home, ".local", "state", "kueuelab"), nil
 }
 
-// Load reads the state of cluster name under root; ok is false when the cluster was never created.
+// Load reads the state of cluster name under root (StateRoot() when empty); ok is false when
+// the cluster was never created.
 func Load(root, name string) (*State, bool, error) {
 	if !validName.MatchString(name) {
 		return nil, false, fmt.Errorf("cluster name %q: want lower-case letters, digits and '-'", name)
+	}
+	if root == "" {
+		r, err := StateRoot()
+		if err != nil {
+			return nil, false, err
+		}
+		root = r
 	}
 	s := &State{Name: name, Dir: filepath.Join(root, name)}
 	b, err := os.ReadFile(filepath.Join(s.Dir, "cluster.json"))

@@ -14,20 +14,13 @@ import (
 // SIGKILL after grace) and exit, then stops any component process still named by a PID file (left
 // by a supervisor that died, or by a half-failed Up). With purge it removes the state dir.
 func Down(ctx context.Context, root, name string, purge bool, out io.Writer) error {
-	if root == "" {
-		r, err := StateRoot()
-		if err != nil {
-			return err
-		}
-		root = r
-	}
 	s, exists, err := Load(root, name)
 	if err != nil {
 		return err
 	}
 	if !exists {
 		if _, err := os.Stat(s.Dir); err != nil {
-			return fmt.Errorf("no cluster %q under %s", name, root)
+			return fmt.Errorf("no cluster %q under %s", name, filepath.Dir(s.Dir))
 		}
 	}
 	var errs []error

@@ -350,13 +350,6 @@ func (s *State) cleanupRealNode(ctx context.Context) error {
 // LoadImages imports image archives into the real node of cluster name (now, if it runs) and
 // adds them to those it loads at every start.
 func LoadImages(ctx context.Context, root, name string, archives []string, out io.Writer) error {
-	if root == "" {
-		r, err := StateRoot()
-		if err != nil {
-			return err
-		}
-		root = r
-	}
 	s, ok, err := Load(root, name)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -21,19 +22,12 @@ type ComponentStatus struct {
 // Status reports every component of cluster name as its supervisor sees it, or as a probe finds
 // it now when no supervisor runs.
 func Status(ctx context.Context, root, name string) (*State, *Health, []ComponentStatus, error) {
-	if root == "" {
-		r, err := StateRoot()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		root = r
-	}
 	s, exists, err := Load(root, name)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if !exists {
-		return nil, nil, nil, fmt.Errorf("no cluster %q under %s (run `kueuelab cluster up --name %s`)", name, root, name)
+		return nil, nil, nil, fmt.Errorf("no cluster %q under %s (run `kueuelab cluster up --name %s`)", name, filepath.Dir(s.Dir), name)
 	}
 	p, err := ensurePKIReadOnly(s.path("pki"))
 	if err != nil {

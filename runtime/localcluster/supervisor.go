@@ -40,19 +40,12 @@ var DefaultDaemon Daemon
 // ends or `cluster down` asks it to stop; it then stops the components. This is the body of the
 // daemon that Daemon starts.
 func Supervise(ctx context.Context, root, name string) error {
-	if root == "" {
-		r, err := StateRoot()
-		if err != nil {
-			return err
-		}
-		root = r
-	}
 	s, ok, err := Load(root, name)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("no cluster %q under %s", name, root)
+		return fmt.Errorf("no cluster %q under %s", name, filepath.Dir(s.Dir))
 	}
 	bins, err := tools.Locate(s.BinDir, tools.Pinned())
 	if err != nil {

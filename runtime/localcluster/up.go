@@ -307,19 +307,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 
 // prepare loads or creates the state dir and settles ports and bin dir.
 func prepare(o Options) (*State, error) {
-	root := o.Root
-	if root == "" {
-		r, err := StateRoot()
-		if err != nil {
-			return nil, err
-		}
-		root = r
-	}
 	name := o.Name
 	if name == "" {
 		name = DefaultName
 	}
-	s, _, err := Load(root, name)
+	s, _, err := Load(o.Root, name)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +338,7 @@ func prepare(o Options) (*State, error) {
 		s.RealNode = want
 	}
 	if s.RealNode {
-		if err := s.checkNodeIndex(root); err != nil {
+		if err := s.checkNodeIndex(filepath.Dir(s.Dir)); err != nil {
 			return nil, err
 		}
 	}
