@@ -241,6 +241,13 @@ func (r *Renderer) onDevices(w *trace.Workload, jobs []*trace.Job, p Placement) 
 			}
 		}
 	}
+	return OnDevices(w, jobs, p)
+}
+
+// OnDevices returns w and its job records as their pods run at p: on MIG slices of p.MIGProfile
+// where p names one, a share of a GPU on a whole GPU where it does not; w and jobs are returned
+// unchanged when nothing moves, never changed in place.
+func OnDevices(w *trace.Workload, jobs []*trace.Job, p Placement) (*trace.Workload, []*trace.Job) {
 	switch {
 	case p.MIGProfile != "":
 		return OnSlices(w, jobs, p.MIGProfile)

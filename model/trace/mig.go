@@ -2,6 +2,7 @@ package trace
 
 import (
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -92,6 +93,44 @@ func (w *Workload) DeviceGPUUtilization() float64 {
 		return u
 	}
 	return used / devices
+}
+
+// SliceUtilization is DeviceGPUUtilization with a MIG slice counted as a device of its own: a
+// slice holding share c of a GPU's compute is busy min(1, use/c) while its pod runs, where use is
+// what the pod uses of a whole GPU (the profile's utilisation, times its share of a GPU if it asks
+// for one). The average weighs each device by the GPUs it holds (c for a slice), so that GPU-seconds
+// held times it are the GPU-seconds of compute used. share returns a profile's c; a profile it
+// does not know (0) counts as a whole GPU.
+func (w *Workload) SliceUtilization(share func(profile string) float64) float64 {
+	u := w.SharedIntensityProfile.GPUUtilization
+	var held, used float64
+	for _, p := range w.Pods {
+		devices, s := p.Requests.GPUWork()
+		c := 1.0
+		if profile, n := p.MIG(); n > 0 {
+			if x := share(profile); x > 0 {
+				c = x
+			}
+		}
+		h := float64(p.Replicas) * devices * c
+		held += h
+		used += h * math.Min(1, s*u/c)
+	}
+	if held == 0 {
+		return u
+	}
+	return used / held
+}
+
+// MIGProfiles lists the distinct MIG profiles the workload's pods ask for, in pod order.
+func (w *Workload) MIGProfiles() []string {
+	var out []string
+	for _, p := range w.Pods {
+		if profile, n := p.MIG(); n > 0 && !slices.Contains(out, profile) {
+			out = append(out, profile)
+		}
+	}
+	return out
 }
 
 // GPUFractionPods returns how many of the workload's pods ask for a share of a GPU.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -195,5 +196,50 @@ func TestDeviceGPUUtilization(t *testing.T) {
 		if got := w.DeviceGPUUtilization(); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The utilisation of the devices a workload holds with a MIG slice counted as a device: busy
+// min(1, use/c) while held, averaged over the GPUs each device holds.
+func TestSliceUtilization(t *testing.T) {
+	share := func(profile string) float64 {
+		return map[string]float64{"1g.10gb": 1.0 / 7, "3g.40gb": 3.0 / 7, "4g.40gb": 4.0 / 7}[profile]
+	}
+	for _, tc := range []struct {
+		name string
+		u    float64
+		pods []PodGroup
+		want float64
+	}{
+		{"whole GPUs", 0.6, []PodGroup{{Replicas: 2, Requests: Requests{ResourceGPU: "4"}}}, 0.6},
+		// 0.6 of a GPU's compute does not fit in 1/7 of it: the slice is saturated.
+		{"a saturated slice", 0.6, []PodGroup{{Replicas: 1, Requests: Requests{MIGResource("1g.10gb"): "1"}}}, 1},
+		// 0.3 of a GPU on 3/7 of one: 0.3 × 7/3.
+		{"a slice partly used", 0.3, []PodGroup{{Replicas: 1, Requests: Requests{MIGResource("3g.40gb"): "1"}}}, 0.7},
+		// A half share uses 0.5 × 0.6 = 0.3 of a GPU, on 4/7 of one: 0.3 × 7/4.
+		{"a share on a slice", 0.6, []PodGroup{{Replicas: 1, Requests: Requests{MIGResource("4g.40gb"): "1", ResourceGPUFraction: "0.5"}}}, 0.525},
+		{"a share on a whole GPU", 0.6, []PodGroup{{Replicas: 1, Requests: Requests{ResourceGPU: "1", ResourceGPUFraction: "0.5"}}}, 0.3},
+		// Two 1g slices saturated (2/7 held, all used) and a 3g at 0.7 (3/7 held, 0.3 used):
+		// (2/7 + 0.3) / (5/7).
+		{"two profiles", 0.3, []PodGroup{
+			{Replicas: 2, Requests: Requests{MIGResource("1g.10gb"): "1"}},
+			{Replicas: 1, Requests: Requests{MIGResource("3g.40gb"): "1"}},
+		}, (2.0/7 + 0.3) / (5.0 / 7)},
+		{"a profile the cluster does not have counts as a GPU", 0.6, []PodGroup{{Replicas: 1, Requests: Requests{MIGResource("2g.20gb"): "1"}}}, 0.6},
+		{"no GPU", 0.6, []PodGroup{{Replicas: 1, Requests: Requests{ResourceCPU: "2"}}}, 0.6},
+	} {
+		w := &Workload{SharedIntensityProfile: Profile{GPUUtilization: tc.u}, Pods: tc.pods}
+		if got := w.SliceUtilization(share); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	w := &Workload{Pods: []PodGroup{
+		{Replicas: 1, Requests: Requests{MIGResource("3g.40gb"): "1"}},
+		{Replicas: 2, Requests: Requests{ResourceCPU: "1"}},
+		{Replicas: 1, Requests: Requests{MIGResource("1g.10gb"): "2"}},
+		{Replicas: 3, Requests: Requests{MIGResource("3g.40gb"): "1"}},
+	}}
+	if got := w.MIGProfiles(); !slices.Equal(got, []string{"3g.40gb", "1g.10gb"}) {
+		t.Errorf("MIGProfiles = %v", got)
 	}
 }

@@ -60,6 +60,28 @@ func migTable(family string) (*hw.MIG, error) {
 	return g.MIG, nil
 }
 
+// SliceShare is the share of a GPU's compute one slice of the MIG profile holds on the spec's
+// MIG-partitioned pools (3/7 for a 3g.40gb), from the first such pool whose family has the
+// profile; 0 when none has it.
+func (s *Spec) SliceShare(profile string) float64 {
+	for i := range s.NodePools {
+		np := &s.NodePools[i]
+		if np.MIG == nil {
+			continue
+		}
+		table, err := migTable(np.GPUFamily)
+		if err != nil || table == nil {
+			continue
+		}
+		for j := range table.Profiles {
+			if p := &table.Profiles[j]; p.Name == profile {
+				return table.ComputeFraction(p)
+			}
+		}
+	}
+	return 0
+}
+
 // validateMIG checks a pool's MIG partitioning against the family's MIG table.
 func (s *Spec) validateMIG(l *errList, p fieldPath, np *NodePool, fam family) {
 	if np.MIG == nil {

@@ -19,7 +19,9 @@ type Cluster struct {
 	Queues      []string
 	Flavors     []string
 	GPUCapacity int64
-	lqToCQ      map[string]string
+	// PartitionedGPUs are the GPUs of the MIG-partitioned node pools, part of GPUCapacity.
+	PartitionedGPUs int64
+	lqToCQ          map[string]string
 }
 
 // NewCluster reads a validated spec.
@@ -35,6 +37,9 @@ func NewCluster(spec *rcluster.Spec) *Cluster {
 		if np.GPUFamily != rcluster.CPUFamily {
 			c.GPUCapacity += int64(np.Count * np.GPUsPerNode)
 		}
+		if np.MIG != nil {
+			c.PartitionedGPUs += int64(np.Count * np.GPUsPerNode)
+		}
 	}
 	return c
 }
@@ -48,14 +53,15 @@ func SpecName(spec *rcluster.Spec) string { return cmp.Or(spec.File(), spec.Meta
 // Placer places trace workloads on a cluster and makes their records, alike on every engine.
 // Workloads with the same placement share one (a million-workload sim keeps a handful).
 type Placer struct {
-	placer  render.Placer
-	cluster *Cluster
-	shared  map[string]*render.Placement
+	placer     render.Placer
+	cluster    *Cluster
+	shared     map[string]*render.Placement
+	sliceShare func(profile string) float64
 }
 
 // NewPlacer places on spec's cluster; seed decides the GPU-family choices (rcluster.Spec.Placer).
 func NewPlacer(spec *rcluster.Spec, c *Cluster, seed uint64) *Placer {
-	return &Placer{placer: spec.Placer(seed, false), cluster: c, shared: map[string]*render.Placement{}}
+	return &Placer{placer: spec.Placer(seed, false), cluster: c, shared: map[string]*render.Placement{}, sliceShare: spec.SliceShare}
 }
 
 // Place returns w's record and placement. A workload the cluster cannot run has no placement: it
@@ -74,6 +80,8 @@ func (p *Placer) Place(w *trace.Workload) (*results.Record, *render.Placement) {
 		p.shared[key] = shared
 	}
 	rec.LocalQueue, rec.Queue = pl.Queue, p.cluster.ClusterQueue(pl.Namespace, pl.Queue)
+	placed, _ := render.OnDevices(w, nil, pl)
+	rec.OnDevices(placed, p.sliceShare)
 	return rec, shared
 }
 

@@ -286,3 +286,59 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("bad baseline: %v", err)
 	}
 }
+
+// A variant with MIG-partitioned GPUs gets their tables and one per profile; a variant without
+// them has no value there (whole GPUs only), not a zero.
+func TestSliceTables(t *testing.T) {
+	at := func(v float64) *float64 { return &v }
+	recs := []results.Record{
+		{ID: "a", Family: "debug_eval", Queue: "q", State: results.StateSucceeded, MIGProfile: "2g.20gb", SliceShare: 2.0 / 7,
+			Submitted: at(0), Admitted: at(60), Finished: at(3600), GPUSeconds: 2.0 / 7 * 3540, GPUUtil: 0.9, EnergyJ: 3.6e6},
+	}
+	whole := []results.Record{
+		{ID: "a", Family: "debug_eval", Queue: "q", State: results.StateSucceeded, GPUs: 1,
+			Submitted: at(0), Admitted: at(0), Finished: at(3600), GPUSeconds: 3600, GPUUtil: 0.6, EnergyJ: 3.6e6},
+	}
+	run := func(recs []results.Record, partitioned int64) Run {
+		s := results.Summarize(recs, results.Meta{GPUCapacity: 16, PartitionedGPUs: partitioned, Engine: results.EngineSim})
+		return Run{Repeat: 1, Dir: &results.Dir{Summary: s, Workloads: recs}}
+	}
+	in := &Input{Name: "mig", Baseline: "whole", Variants: []*Variant{
+		{Name: "whole", Runs: []Run{run(whole, 0)}},
+		{Name: "mig", Runs: []Run{run(recs, 8)}},
+	}}
+	r := Compute(in)
+	value := func(metric, scope, variant string) (float64, bool) {
+		for _, tb := range r.Tables {
+			if tb.Metric == metric && tb.Scope == scope {
+				for _, row := range tb.Rows {
+					if row.Variant == variant && row.Mean != nil {
+						return *row.Mean, true
+					}
+				}
+				return 0, false
+			}
+		}
+		t.Fatalf("no table %q in scope %q", metric, scope)
+		return 0, false
+	}
+	for _, tc := range []struct {
+		metric, scope string
+		want          float64
+	}{
+		{"MIG-partitioned GPUs allocated", "all", 100 * (2.0 / 7 * 3540) / (8 * 3600)},
+		{"MIG-partitioned GPUs effective utilisation", "all", 100 * 0.9 * (2.0 / 7 * 3540) / (8 * 3600)},
+		{"energy on slices per partitioned GPU", "all", 1.0 / 8},
+		{"slice-hours", "mig 2g.20gb", 3540.0 / 3600},
+		{"slice utilisation", "mig 2g.20gb", 90},
+		{"time-to-admission p50", "mig 2g.20gb", 60},
+	} {
+		got, ok := value(tc.metric, tc.scope, "mig")
+		if !ok || math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s (%s): %v %v, want %v", tc.metric, tc.scope, got, ok, tc.want)
+		}
+		if _, ok := value(tc.metric, tc.scope, "whole"); ok {
+			t.Errorf("%s (%s): the variant without MIG has a value", tc.metric, tc.scope)
+		}
+	}
+}

@@ -34,7 +34,7 @@ type Report struct {
 // Table is one metric (in one scope: all workloads, a queue or a family) across the variants.
 type Table struct {
 	Metric string `json:"metric"`
-	Scope  string `json:"scope"` // "all", "queue <name>" or "family <name>"
+	Scope  string `json:"scope"` // "all", "queue <name>", "family <name>", "mig <profile>" or "flavor <name>"
 	Unit   string `json:"unit"`
 	Rows   []Row  `json:"rows"`
 }
@@ -122,10 +122,27 @@ var (
 	preempt  = metric{"preemptions", "", field(func(g *results.Group) float64 { return float64(g.Preemptions) })}
 	unfin    = metric{"unfinished", "", field(func(g *results.Group) float64 { return float64(g.Unfinished) })}
 
+	sliceHours = metric{"slice-hours", "slice-h", field(func(g *results.Group) float64 { return g.SliceHours })}
+	sliceUtil  = metric{"slice utilisation", "%", field(func(g *results.Group) float64 { return 100 * g.DeviceUtilization })}
+	migAlloc   = metric{"MIG-partitioned GPUs allocated", "%", slicesValue(func(s *results.Slices) float64 { return 100 * s.Allocation })}
+	migEff     = metric{"MIG-partitioned GPUs effective utilisation", "%", slicesValue(func(s *results.Slices) float64 { return 100 * s.Effective })}
+	migEnergy  = metric{"energy on slices per partitioned GPU", "kWh", slicesValue(func(s *results.Slices) float64 { return s.EnergyKWhPerGPU })}
+
 	idleGPUh    = metric{"quota held idle", "GPU-h", idleValue(func(g results.IdleGroup) float64 { return g.GPUHours })}
 	idleOver    = metric{"workloads waiting admitted > " + strconv.Itoa(results.DefaultIdleThresholdSec/60) + " min", "", idleValue(func(g results.IdleGroup) float64 { return float64(g.OverThreshold) })}
 	idleLongest = metric{"longest wait admitted", "s", idleValue(func(g results.IdleGroup) float64 { return g.LongestSec })}
 )
+
+// slicesValue reads what a run's MIG-partitioned GPUs did; no value for a run on a cluster
+// without them.
+func slicesValue(pick func(*results.Slices) float64) func(r Run, scope, name string) (float64, bool) {
+	return func(r Run, _, _ string) (float64, bool) {
+		if r.Summary.Slices == nil {
+			return 0, false
+		}
+		return pick(r.Summary.Slices), true
+	}
+}
 
 // idleValue reads the quota held idle of a run (results.Idle): the whole run's, a queue's or a
 // flavor's; 0 for a queue or flavor with no reservation; no value for a run without it.
@@ -179,7 +196,8 @@ func idleFlavors(in *Input) []string {
 
 // Compute builds the tables: time-to-admission (p50, p95, mean) per queue and overall, JCT p50
 // and slowdown p50 overall and per family, GPU allocation and effective utilisation, energy,
-// makespan, preemptions, unfinished workloads, and quota held idle (GPU-hours overall, per queue
+// makespan, preemptions, unfinished workloads, what the MIG-partitioned GPUs did and, per MIG
+// profile, the wait, JCT, slice-hours, slice utilisation and energy, and quota held idle (GPU-hours overall, per queue
 // and per flavor; workloads that waited admitted over the threshold; the longest such wait).
 func Compute(in *Input) *Report {
 	r := &Report{Name: in.Name, Baseline: in.Baseline}
@@ -206,6 +224,16 @@ func Compute(in *Input) *Report {
 	for _, m := range []metric{gpuAlloc, gpuEff, energy, makespan, preempt, unfin} {
 		r.add(in, m, "all", "")
 	}
+	if hasSlices(in) {
+		for _, m := range []metric{migAlloc, migEff, migEnergy} {
+			r.add(in, m, "all", "")
+		}
+	}
+	for _, p := range names(in, results.ScopeMIG) {
+		for _, m := range []metric{ttaP50, jctP50, sliceHours, sliceUtil, energy} {
+			r.add(in, m, results.ScopeMIG, p)
+		}
+	}
 	for _, m := range []metric{idleGPUh, idleOver, idleLongest} {
 		r.add(in, m, "all", "")
 	}
@@ -217,6 +245,18 @@ func Compute(in *Input) *Report {
 	}
 	r.addFaultTables(in)
 	return r
+}
+
+// hasSlices reports whether any run had MIG-partitioned GPUs.
+func hasSlices(in *Input) bool {
+	for _, v := range in.Variants {
+		for _, run := range v.Runs {
+			if run.Summary.Slices != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ran describes what decided v's runs: each distinct engine, Kueue version and control-plane

@@ -20,11 +20,12 @@ var workloadColumns = []string{
 	"time_to_admission_sec", "jct_sec", "slowdown",
 	"evictions", "preemptions", "requeues", "energy_j", "lost_energy_j", "gpu_seconds", "error",
 	"faults", "restarts", "lost_gpu_seconds", "checkpoint_gpu_seconds", "restart_gpu_seconds",
+	"mig_profile", "slice_share",
 }
 
 // workloadColumnsAdded are the columns of workloadColumns that files written before them lack;
 // such files still read, with the column empty, so older results directories stay loadable.
-var workloadColumnsAdded = append([]string{"lost_energy_j"}, faultColumns...)
+var workloadColumnsAdded = append([]string{"lost_energy_j", "mig_profile", "slice_share"}, faultColumns...)
 
 // WriteWorkloadsCSV writes one row per record, in the order given.
 func WriteWorkloadsCSV(w io.Writer, recs []Record) error {
@@ -47,6 +48,11 @@ func WriteWorkloadsCSV(w io.Writer, recs []Record) error {
 			incidentString(r.Evictions), incidentString(r.Preemptions), strconv.Itoa(r.Requeues), num(r.EnergyJ), num(r.LostEnergyJ), num(r.GPUSeconds), r.Error,
 		)
 		row = r.FaultTolerance.appendColumns(row)
+		share := ""
+		if r.SliceShare > 0 {
+			share = num(r.SliceShare)
+		}
+		row = append(row, r.MIGProfile, share)
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -171,6 +177,10 @@ func parseRow(row []string) (Record, error) {
 	}
 	if lost := o("lost_energy_j"); lost != nil { // empty in files written before the column
 		r.LostEnergyJ = *lost
+	}
+	r.MIGProfile = col("mig_profile")
+	if share := o("slice_share"); share != nil {
+		r.SliceShare = *share
 	}
 	for _, c := range faultColumns {
 		if v := o(c); v != nil { // empty in files written before the columns

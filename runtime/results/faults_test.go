@@ -48,7 +48,7 @@ func TestFaultsFoldIntoRecordsAndGroups(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
-	// workloads.csv keeps them, and a file written before the fault columns still reads.
+	// workloads.csv keeps them, and a file written before the fault and MIG columns still reads.
 	var csv bytes.Buffer
 	if err := WriteWorkloadsCSV(&csv, rec.Records()); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestFaultsFoldIntoRecordsAndGroups(t *testing.T) {
 	older := cut(lines[0]) + "\n"
 	for _, l := range lines[1:] {
 		f := strings.Split(l, ",")
-		older += strings.Join(f[:len(f)-5], ",") + "\n"
+		older += strings.Join(f[:len(f)-7], ",") + "\n"
 	}
 	if back, err := ReadWorkloadsCSV(strings.NewReader(older), "old.csv"); err != nil || back[0].Faults != 0 || back[0].ID != "w" {
 		t.Fatalf("older file: %+v, %v", back, err)

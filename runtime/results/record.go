@@ -120,9 +120,15 @@ type Record struct {
 	// IdealSec is the JCT of the workload alone on an uncapped node: the trace's duration, plus
 	// the pauses of the checkpoints it takes on the way when they cost one.
 	IdealSec float64 `json:"idealSec"`
-	// GPUUtil is the utilisation of the GPUs it holds (trace.Workload.DeviceGPUUtilization),
-	// used for effective GPU utilisation.
+	// GPUUtil is the utilisation of the devices it holds, weighed by the GPUs each holds
+	// (trace.Workload.DeviceGPUUtilization; for MIG slices, SliceUtilization once placed), used
+	// for effective GPU utilisation.
 	GPUUtil float64 `json:"gpuUtil"`
+	// MIGProfile is the MIG profile the workload's pods run on as placed ("" for none; profiles
+	// joined by "+" for a workload on several). SliceShare is the share of a GPU's compute one
+	// slice of it holds (3/7 for a 3g.40gb; 0 without slices or with several profiles).
+	MIGProfile string  `json:"migProfile,omitempty"`
+	SliceShare float64 `json:"sliceShare,omitempty"`
 	// SubmitOffsetSec is when the trace says to submit; Submitted is when the runner did.
 	SubmitOffsetSec float64 `json:"submitOffsetSec"`
 
@@ -159,6 +165,21 @@ func NewRecord(w *trace.Workload, localQueue, queue string) *Record {
 		IdealSec: idealSec(w), GPUUtil: w.DeviceGPUUtilization(),
 		SubmitOffsetSec: w.SubmitTimeOffsetSec, State: StateUnsubmitted,
 	}
+}
+
+// OnDevices describes the devices of w as placed (w with its pods on the devices they run on:
+// render.OnDevices): its MIG profile, a slice's share of a GPU (share returns a profile's, 0 when
+// it does not know it), and the utilisation of its devices with each slice counted as a device.
+func (r *Record) OnDevices(w *trace.Workload, share func(profile string) float64) {
+	profiles := w.MIGProfiles()
+	if len(profiles) == 0 {
+		return
+	}
+	r.MIGProfile = strings.Join(profiles, "+")
+	if len(profiles) == 1 {
+		r.SliceShare = share(profiles[0])
+	}
+	r.GPUUtil = w.SliceUtilization(share)
 }
 
 // Terminal reports whether the workload reached Succeeded or Failed, or can never get there

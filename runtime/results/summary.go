@@ -70,6 +70,8 @@ type Meta struct {
 	TraceSec float64 `json:"traceSec"`
 	// GPUCapacity is the GPUs of every node of the cluster: the denominator of utilisation.
 	GPUCapacity int64 `json:"gpuCapacity"`
+	// PartitionedGPUs are the GPUs of GPUCapacity on MIG-partitioned nodes.
+	PartitionedGPUs int64 `json:"partitionedGPUs,omitempty"`
 	// Incomplete says why the run stopped before every workload was terminal ("" when it did not).
 	Incomplete string `json:"incomplete,omitempty"`
 	// Engine is the engine that produced the results: EngineCluster (the real control plane) or
@@ -202,6 +204,30 @@ type Group struct {
 	Requeues    int     `json:"requeues"`
 	// FaultTotals are the faults, restarts and lost GPU time of the group's workloads.
 	FaultTotals
+	// SliceHours (groups of one MIG profile) are the slice-hours its pods held: GPUHours over
+	// the share of a GPU one slice holds. DeviceUtilization is the mean utilisation of the devices
+	// they held while they held them (GPUEffective over GPUAllocation): a saturated slice counts 1.
+	SliceHours        float64 `json:"sliceHours,omitempty"`
+	DeviceUtilization float64 `json:"deviceUtilization,omitempty"`
+}
+
+// ScopeMIG is the scope of the groups of workloads by the MIG profile they ran on.
+const ScopeMIG = "mig"
+
+// Slices is what the MIG-partitioned GPUs did: the slices held on them counted in GPUs (a
+// 3g.40gb slice held for an hour is 3/7 of a GPU-hour), over the partitioned GPUs' capacity.
+type Slices struct {
+	PartitionedGPUs int64 `json:"partitionedGPUs"`
+	// Workloads ran on slices.
+	Workloads int `json:"workloads"`
+	// GPUHours, Allocation and Effective are the Group's, over PartitionedGPUs × the makespan.
+	GPUHours   float64 `json:"gpuHours"`
+	Allocation float64 `json:"allocation"`
+	Effective  float64 `json:"effective"`
+	// EnergyKWh is the energy of the pods on slices (their GPU share and their share of their
+	// node's CPUs and platform), EnergyKWhPerGPU the same over PartitionedGPUs.
+	EnergyKWh       float64 `json:"energyKWh"`
+	EnergyKWhPerGPU float64 `json:"energyKWhPerGPU"`
 }
 
 // Summary is summary.json.
@@ -211,10 +237,12 @@ type Summary struct {
 	Groups      []Group `json:"groups"`
 	// ReservedIdle is the quota Kueue held while pods could not run (idle.go; AddReservedIdle).
 	ReservedIdle *Idle `json:"reservedIdle,omitempty"`
+	// Slices is what the MIG-partitioned GPUs did (nil on a cluster without them).
+	Slices *Slices `json:"slices,omitempty"`
 }
 
-// Summarize computes the summary of recs: one group for all workloads, then one per ClusterQueue
-// and one per family, each sorted by name.
+// Summarize computes the summary of recs: one group for all workloads, then one per ClusterQueue,
+// one per family and one per MIG profile workloads ran on, each sorted by name.
 func Summarize(recs []Record, m Meta) Summary {
 	all := make([]*Record, len(recs))
 	for i := range recs {
@@ -222,13 +250,20 @@ func Summarize(recs []Record, m Meta) Summary {
 	}
 	s := Summary{Meta: m, MakespanSec: makespan(all)}
 	s.Groups = append(s.Groups, group("all", "", all, s.MakespanSec, m.GPUCapacity))
-	for _, scope := range []string{"queue", "family"} {
+	var onSlices []*Record
+	for _, scope := range []string{"queue", "family", ScopeMIG} {
 		// Pointers, not copies: a million records are not held three times over.
 		by := map[string][]*Record{}
 		for _, r := range all {
 			k := r.Queue
-			if scope == "family" {
+			switch scope {
+			case "family":
 				k = string(r.Family)
+			case ScopeMIG:
+				if k = r.MIGProfile; k == "" {
+					continue
+				}
+				onSlices = append(onSlices, r)
 			}
 			by[k] = append(by[k], r)
 		}
@@ -238,10 +273,39 @@ func Summarize(recs []Record, m Meta) Summary {
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			s.Groups = append(s.Groups, group(scope, k, by[k], s.MakespanSec, m.GPUCapacity))
+			g := group(scope, k, by[k], s.MakespanSec, m.GPUCapacity)
+			if scope == ScopeMIG {
+				sliceGroup(&g, by[k])
+			}
+			s.Groups = append(s.Groups, g)
+		}
+	}
+	if m.PartitionedGPUs > 0 {
+		g := group(ScopeMIG, "", onSlices, s.MakespanSec, m.PartitionedGPUs)
+		s.Slices = &Slices{
+			PartitionedGPUs: m.PartitionedGPUs, Workloads: len(onSlices),
+			GPUHours: g.GPUHours, Allocation: g.GPUAllocation, Effective: g.GPUEffective,
+			EnergyKWh: g.EnergyKWh, EnergyKWhPerGPU: g.EnergyKWh / float64(m.PartitionedGPUs),
 		}
 	}
 	return s
+}
+
+// sliceGroup adds to g, the group of the workloads that ran on one MIG profile, its slice-hours
+// and the utilisation of its slices.
+func sliceGroup(g *Group, recs []*Record) {
+	var gpuSec, effSec, sliceSec float64
+	for _, r := range recs {
+		gpuSec += r.GPUSeconds
+		effSec += r.GPUSeconds * r.GPUUtil
+		if r.SliceShare > 0 {
+			sliceSec += r.GPUSeconds / r.SliceShare
+		}
+	}
+	g.SliceHours = sliceSec / 3600
+	if gpuSec > 0 {
+		g.DeviceUtilization = effSec / gpuSec
+	}
 }
 
 func group(scope, name string, recs []*Record, runSpan float64, capacity int64) Group {
@@ -359,6 +423,9 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	if err := s.writeFaultLine(w); err != nil {
 		return err
 	}
+	if err := s.writeSlices(w); err != nil {
+		return err
+	}
 	if s.ReservedIdle != nil {
 		if err := s.ReservedIdle.WriteText(w); err != nil {
 			return err
@@ -431,4 +498,31 @@ type KueueClockMeta struct {
 	LongestAckSec     float64 `json:"longestAckSec"`
 	WorkloadWaits     int     `json:"workloadWaits"`
 	LateWorkloadWaits int     `json:"lateWorkloadWaits"`
+}
+
+// writeSlices prints what the MIG-partitioned GPUs did and a row per profile workloads ran on;
+// nothing on a cluster without them.
+func (s *Summary) writeSlices(w io.Writer) error {
+	if s.Slices == nil {
+		return nil
+	}
+	sl := s.Slices
+	fmt.Fprintf(w, "MIG: %d partitioned GPUs, %d workloads on slices: %s allocated, %s effective, %.1f kWh on slices (%.2f kWh a GPU)\n",
+		sl.PartitionedGPUs, sl.Workloads, pct(sl.Allocation), pct(sl.Effective), sl.EnergyKWh, sl.EnergyKWhPerGPU)
+	var rows []Group
+	for _, g := range s.Groups {
+		if g.Scope == ScopeMIG {
+			rows = append(rows, g)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "MIG profile\tn\tslice-h\tGPU-h\tslice util\tkWh\tTTA p50\tJCT p50\t")
+	for _, g := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%s\t%.1f\t%s\t%s\t\n", g.Name, g.Workloads, g.SliceHours, g.GPUHours,
+			pct(g.DeviceUtilization), g.EnergyKWh, qdur(g.TimeToAdmissionSec.P50), qdur(g.JCTSec.P50))
+	}
+	return tw.Flush()
 }

@@ -386,7 +386,7 @@ func (r *run) finish(incomplete string, loopErr error, ss submitStats) (results.
 	meta := clockMeta(clk)
 	faultErr := r.faults.finish(&meta)
 	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, replay.SpecName(cfg.Spec), results.EngineCluster
-	meta.GPUCapacity, meta.Incomplete = plan.cluster.GPUCapacity, incomplete
+	meta.GPUCapacity, meta.PartitionedGPUs, meta.Incomplete = plan.cluster.GPUCapacity, plan.cluster.PartitionedGPUs, incomplete
 	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = r.w.lateness()
 	meta.Resyncs = r.w.resync.count()
 	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject
