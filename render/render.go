@@ -16,6 +16,7 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/model/work"
+	"github.com/kueuelab/kueuelab/render/contract"
 )
 
 // Target says where the objects will run.
@@ -236,6 +237,8 @@ func (r *Renderer) onDevices(w *trace.Workload, jobs []*trace.Job, p Placement) 
 			case f == 0:
 			case p.MIGProfile != "":
 				r.opts.Warn(fmt.Sprintf("a pod's share %g of a GPU runs on one %s slice", f, trace.MIGResource(p.MIGProfile)))
+			case p.GPUNodeSelector[contract.GPUSharing] == contract.SharingTimeSlicing:
+				r.opts.Warn(fmt.Sprintf("a pod's share %g of a GPU runs on one replica of a time-sliced %s", f, trace.ResourceGPU))
 			default:
 				r.opts.Warn(fmt.Sprintf("a pod's share %g of a GPU runs on a whole %s (its ClusterQueue has no MIG slice quota that holds it)", f, trace.ResourceGPU))
 			}

@@ -66,6 +66,20 @@ func FlavorOf(family string) string {
 	return string(b)
 }
 
+// NodeFlavor is the ResourceFlavor of a node render wrote, from its labels: its family's
+// (kueuelab.io/gpu-family), the MIG or time-sliced one where its GPUs are shared that way
+// (kueuelab.io/gpu-sharing).
+func NodeFlavor(labels map[string]string) string {
+	f := FlavorOf(labels[contract.GPUFamily])
+	switch labels[contract.GPUSharing] {
+	case gpuSharingMIG:
+		f += migFlavorSuffix
+	case contract.SharingTimeSlicing:
+		f += timeSlicedFlavorSuffix
+	}
+	return f
+}
+
 // NodeLabels selects the family's nodes: the vendor product label for GPUs, kueuelab's family
 // label for CPU nodes (which carry no vendor label).
 func (f family) NodeLabels() map[string]string {

@@ -266,7 +266,7 @@ func (s *Spec) nodes(np *NodePool) []client.Object {
 		corev1.ResourcePods:   *resource.NewQuantity(int64(np.Pods), resource.DecimalSI),
 	}
 	if fam.GPU() && np.MIG == nil {
-		capacity[fam.Resource] = *resource.NewQuantity(int64(np.GPUsPerNode), resource.DecimalSI)
+		capacity[fam.Resource] = *resource.NewQuantity(int64(np.GPUsPerNode*np.replicas()), resource.DecimalSI)
 	}
 	taints := []corev1.Taint{{Key: kwokTaintKey, Value: kwokValue, Effect: corev1.TaintEffectNoSchedule}}
 	for _, t := range np.Taints {
@@ -301,6 +301,9 @@ func (s *Spec) nodes(np *NodePool) []client.Object {
 		}
 		if np.MIG != nil {
 			labels[contract.GPUSharing] = gpuSharingMIG
+		}
+		if np.TimeSlicing != nil && fam.GPU() {
+			timeSlicingLabels(np, fam, labels)
 		}
 		if s.Topology != nil {
 			rack := i / perRack

@@ -74,7 +74,8 @@ type poolCap struct {
 
 func newPoolCap(np *NodePool, f *flavor) poolCap {
 	c, m := resource.MustParse(np.CPU), resource.MustParse(np.Memory)
-	return poolCap{pool: np, flavor: f, cpu: c.AsApproximateFloat64(), mem: m.AsApproximateFloat64(), gpus: int64(np.GPUsPerNode)}
+	// A time-sliced pool's nodes advertise (and pods ask for) replicas.
+	return poolCap{pool: np, flavor: f, cpu: c.AsApproximateFloat64(), mem: m.AsApproximateFloat64(), gpus: int64(np.GPUsPerNode * np.replicas())}
 }
 
 func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
@@ -122,8 +123,13 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 		return p.placeMIG(w, pl, team)
 	}
 	if w.GPUFractionPods() > 0 {
-		// Without a slice that holds them, shares of a GPU run on whole ones (render does the same).
+		// Without a slice that holds them, shares of a GPU run on one device each (render does the
+		// same): a replica of a time-sliced GPU where the queue has quota on one, else a whole GPU.
 		w, _ = render.OnWholeGPUs(w, nil)
+		if f := p.timeSlicedFlavor(team); f != nil && w.MIGSlices() == 0 {
+			pl.GPUNodeSelector, pl.GPUResource, pl.Tolerations = f.nodeLabels(), f.Family.Resource, f.tolerations()
+			return pl, p.fits(w, p.poolsOf(f), f.Family.Resource, gang)
+		}
 	}
 	if w.TotalGPUs() == 0 {
 		return pl, p.fits(w, p.pools, corev1.ResourceName(trace.ResourceGPU), false)
@@ -176,6 +182,19 @@ func (p *placer) Place(w *trace.Workload) (render.Placement, error) {
 	}
 	pl.GPUResource = want
 	return pl, p.fits(w, eligible, pl.GPUResource, gang)
+}
+
+// timeSlicedFlavor is the first time-sliced flavor in the order of team's ClusterQueue's quotas
+// with quota on its GPUs; nil when there is none.
+func (p *placer) timeSlicedFlavor(team *Team) *flavor {
+	for _, fq := range p.s.clusterQueue(team.ClusterQueue).Quotas {
+		if f := p.s.flavor(fq.Flavor); f != nil && f.Replicas > 1 {
+			if _, ok := fq.Resources[string(f.Family.Resource)]; ok {
+				return f
+			}
+		}
+	}
+	return nil
 }
 
 // isGang reports whether the workload's pods must start together.

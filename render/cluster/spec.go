@@ -73,6 +73,17 @@ type NodePool struct {
 	Topology *PoolTopology `yaml:"topology,omitempty"`
 	// MIG partitions the pool's GPUs into MIG slices (NVIDIA families with MIG only).
 	MIG *PoolMIG `yaml:"mig,omitempty"`
+	// TimeSlicing shares each of the pool's GPUs between pods by time-slicing, as NVIDIA's device
+	// plugin does with sharing.timeSlicing (NVIDIA families only, not with MIG).
+	TimeSlicing *PoolTimeSlicing `yaml:"timeSlicing,omitempty"`
+}
+
+// PoolTimeSlicing is the device plugin's sharing.timeSlicing for nvidia.com/gpu: each GPU is
+// advertised as Replicas devices, a pod's nvidia.com/gpu request counts replicas, and Kueue's quota
+// on the pool's flavor counts them too. Replicas share their GPU's compute and memory with no
+// isolation (the agent's physics).
+type PoolTimeSlicing struct {
+	Replicas int `yaml:"replicas"`
 }
 
 // Taint is a node taint.

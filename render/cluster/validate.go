@@ -44,6 +44,9 @@ type flavor struct {
 	Pools  []*NodePool
 	// MIG: the flavor's pools are MIG-partitioned; its GPUs are quota'd as MIGQuotaResource.
 	MIG bool
+	// Replicas > 1: the flavor's pools time-slice their GPUs, each advertised (and quota'd) as
+	// Replicas devices of the family's resource.
+	Replicas int
 }
 
 // wholeGPUs reports whether the flavor's nodes advertise whole GPUs (its family's resource).
@@ -54,6 +57,10 @@ func (f *flavor) nodeLabels() map[string]string {
 	l := f.Family.NodeLabels()
 	if f.MIG {
 		l[contract.GPUSharing] = gpuSharingMIG
+	}
+	if f.Replicas > 1 {
+		l[f.Family.ProductLabel] += sharedProductSuffix
+		l[contract.GPUSharing] = contract.SharingTimeSlicing
 	}
 	return l
 }
@@ -253,19 +260,25 @@ func (s *Spec) validatePools(l *errList) {
 		}
 		if ok {
 			s.validateMIG(l, p, np, fam)
+			s.validateTimeSlicing(l, p, np, fam)
 		}
 		if !ok {
 			continue
 		}
 		name := fam.FlavorName()
-		if np.MIG != nil {
+		switch {
+		case np.MIG != nil:
 			name += migFlavorSuffix
+		case np.TimeSlicing != nil:
+			name += timeSlicedFlavorSuffix
 		}
 		f := byFlavor[name]
 		if f == nil {
-			f = &flavor{Name: name, Family: fam, MIG: np.MIG != nil}
+			f = &flavor{Name: name, Family: fam, MIG: np.MIG != nil, Replicas: np.replicas()}
 			byFlavor[f.Name] = f
 			s.flavors = append(s.flavors, f)
+		} else if f.Replicas != np.replicas() {
+			l.add(p.key("timeSlicing").key("replicas"), "pools of flavor %s time-slice their GPUs alike: %s has %d replicas, this pool %d", f.Name, f.Pools[0].Name, f.Replicas, np.replicas())
 		}
 		f.Pools = append(f.Pools, np)
 	}
@@ -273,7 +286,8 @@ func (s *Spec) validatePools(l *errList) {
 
 // reservedLabels are the node label keys kueuelab sets itself.
 func (s *Spec) reservedLabels(f family) map[string]bool {
-	r := map[string]bool{hostnameLabel: true, "type": true, contract.GPUFamily: true, contract.Pool: true, contract.GPUSharing: true}
+	r := map[string]bool{hostnameLabel: true, "type": true, contract.GPUFamily: true, contract.Pool: true, contract.GPUSharing: true,
+		contract.GFDReplicas: true, contract.GFDSharingStrategy: true, contract.GFDCount: true}
 	if f.ProductLabel != "" {
 		r[f.ProductLabel] = true
 	}

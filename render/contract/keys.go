@@ -4,6 +4,11 @@ package contract
 // pod-template annotations of contract.go. Every kueuelab.io/ key lives in this package, and so
 // does every other project's key render writes (Kueue's labels, below).
 
+import (
+	"fmt"
+	"strconv"
+)
+
 // Pod annotations the agent writes (and the runner and the KWOK completion stages read).
 const (
 	// Complete carries the agent's verdict to the KWOK completion stages: "true" or "fail".
@@ -12,6 +17,9 @@ const (
 	Progress = Prefix + "progress"
 	// EnergyJoules is the pod's energy in joules of trace time, written at completion.
 	EnergyJoules = Prefix + "energy-joules"
+	// BusyGPUSeconds is the compute a pod on time-sliced GPUs used, in GPU-seconds of trace time
+	// (0 elsewhere), written at completion.
+	BusyGPUSeconds = Prefix + "busy-gpu-seconds"
 	// RunTraceSec is how long the pod ran, in trace seconds, written at completion.
 	RunTraceSec = Prefix + "run-trace-sec"
 	// FinishedTraceSec is the trace time at which the pod's work ended, written at completion.
@@ -40,6 +48,14 @@ const (
 	// GPUSharing is the node label saying how the node's GPUs are shared ("mig": partitioned into
 	// MIG slices, allocated through DRA); absent on nodes whose GPUs are whole devices.
 	GPUSharing = Prefix + "gpu-sharing"
+	// GFDReplicas, GFDSharingStrategy and GFDCount are the labels NVIDIA's GPU Feature Discovery
+	// puts on a node whose GPUs the device plugin shares (sharing.timeSlicing): the devices
+	// advertised per GPU, the strategy (SharingTimeSlicing) and the physical GPUs. The node's
+	// allocatable then counts replicas.
+	GFDReplicas        = "nvidia.com/gpu.replicas"
+	GFDSharingStrategy = "nvidia.com/gpu.sharing-strategy"
+	GFDCount           = "nvidia.com/gpu.count"
+	SharingTimeSlicing = "time-slicing"
 	// PartitionedGPUs is the node annotation giving the number of physical GPUs of a node whose
 	// GPUs are allocated as MIG slices through DRA (its allocatable then has no whole GPUs).
 	PartitionedGPUs = Prefix + "partitioned-gpus"
@@ -77,3 +93,17 @@ const (
 	// (constants.WorkloadPriorityClassLabel).
 	KueuePriorityClassLabel = "kueue.x-k8s.io/priority-class"
 )
+
+// GPUReplicas is how many devices a node advertises per GPU, read from GPU Feature Discovery's
+// labels: the nvidia.com/gpu.replicas of a node whose sharing strategy is time-slicing, 1 for any
+// other node. A time-sliced node whose replica label is not a positive count is an error.
+func GPUReplicas(labels map[string]string) (int, error) {
+	if labels[GFDSharingStrategy] != SharingTimeSlicing {
+		return 1, nil
+	}
+	r, err := strconv.Atoi(labels[GFDReplicas])
+	if err != nil || r < 1 {
+		return 0, fmt.Errorf("label %s: %q is not a replica count", GFDReplicas, labels[GFDReplicas])
+	}
+	return r, nil
+}

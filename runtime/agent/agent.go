@@ -210,7 +210,8 @@ func (a *Agent) Stats() Stats {
 // or ended by someone else. No energy annotation reports them, so a runner that sums the
 // annotations adds these. Safe from any goroutine; the map is a copy.
 func (a *Agent) LostEnergy() map[string]float64 {
-	return a.costs.lostCopy()
+	j, _ := a.costs.lostCopy()
+	return j
 }
 
 // InProcess is an agent for a runner in the same process: it shares the runner's trace clock,
@@ -226,8 +227,10 @@ type Snapshot struct {
 	// NodePowerW is each simulated node's power in watts, by node name, as of the agent's last
 	// sync (power changes only when pods start, stop or finish, or a cap changes).
 	NodePowerW map[string]float64
-	// LostEnergyJ is, per "namespace/workload id", the energy of pods that left before finishing.
-	LostEnergyJ map[string]float64
+	// LostEnergyJ is, per "namespace/workload id", the energy of pods that left before finishing,
+	// LostBusyGPUSec the compute those on time-sliced GPUs used (engine.BusyGPUSec).
+	LostEnergyJ    map[string]float64
+	LostBusyGPUSec map[string]float64
 	// Faults is, per "namespace/workload id", what faults and checkpoints cost the workload.
 	Faults map[string]WorkloadFaults
 }
@@ -240,7 +243,8 @@ func (a *Agent) Snapshot() Snapshot {
 		power[n] = a.pub.nodePower[i]
 	}
 	a.pub.mu.Unlock()
-	return Snapshot{NodePowerW: power, LostEnergyJ: a.LostEnergy(), Faults: a.Faults()}
+	lost, busy := a.costs.lostCopy()
+	return Snapshot{NodePowerW: power, LostEnergyJ: lost, LostBusyGPUSec: busy, Faults: a.Faults()}
 }
 
 // Run watches, simulates and writes until ctx ends. It returns nil when ctx is cancelled.
@@ -644,12 +648,12 @@ func (a *Agent) keepCheckpoint(st *podState) {
 // pod's (restored from its own progress annotation when an earlier agent ran it); a replacement
 // starts from zero, so evicted attempts and the final one add up without overlap.
 func (a *Agent) lose(st *podState) {
-	j := a.eng.PodEnergy(st.id)
-	if !(j > 0) {
+	j, busy := a.eng.PodEnergy(st.id), a.eng.BusyGPUSec(st.id)
+	if !(j > 0) && !(busy > 0) {
 		return
 	}
 	a.m.lostEnergy.Add(j)
-	a.costs.addLost(st.ns+"/"+st.workload, j)
+	a.costs.addLost(st.ns+"/"+st.workload, j, busy)
 }
 
 // release removes a terminal pod from the engine; gang members stay until every member of the
@@ -704,6 +708,9 @@ func (a *Agent) finish(f engine.Finished) {
 		contract.FinishedAt:       wall.UTC().Format(time.RFC3339Nano),
 		contract.Progress:         string(prog),
 		contract.Complete:         verdict,
+	}
+	if a.eng.TimeSliced(st.id) {
+		ann[contract.BusyGPUSeconds] = strconv.FormatFloat(f.BusyGPUSec, 'f', 3, 64)
 	}
 	p := patch{ns: st.ns, name: st.name, typ: types.MergePatchType, complete: true, result: result}
 	var err error

@@ -626,24 +626,30 @@ func TestConfigErrors(t *testing.T) {
 func TestNodeSpec(t *testing.T) {
 	cat := catalog(t)
 	for _, tc := range []struct {
-		name   string
-		node   *corev1.Node
-		family string
-		gpus   int
-		err    bool
+		name     string
+		node     *corev1.Node
+		family   string
+		gpus     int
+		replicas int
+		err      bool
 	}{
-		{"product label", makeNode("a", 8, nil), "H100-SXM", 8, false},
-		{"family label wins", makeNode("b", 4, map[string]string{contract.GPUFamily: "L40S"}), "L40S", 4, false},
-		{"cpu node", makeNode("c", 0, nil), "", 0, false},
-		{"unknown family", makeNode("d", 2, map[string]string{"nvidia.com/gpu.product": "NVIDIA-GTX-1080"}), "", 2, true},
+		{"product label", makeNode("a", 8, nil), "H100-SXM", 8, 0, false},
+		{"family label wins", makeNode("b", 4, map[string]string{contract.GPUFamily: "L40S"}), "L40S", 4, 0, false},
+		{"cpu node", makeNode("c", 0, nil), "", 0, 0, false},
+		{"unknown family", makeNode("d", 2, map[string]string{"nvidia.com/gpu.product": "NVIDIA-GTX-1080"}), "", 2, 0, true},
+		// GPU Feature Discovery's labels of GPUs the device plugin time-slices: 8 replicas are 2 GPUs.
+		{"time-sliced", makeNode("e", 8, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED",
+			contract.GFDSharingStrategy: contract.SharingTimeSlicing, contract.GFDReplicas: "4"}), "H100-SXM", 2, 4, false},
+		{"replicas that are no count", makeNode("f", 8, map[string]string{contract.GFDSharingStrategy: contract.SharingTimeSlicing, contract.GFDReplicas: "four"}), "", 0, 0, true},
+		{"replicas that do not divide", makeNode("g", 6, map[string]string{contract.GFDSharingStrategy: contract.SharingTimeSlicing, contract.GFDReplicas: "4"}), "", 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := nodeSpec(tc.node, cat)
 			if (err != nil) != tc.err {
 				t.Fatalf("err %v, want error %v", err, tc.err)
 			}
-			if !tc.err && (s.GPUFamily != tc.family || s.GPUs != tc.gpus || s.CPUCores != 96) {
-				t.Errorf("spec %+v, want family %q, %d GPUs, 96 cores", s, tc.family, tc.gpus)
+			if !tc.err && (s.GPUFamily != tc.family || s.GPUs != tc.gpus || s.GPUReplicas != tc.replicas || s.CPUCores != 96) {
+				t.Errorf("spec %+v, want family %q, %d GPUs of %d replicas, 96 cores", s, tc.family, tc.gpus, tc.replicas)
 			}
 		})
 	}

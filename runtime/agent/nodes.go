@@ -71,10 +71,20 @@ func nodeSpec(n *corev1.Node, cat *hw.Catalog) (engine.NodeSpec, error) {
 	if s.GPUs == 0 {
 		return s, nil
 	}
+	r, err := contract.GPUReplicas(n.Labels)
+	switch {
+	case err != nil:
+		return s, fmt.Errorf("node %s: %w", n.Name, err)
+	case s.GPUs%r != 0:
+		return s, fmt.Errorf("node %s: %d GPUs advertised, not a multiple of its %d replicas per GPU (label %s)", n.Name, s.GPUs, r, contract.GFDReplicas)
+	case r > 1:
+		s.GPUs, s.GPUReplicas = s.GPUs/r, r
+	}
 	fam := n.Labels[contract.GPUFamily]
 	if fam == "" {
 		for _, key := range []string{"nvidia.com/gpu.product", "amd.com/gpu.product-name"} {
-			if f, ok := productFamilies[n.Labels[key]]; ok {
+			// GFD marks the product of GPUs shared by time-slicing with -SHARED.
+			if f, ok := productFamilies[strings.TrimSuffix(n.Labels[key], "-SHARED")]; ok {
 				fam = f
 				break
 			}

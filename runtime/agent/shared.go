@@ -74,15 +74,21 @@ type costBook struct {
 	mu     sync.Mutex
 	lost   map[string]float64
 	faults map[string]*WorkloadFaults
+	// lostBusy is the compute pods on time-sliced GPUs used before they left without a
+	// completion write, in GPU-seconds.
+	lostBusy map[string]float64
 }
 
 func newCostBook() *costBook {
-	return &costBook{lost: map[string]float64{}, faults: map[string]*WorkloadFaults{}}
+	return &costBook{lost: map[string]float64{}, faults: map[string]*WorkloadFaults{}, lostBusy: map[string]float64{}}
 }
 
-func (c *costBook) addLost(key string, j float64) {
+func (c *costBook) addLost(key string, j, busyGPUSec float64) {
 	c.mu.Lock()
 	c.lost[key] += j
+	if busyGPUSec > 0 {
+		c.lostBusy[key] += busyGPUSec
+	}
 	c.mu.Unlock()
 }
 
@@ -98,10 +104,10 @@ func (c *costBook) updateFaults(key string, f func(*WorkloadFaults)) {
 	f(wf)
 }
 
-func (c *costBook) lostCopy() map[string]float64 {
+func (c *costBook) lostCopy() (energyJ, busyGPUSec map[string]float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return maps.Clone(c.lost)
+	return maps.Clone(c.lost), maps.Clone(c.lostBusy)
 }
 
 func (c *costBook) faultsCopy() map[string]WorkloadFaults {

@@ -19,8 +19,10 @@ type Cluster struct {
 	Queues      []string
 	Flavors     []string
 	GPUCapacity int64
-	// PartitionedGPUs are the GPUs of the MIG-partitioned node pools, part of GPUCapacity.
+	// PartitionedGPUs are the GPUs of the MIG-partitioned node pools, TimeSlicedGPUs those of the
+	// time-sliced ones, part of GPUCapacity.
 	PartitionedGPUs int64
+	TimeSlicedGPUs  int64
 	lqToCQ          map[string]string
 }
 
@@ -39,6 +41,9 @@ func NewCluster(spec *rcluster.Spec) *Cluster {
 		}
 		if np.MIG != nil {
 			c.PartitionedGPUs += int64(np.Count * np.GPUsPerNode)
+		}
+		if np.TimeSlicing != nil {
+			c.TimeSlicedGPUs += int64(np.Count * np.GPUsPerNode)
 		}
 	}
 	return c

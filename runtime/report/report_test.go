@@ -287,8 +287,8 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// A variant with MIG-partitioned GPUs gets their tables and one per profile; a variant without
-// them has no value there (whole GPUs only), not a zero.
+// A variant with MIG-partitioned GPUs gets their tables and one per profile, one with time-sliced
+// GPUs theirs; a variant without them has no value there, not a zero.
 func TestSliceTables(t *testing.T) {
 	at := func(v float64) *float64 { return &v }
 	recs := []results.Record{
@@ -299,13 +299,19 @@ func TestSliceTables(t *testing.T) {
 		{ID: "a", Family: "debug_eval", Queue: "q", State: results.StateSucceeded, GPUs: 1,
 			Submitted: at(0), Admitted: at(0), Finished: at(3600), GPUSeconds: 3600, GPUUtil: 0.6, EnergyJ: 3.6e6},
 	}
-	run := func(recs []results.Record, partitioned int64) Run {
-		s := results.Summarize(recs, results.Meta{GPUCapacity: 16, PartitionedGPUs: partitioned, Engine: results.EngineSim})
+	// A pod on a replica of 4 (a quarter of a GPU) for an hour that used 0.6 of its GPU.
+	shared := []results.Record{
+		{ID: "a", Family: "debug_eval", Queue: "q", State: results.StateSucceeded, GPUs: 1,
+			Submitted: at(0), Admitted: at(0), Finished: at(3600), GPUSeconds: 900, TimeSlicedGPUSeconds: 900, BusyGPUSeconds: 0.6 * 3600, GPUUtil: 0.6},
+	}
+	run := func(recs []results.Record, partitioned, timeSliced int64) Run {
+		s := results.Summarize(recs, results.Meta{GPUCapacity: 16, PartitionedGPUs: partitioned, TimeSlicedGPUs: timeSliced, Engine: results.EngineSim})
 		return Run{Repeat: 1, Dir: &results.Dir{Summary: s, Workloads: recs}}
 	}
 	in := &Input{Name: "mig", Baseline: "whole", Variants: []*Variant{
-		{Name: "whole", Runs: []Run{run(whole, 0)}},
-		{Name: "mig", Runs: []Run{run(recs, 8)}},
+		{Name: "whole", Runs: []Run{run(whole, 0, 0)}},
+		{Name: "mig", Runs: []Run{run(recs, 8, 0)}},
+		{Name: "shared", Runs: []Run{run(shared, 0, 2)}},
 	}}
 	r := Compute(in)
 	value := func(metric, scope, variant string) (float64, bool) {
@@ -340,5 +346,18 @@ func TestSliceTables(t *testing.T) {
 		if _, ok := value(tc.metric, tc.scope, "whole"); ok {
 			t.Errorf("%s (%s): the variant without MIG has a value", tc.metric, tc.scope)
 		}
+	}
+	// On 2 time-sliced GPUs for an hour: a quarter GPU-hour held, 0.6 GPU-hour used.
+	for metric, want := range map[string]float64{"time-sliced GPUs allocated": 100 * 900 / (2 * 3600.0), "time-sliced GPUs effective utilisation": 100 * 0.6 / 2} {
+		if got, ok := value(metric, "all", "shared"); !ok || math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: %v %v, want %v", metric, got, ok, want)
+		}
+		if _, ok := value(metric, "all", "mig"); ok {
+			t.Errorf("%s: the variant without time-sliced GPUs has a value", metric)
+		}
+	}
+	// Effective utilisation counts the compute used on a replica, not the profile times the quarter held.
+	if got, _ := value("GPU effective utilisation", "all", "shared"); math.Abs(got-100*0.6*3600/(16*3600)) > 1e-9 {
+		t.Errorf("GPU effective utilisation %v%%, want %v%%", got, 100*0.6/16)
 	}
 }

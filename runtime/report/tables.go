@@ -127,6 +127,8 @@ var (
 	migAlloc   = metric{"MIG-partitioned GPUs allocated", "%", slicesValue(func(s *results.Slices) float64 { return 100 * s.Allocation })}
 	migEff     = metric{"MIG-partitioned GPUs effective utilisation", "%", slicesValue(func(s *results.Slices) float64 { return 100 * s.Effective })}
 	migEnergy  = metric{"energy on slices per partitioned GPU", "kWh", slicesValue(func(s *results.Slices) float64 { return s.EnergyKWhPerGPU })}
+	tsAlloc    = metric{"time-sliced GPUs allocated", "%", timeSlicedValue(func(s *results.TimeSliced) float64 { return 100 * s.Allocation })}
+	tsEff      = metric{"time-sliced GPUs effective utilisation", "%", timeSlicedValue(func(s *results.TimeSliced) float64 { return 100 * s.Effective })}
 
 	idleGPUh    = metric{"quota held idle", "GPU-h", idleValue(func(g results.IdleGroup) float64 { return g.GPUHours })}
 	idleOver    = metric{"workloads waiting admitted > " + strconv.Itoa(results.DefaultIdleThresholdSec/60) + " min", "", idleValue(func(g results.IdleGroup) float64 { return float64(g.OverThreshold) })}
@@ -141,6 +143,17 @@ func slicesValue(pick func(*results.Slices) float64) func(r Run, scope, name str
 			return 0, false
 		}
 		return pick(r.Summary.Slices), true
+	}
+}
+
+// timeSlicedValue reads what a run's time-sliced GPUs did; no value for a run on a cluster without
+// them.
+func timeSlicedValue(pick func(*results.TimeSliced) float64) func(r Run, scope, name string) (float64, bool) {
+	return func(r Run, _, _ string) (float64, bool) {
+		if r.Summary.TimeSliced == nil {
+			return 0, false
+		}
+		return pick(r.Summary.TimeSliced), true
 	}
 }
 
@@ -196,7 +209,8 @@ func idleFlavors(in *Input) []string {
 
 // Compute builds the tables: time-to-admission (p50, p95, mean) per queue and overall, JCT p50
 // and slowdown p50 overall and per family, GPU allocation and effective utilisation, energy,
-// makespan, preemptions, unfinished workloads, what the MIG-partitioned GPUs did and, per MIG
+// makespan, preemptions, unfinished workloads, what the MIG-partitioned and the time-sliced GPUs
+// did and, per MIG
 // profile, the wait, JCT, slice-hours, slice utilisation and energy, and quota held idle (GPU-hours overall, per queue
 // and per flavor; workloads that waited admitted over the threshold; the longest such wait).
 func Compute(in *Input) *Report {
@@ -224,8 +238,13 @@ func Compute(in *Input) *Report {
 	for _, m := range []metric{gpuAlloc, gpuEff, energy, makespan, preempt, unfin} {
 		r.add(in, m, "all", "")
 	}
-	if hasSlices(in) {
+	if has(in, func(s *results.Summary) bool { return s.Slices != nil }) {
 		for _, m := range []metric{migAlloc, migEff, migEnergy} {
+			r.add(in, m, "all", "")
+		}
+	}
+	if has(in, func(s *results.Summary) bool { return s.TimeSliced != nil }) {
+		for _, m := range []metric{tsAlloc, tsEff} {
 			r.add(in, m, "all", "")
 		}
 	}
@@ -247,11 +266,11 @@ func Compute(in *Input) *Report {
 	return r
 }
 
-// hasSlices reports whether any run had MIG-partitioned GPUs.
-func hasSlices(in *Input) bool {
+// has reports whether any run's summary satisfies f.
+func has(in *Input, f func(*results.Summary) bool) bool {
 	for _, v := range in.Variants {
 		for _, run := range v.Runs {
-			if run.Summary.Slices != nil {
+			if f(&run.Summary) {
 				return true
 			}
 		}

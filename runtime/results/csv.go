@@ -20,12 +20,12 @@ var workloadColumns = []string{
 	"time_to_admission_sec", "jct_sec", "slowdown",
 	"evictions", "preemptions", "requeues", "energy_j", "lost_energy_j", "gpu_seconds", "error",
 	"faults", "restarts", "lost_gpu_seconds", "checkpoint_gpu_seconds", "restart_gpu_seconds",
-	"mig_profile", "slice_share",
+	"mig_profile", "slice_share", "time_sliced_gpu_seconds", "busy_gpu_seconds",
 }
 
 // workloadColumnsAdded are the columns of workloadColumns that files written before them lack;
 // such files still read, with the column empty, so older results directories stay loadable.
-var workloadColumnsAdded = append([]string{"lost_energy_j", "mig_profile", "slice_share"}, faultColumns...)
+var workloadColumnsAdded = append([]string{"lost_energy_j", "mig_profile", "slice_share", "time_sliced_gpu_seconds", "busy_gpu_seconds"}, faultColumns...)
 
 // WriteWorkloadsCSV writes one row per record, in the order given.
 func WriteWorkloadsCSV(w io.Writer, recs []Record) error {
@@ -52,7 +52,7 @@ func WriteWorkloadsCSV(w io.Writer, recs []Record) error {
 		if r.SliceShare > 0 {
 			share = num(r.SliceShare)
 		}
-		row = append(row, r.MIGProfile, share)
+		row = append(row, r.MIGProfile, share, num(r.TimeSlicedGPUSeconds), num(r.BusyGPUSeconds))
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -181,6 +181,12 @@ func parseRow(row []string) (Record, error) {
 	r.MIGProfile = col("mig_profile")
 	if share := o("slice_share"); share != nil {
 		r.SliceShare = *share
+	}
+	if v := o("time_sliced_gpu_seconds"); v != nil {
+		r.TimeSlicedGPUSeconds = *v
+	}
+	if v := o("busy_gpu_seconds"); v != nil {
+		r.BusyGPUSeconds = *v
 	}
 	for _, c := range faultColumns {
 		if v := o(c); v != nil { // empty in files written before the columns

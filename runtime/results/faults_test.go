@@ -62,7 +62,7 @@ func TestFaultsFoldIntoRecordsAndGroups(t *testing.T) {
 	older := cut(lines[0]) + "\n"
 	for _, l := range lines[1:] {
 		f := strings.Split(l, ",")
-		older += strings.Join(f[:len(f)-7], ",") + "\n"
+		older += strings.Join(f[:len(f)-9], ",") + "\n"
 	}
 	if back, err := ReadWorkloadsCSV(strings.NewReader(older), "old.csv"); err != nil || back[0].Faults != 0 || back[0].ID != "w" {
 		t.Fatalf("older file: %+v, %v", back, err)

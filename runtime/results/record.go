@@ -89,6 +89,10 @@ type Event struct {
 	Flavors    map[string]string `json:"flavors,omitempty"`
 	EnergyJ    float64           `json:"energyJ,omitempty"`
 	GPUSeconds float64           `json:"gpuSeconds,omitempty"`
+	// TimeSlicedGPUSec is the part of GPUSeconds held on time-sliced GPUs, BusyGPUSec the compute
+	// the pod used there (pod_finished; lost_energy: of pods deleted before they finished).
+	TimeSlicedGPUSec float64 `json:"timeSlicedGpuSec,omitempty"`
+	BusyGPUSec       float64 `json:"busyGpuSec,omitempty"`
 	// Node is the pod's node (pod_running, fault).
 	Node string `json:"node,omitempty"`
 	// Restarts, LostGPUSec, CheckpointGPUSec and RestartGPUSec are a fault_cost's (faults.go).
@@ -151,6 +155,12 @@ type Record struct {
 	// GPUSeconds is Σ over pods of GPUs held × seconds Running (all attempts); a MIG slice holds
 	// its share of its GPU's compute slices (3/7 of a GPU for a 3g.40gb).
 	GPUSeconds float64 `json:"gpuSeconds"`
+	// TimeSlicedGPUSeconds is the part of GPUSeconds its pods held on time-sliced GPUs (a replica
+	// of four: a quarter of a GPU), BusyGPUSeconds the compute they used there, as the physics
+	// integrated it: on a time-sliced GPU a pod's use depends on its co-tenants, not its profile
+	// alone.
+	TimeSlicedGPUSeconds float64 `json:"timeSlicedGpuSeconds,omitempty"`
+	BusyGPUSeconds       float64 `json:"busyGpuSeconds,omitempty"`
 	// Error says why the workload could not be submitted, if it could not.
 	Error string `json:"error,omitempty"`
 	// FaultTolerance is what faults and checkpoints did to it (faults.go).
@@ -180,6 +190,12 @@ func (r *Record) OnDevices(w *trace.Workload, share func(profile string) float64
 		r.SliceShare = share(profiles[0])
 	}
 	r.GPUUtil = w.SliceUtilization(share)
+}
+
+// EffectiveGPUSeconds is the GPU compute the workload used: its GPU-seconds at the utilisation of
+// its devices (GPUUtil), and on time-sliced GPUs what the physics says its pods used.
+func (r *Record) EffectiveGPUSeconds() float64 {
+	return (r.GPUSeconds-r.TimeSlicedGPUSeconds)*r.GPUUtil + r.BusyGPUSeconds
 }
 
 // Terminal reports whether the workload reached Succeeded or Failed, or can never get there
@@ -257,9 +273,12 @@ func (r *Record) apply(e *Event, ft *flavorTable) {
 	case EvPodFinished:
 		r.EnergyJ += e.EnergyJ
 		r.GPUSeconds += e.GPUSeconds
+		r.TimeSlicedGPUSeconds += e.TimeSlicedGPUSec
+		r.BusyGPUSeconds += e.BusyGPUSec
 	case EvLostEnergy:
 		r.EnergyJ += e.EnergyJ
 		r.LostEnergyJ += e.EnergyJ
+		r.BusyGPUSeconds += e.BusyGPUSec
 	case EvFinished:
 		if r.Finished == nil {
 			first(&r.Finished)

@@ -70,8 +70,10 @@ type Meta struct {
 	TraceSec float64 `json:"traceSec"`
 	// GPUCapacity is the GPUs of every node of the cluster: the denominator of utilisation.
 	GPUCapacity int64 `json:"gpuCapacity"`
-	// PartitionedGPUs are the GPUs of GPUCapacity on MIG-partitioned nodes.
+	// PartitionedGPUs are the GPUs of GPUCapacity on MIG-partitioned nodes, TimeSlicedGPUs those
+	// shared by time-slicing.
 	PartitionedGPUs int64 `json:"partitionedGPUs,omitempty"`
+	TimeSlicedGPUs  int64 `json:"timeSlicedGPUs,omitempty"`
 	// Incomplete says why the run stopped before every workload was terminal ("" when it did not).
 	Incomplete string `json:"incomplete,omitempty"`
 	// Engine is the engine that produced the results: EngineCluster (the real control plane) or
@@ -239,6 +241,20 @@ type Summary struct {
 	ReservedIdle *Idle `json:"reservedIdle,omitempty"`
 	// Slices is what the MIG-partitioned GPUs did (nil on a cluster without them).
 	Slices *Slices `json:"slices,omitempty"`
+	// TimeSliced is what the time-sliced GPUs did (nil on a cluster without them).
+	TimeSliced *TimeSliced `json:"timeSliced,omitempty"`
+}
+
+// TimeSliced is what the time-sliced GPUs did: the replicas held on them counted in GPUs (one of
+// four replicas held for an hour is a quarter of a GPU-hour), and the compute their pods used,
+// over the time-sliced GPUs' capacity × the makespan.
+type TimeSliced struct {
+	GPUs int64 `json:"gpus"`
+	// Workloads had pods on replicas.
+	Workloads  int     `json:"workloads"`
+	GPUHours   float64 `json:"gpuHours"`
+	Allocation float64 `json:"allocation"`
+	Effective  float64 `json:"effective"`
 }
 
 // Summarize computes the summary of recs: one group for all workloads, then one per ClusterQueue,
@@ -280,6 +296,23 @@ func Summarize(recs []Record, m Meta) Summary {
 			s.Groups = append(s.Groups, g)
 		}
 	}
+	if m.TimeSlicedGPUs > 0 {
+		ts := &TimeSliced{GPUs: m.TimeSlicedGPUs}
+		var held, busy float64
+		for _, r := range all {
+			if r.TimeSlicedGPUSeconds > 0 {
+				ts.Workloads++
+				held += r.TimeSlicedGPUSeconds
+				busy += r.BusyGPUSeconds
+			}
+		}
+		ts.GPUHours = held / 3600
+		if s.MakespanSec > 0 {
+			ts.Allocation = held / (float64(m.TimeSlicedGPUs) * s.MakespanSec)
+			ts.Effective = busy / (float64(m.TimeSlicedGPUs) * s.MakespanSec)
+		}
+		s.TimeSliced = ts
+	}
 	if m.PartitionedGPUs > 0 {
 		g := group(ScopeMIG, "", onSlices, s.MakespanSec, m.PartitionedGPUs)
 		s.Slices = &Slices{
@@ -297,7 +330,7 @@ func sliceGroup(g *Group, recs []*Record) {
 	var gpuSec, effSec, sliceSec float64
 	for _, r := range recs {
 		gpuSec += r.GPUSeconds
-		effSec += r.GPUSeconds * r.GPUUtil
+		effSec += r.EffectiveGPUSeconds()
 		if r.SliceShare > 0 {
 			sliceSec += r.GPUSeconds / r.SliceShare
 		}
@@ -333,7 +366,7 @@ func group(scope, name string, recs []*Record, runSpan float64, capacity int64) 
 			sd = append(sd, v)
 		}
 		gpuSec += r.GPUSeconds
-		effSec += r.GPUSeconds * r.GPUUtil
+		effSec += r.EffectiveGPUSeconds()
 		energy += r.EnergyJ
 		lost += r.LostEnergyJ
 		g.Preemptions += len(r.Preemptions)
@@ -503,6 +536,10 @@ type KueueClockMeta struct {
 // writeSlices prints what the MIG-partitioned GPUs did and a row per profile workloads ran on;
 // nothing on a cluster without them.
 func (s *Summary) writeSlices(w io.Writer) error {
+	if ts := s.TimeSliced; ts != nil {
+		fmt.Fprintf(w, "time-slicing: %d GPUs, %d workloads on replicas: %s allocated, %s effective (%.1f GPU-h held)\n",
+			ts.GPUs, ts.Workloads, pct(ts.Allocation), pct(ts.Effective), ts.GPUHours)
+	}
 	if s.Slices == nil {
 		return nil
 	}

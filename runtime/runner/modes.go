@@ -65,7 +65,7 @@ func (d inProcessAgent) nodePower() func() map[string]float64 {
 
 func (d inProcessAgent) book(p *plan, rec *results.Recorder, now float64) {
 	snap := d.a.Snapshot()
-	recordLostEnergy(snap.LostEnergyJ, p, rec, now)
+	recordLostEnergy(snap.LostEnergyJ, snap.LostBusyGPUSec, p, rec, now)
 	recordFaultCost(snap.Faults, p, rec, now)
 }
 

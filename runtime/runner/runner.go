@@ -386,7 +386,7 @@ func (r *run) finish(incomplete string, loopErr error, ss submitStats) (results.
 	meta := clockMeta(clk)
 	faultErr := r.faults.finish(&meta)
 	meta.Trace, meta.Cluster, meta.Engine = cfg.TraceName, replay.SpecName(cfg.Spec), results.EngineCluster
-	meta.GPUCapacity, meta.PartitionedGPUs, meta.Incomplete = plan.cluster.GPUCapacity, plan.cluster.PartitionedGPUs, incomplete
+	meta.GPUCapacity, meta.PartitionedGPUs, meta.TimeSlicedGPUs, meta.Incomplete = plan.cluster.GPUCapacity, plan.cluster.PartitionedGPUs, plan.cluster.TimeSlicedGPUs, incomplete
 	meta.LateSteps, meta.LateMaxSec, meta.LateWorst = r.w.lateness()
 	meta.Resyncs = r.w.resync.count()
 	meta.SubmitRetries, meta.Rejected, meta.FirstRejection = ss.Retries, ss.Rejected+len(plan.unrunnable), ss.FirstReject
@@ -588,18 +588,21 @@ func checkAgentDeployment(ctx context.Context, c client.Client) error {
 func kindOf(o runtime.Object) string { return o.GetObjectKind().GroupVersionKind().Kind }
 
 // recordLostEnergy adds to each workload the energy of its pods deleted before they finished
-// (evicted, preempted), which no pod's energy annotation reports. The agent keys it by pod
+// (evicted, preempted), which no pod's energy annotation reports, and the compute those on
+// time-sliced GPUs used. The agent keys it by pod
 // namespace and the contract's workload id, which render sets to the trace's id verbatim on every
 // pod template (trial Jobs copy it from the template).
-func recordLostEnergy(lost map[string]float64, p *plan, rec *results.Recorder, now float64) {
+func recordLostEnergy(lost, lostBusy map[string]float64, p *plan, rec *results.Recorder, now float64) {
 	ids := make(map[string]string, len(p.items))
 	for _, it := range p.items {
 		ids[it.ns+"/"+it.id] = it.id
 	}
-	for _, k := range slices.Sorted(maps.Keys(lost)) { // sorted: events.jsonl is reproducible
-		if id, ok := ids[k]; ok && lost[k] > 0 {
+	keys := maps.Clone(lost)
+	maps.Copy(keys, lostBusy)
+	for _, k := range slices.Sorted(maps.Keys(keys)) { // sorted: events.jsonl is reproducible
+		if id, ok := ids[k]; ok && (lost[k] > 0 || lostBusy[k] > 0) {
 			// A log write error is kept by the log and surfaces at its Close, as for the watcher's events.
-			_, _ = rec.Record(results.Event{T: now, Workload: id, Type: results.EvLostEnergy, EnergyJ: lost[k]})
+			_, _ = rec.Record(results.Event{T: now, Workload: id, Type: results.EvLostEnergy, EnergyJ: lost[k], BusyGPUSec: lostBusy[k]})
 		}
 	}
 }

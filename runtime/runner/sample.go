@@ -131,7 +131,7 @@ func (s *sampler) aggregate(t float64, wls []kueuewl.GPUUsage, pods []corev1.Pod
 	nodeFlavor := map[string]string{}
 	for i := range nodes {
 		n := &nodes[i]
-		f := rcluster.FlavorOf(n.Labels[contract.GPUFamily])
+		f := rcluster.NodeFlavor(n.Labels)
 		nodeFlavor[n.Name] = f
 		if x := fl[f]; x != nil {
 			if w, ok := power[n.Name]; ok {

@@ -134,6 +134,7 @@ type podState struct {
 	uid        types.UID
 	gpus       int64
 	held       float64 // GPUs it holds while it runs, a MIG slice as its share (hw.GPU.Held)
+	timeSliced bool    // it holds replicas of time-sliced GPUs
 	running    bool
 	everRan    bool
 	terminal   bool
@@ -145,29 +146,37 @@ type podState struct {
 	attempt    int // JobSet restart attempt (-1: none)
 }
 
-// held is the GPUs running pod p holds on its node: its whole GPUs, and the MIG slices its render
-// contract names as their share of the node's GPU (hw.GPU.Held), as the sim counts them.
-func (w *watcher) held(p *corev1.Pod, gpus int64) float64 {
-	if _, ok := p.Annotations[contract.MIGSlices]; !ok {
-		return float64(gpus) // render writes the key only for pods on slices: no parse per pod start
-	}
-	c, err := contract.Parse(p.Annotations)
-	if err != nil || c.MIGSlices == 0 || p.Spec.NodeName == "" {
-		return float64(gpus)
+// held is the GPUs running pod p holds on its node, as the sim counts them (the engine's
+// HeldGPUs): its whole GPUs, the MIG slices its render contract names as their share of the node's
+// GPU (hw.GPU.Held), or its replicas' share of time-sliced GPUs (timeSliced).
+func (w *watcher) held(p *corev1.Pod, gpus int64) (held float64, timeSliced bool) {
+	_, onSlices := p.Annotations[contract.MIGSlices] // render writes the key only for pods on slices
+	if !onSlices && gpus == 0 || p.Spec.NodeName == "" || w.reader == nil {
+		return float64(gpus), false
 	}
 	var n corev1.Node
 	if err := w.reader.Get(context.Background(), client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
-		return float64(gpus)
+		return float64(gpus), false
+	}
+	if !onSlices {
+		if r, err := contract.GPUReplicas(n.Labels); err == nil && r > 1 {
+			return float64(gpus) / float64(r), true
+		}
+		return float64(gpus), false
+	}
+	c, err := contract.Parse(p.Annotations)
+	if err != nil || c.MIGSlices == 0 {
+		return float64(gpus), false
 	}
 	cat, err := defaultCatalog()
 	if err != nil {
-		return float64(gpus)
+		return float64(gpus), false
 	}
 	g, ok := cat.GPU(n.Labels[contract.GPUFamily])
 	if !ok {
-		return float64(gpus)
+		return float64(gpus), false
 	}
-	return g.Held(gpus, c.MIGProfile, c.MIGSlices)
+	return g.Held(gpus, c.MIGProfile, c.MIGSlices), false
 }
 
 // defaultCatalog is the embedded hardware catalog (the agent's too), read once per process: its
@@ -658,7 +667,7 @@ func (w *watcher) onPod(o any, deleted bool) {
 	case running && !st.running:
 		w.clk.Release(holdSeen(p.UID))
 		st.running, st.everRan, st.since = true, true, now
-		st.held = w.held(p, st.gpus)
+		st.held, st.timeSliced = w.held(p, st.gpus)
 		u.running++
 		w.emit(results.Event{T: now, Workload: u.id, Type: results.EvPodRunning, Object: key, Node: p.Spec.NodeName})
 		w.allPodsUp(u, now)
@@ -677,6 +686,14 @@ func (w *watcher) onPod(o any, deleted bool) {
 		u.lastEnd = at
 		e := results.Event{T: at, Workload: u.id, Type: results.EvPodFinished, Object: key, Reason: string(p.Status.Phase),
 			GPUSeconds: st.held * (at - st.since)}
+		if st.timeSliced {
+			// The agent writes the compute it used at completion; an evicted pod's comes with
+			// the lost energy at the end of the run.
+			e.TimeSlicedGPUSec = e.GPUSeconds
+			if v, err := strconv.ParseFloat(p.Annotations[contract.BusyGPUSeconds], 64); err == nil && v > 0 && podTerminal(p) {
+				e.BusyGPUSec = v
+			}
+		}
 		e.EnergyJ, st.energyDone = energyOf(p, st.energyDone)
 		w.emit(e)
 	default:

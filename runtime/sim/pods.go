@@ -16,7 +16,6 @@ import (
 
 	"github.com/kueuelab/kueuelab/model/hw"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
-	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/agent"
 	"github.com/kueuelab/kueuelab/runtime/agent/engine"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -44,11 +43,13 @@ type pod struct {
 	eid   engine.PodID
 	since float64
 	gpus  int64
-	// held is the GPUs it holds on its node while it runs, a MIG slice as its share (hw.GPU.Held).
-	held float64
-	spec engine.PodSpec
-	fail bool // fails when its work is done
-	done bool
+	// held is the GPUs it holds on its node while it runs (engine.HeldGPUs): a MIG slice as its
+	// compute share, a replica of a time-sliced GPU as its share of the replicas (timeSliced).
+	held       float64
+	timeSliced bool
+	spec       engine.PodSpec
+	fail       bool // fails when its work is done
+	done       bool
 	// ckpt is where its workload keeps the checkpoint of this role.
 	ckpt string
 	// restartSec is the workload's restart overhead; owed is whether this pod paid one (as a
@@ -64,7 +65,6 @@ type podRole struct {
 	cat        *hw.Catalog
 	nodeIDs    []engine.NodeID
 	nodeFlavor []string
-	nodeGPU    []*hw.GPU // nil for a node without GPUs
 	byKey      map[string]*pod
 	pending    []*pod
 	finishEv   *des.Event
@@ -134,9 +134,7 @@ func newPodRole(nodes []*corev1.Node, classes []*resourceapi.DeviceClass, slices
 			return nil, err
 		}
 		p.nodeIDs = append(p.nodeIDs, id)
-		p.nodeFlavor = append(p.nodeFlavor, rcluster.FlavorOf(n.Labels[contract.GPUFamily]))
-		g, _ := cat.GPU(n.Labels[contract.GPUFamily])
-		p.nodeGPU = append(p.nodeGPU, g)
+		p.nodeFlavor = append(p.nodeFlavor, rcluster.NodeFlavor(n.Labels))
 	}
 	return p, nil
 }
@@ -377,10 +375,7 @@ func (p *podRole) bind(pd *pod, node int) {
 		return
 	}
 	pd.node, pd.eid, pd.since = node, id, now
-	pd.held = float64(pd.gpus)
-	if g := p.nodeGPU[node]; g != nil {
-		pd.held = g.Held(pd.gpus, pd.spec.MIGProfile, pd.spec.MIGSlices)
-	}
+	pd.held, pd.timeSliced = p.eng.HeldGPUs(id), p.eng.TimeSliced(id)
 	s.sample.g.podOn(pd)
 	p.byKey[pd.key] = pd
 	if pd.spec.GangID != "" {
@@ -439,8 +434,12 @@ func (p *podRole) finished(f engine.Finished) {
 		phase = corev1.PodFailed
 	}
 	p.leave(pd)
-	s.emit(results.Event{T: f.AtSec, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: string(phase),
-		GPUSeconds: pd.held * (f.AtSec - pd.since), EnergyJ: f.EnergyJ})
+	e := results.Event{T: f.AtSec, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: string(phase),
+		GPUSeconds: pd.held * (f.AtSec - pd.since), EnergyJ: f.EnergyJ}
+	if pd.timeSliced {
+		e.TimeSlicedGPUSec, e.BusyGPUSec = e.GPUSeconds, f.BusyGPUSec
+	}
+	s.emit(e)
 	p.release(pd)
 	if failed && !w.podsFailed {
 		// The rendered jobs allow no retry: the first failed pod fails the job, whose other
@@ -544,8 +543,12 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 		}
 		p.leave(pd)
 		freed = append(freed, pd.node)
-		s.emit(results.Event{T: now, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: reason,
-			GPUSeconds: pd.held * (now - pd.since)})
+		e := results.Event{T: now, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: reason,
+			GPUSeconds: pd.held * (now - pd.since)}
+		if pd.timeSliced {
+			e.TimeSlicedGPUSec, e.BusyGPUSec = e.GPUSeconds, p.eng.BusyGPUSec(pd.eid)
+		}
+		s.emit(e)
 		// Deleted members leave the engine at once: the rest of a gang must stop progressing.
 		p.eng.Remove(pd.eid)
 		delete(p.byKey, pd.key)

@@ -274,7 +274,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s.recordLostEnergy()
 	meta := results.Meta{Engine: results.EngineSim, Trace: cfg.TraceName, Cluster: replay.SpecName(cfg.Spec),
-		WallSec: wall().Sub(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.cluster.GPUCapacity, PartitionedGPUs: s.plan.cluster.PartitionedGPUs, Incomplete: incomplete,
+		WallSec: wall().Sub(t0).Seconds(), TraceSec: s.loop.Now(), GPUCapacity: s.plan.cluster.GPUCapacity, PartitionedGPUs: s.plan.cluster.PartitionedGPUs, TimeSlicedGPUs: s.plan.cluster.TimeSlicedGPUs, Incomplete: incomplete,
 		States: s.rec.Counts().States, Kueue: s.kueue}
 	// The records are handed over, not copied: nothing records after this.
 	s.items, s.plan.items, s.plan.records = nil, nil, nil

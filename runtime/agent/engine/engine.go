@@ -28,6 +28,10 @@ type NodeSpec struct {
 	GPUCapW float64
 	// CPUCapFraction is the CPU power cap as a fraction of full-load power; 0 is uncapped.
 	CPUCapFraction float64
+	// GPUReplicas > 1 shares each GPU by time-slicing, as NVIDIA's device plugin does with
+	// sharing.timeSlicing: the node advertises GPUs × GPUReplicas devices, a pod's GPURequest
+	// counts replicas, and the pods whose replicas are on one GPU share its compute (timeslice.go).
+	GPUReplicas int
 }
 
 // Sensitivity says how strongly progress follows CPU and GPU speed, each in [0, 1].
@@ -71,6 +75,8 @@ type Finished struct {
 	AtSec      float64 // exact trace time of completion
 	Failed     bool
 	EnergyJ    float64
+	// BusyGPUSec is the compute a pod on time-sliced GPUs used, in GPU-seconds (BusyGPUSec).
+	BusyGPUSec float64
 }
 
 // Snapshot is a pod's progress as the agent persists it: remaining work (natural seconds and
@@ -122,6 +128,9 @@ type node struct {
 	pods   []PodID
 	power  float64
 	energy float64
+	// replicas > 1: the GPUs are time-sliced (NodeSpec.GPUReplicas); ts is their per-GPU state.
+	replicas int
+	ts       []sliceGPU
 }
 
 type pod struct {
@@ -138,9 +147,16 @@ type pod struct {
 	dirty         bool
 	cpuReq, gpus  float64
 	// migProfile and migSlices as in PodSpec; mig is the profile on the node the pod runs on.
-	migProfile    string
-	migSlices     int
-	mig           *hw.MIGProfile
+	migProfile string
+	migSlices  int
+	mig        *hw.MIGProfile
+	// gpuReq is the pod's GPURequest; on a time-sliced node it counts replicas, and tsGPUs are
+	// the node's GPUs its replicas were given (one entry per replica).
+	gpuReq int
+	tsGPUs []int32
+	// tsBusy is the compute it uses of its time-sliced GPUs while it progresses (timeSlice), busy
+	// its integral.
+	tsBusy, busy  float64
 	duration      float64
 	remaining     float64 // natural seconds of work left
 	rateCPU       float64 // units per natural second
@@ -231,6 +247,12 @@ func (e *Engine) AddNode(s NodeSpec) (NodeID, error) {
 	if s.GPUs < 0 {
 		return 0, fmt.Errorf("add node %s: gpus %d < 0", s.Name, s.GPUs)
 	}
+	if s.GPUReplicas > 1 {
+		if s.GPUs == 0 {
+			return 0, fmt.Errorf("add node %s: %d GPU replicas but no GPUs", s.Name, s.GPUReplicas)
+		}
+		n.replicas, n.ts = s.GPUReplicas, make([]sliceGPU, s.GPUs)
+	}
 	if s.GPUs > 0 {
 		g, ok := e.cat.GPU(s.GPUFamily)
 		if !ok {
@@ -306,7 +328,7 @@ func (e *Engine) AddPod(s PodSpec) (PodID, error) {
 	}
 	p := pod{
 		key: s.Key, workload: s.WorkloadID, node: -1, gang: -1, inUse: true, dirty: true,
-		cpuReq: s.CPURequest, gpus: float64(s.GPURequest), duration: s.DurationSec,
+		cpuReq: s.CPURequest, gpus: float64(s.GPURequest), gpuReq: s.GPURequest, duration: s.DurationSec,
 		remaining: s.DurationSec, rateCPU: s.CPUUnits / s.DurationSec, rateGPU: s.GPUUnits / s.DurationSec,
 		sens: s.Sensitivity, prof: s.Profile, ckptEvery: s.CheckpointIntervalSec, ckptRemaining: s.DurationSec,
 		ckptCost: s.CheckpointCostSec, migProfile: s.MIGProfile, migSlices: s.MIGSlices,
@@ -440,6 +462,9 @@ func (e *Engine) Start(id PodID, nid NodeID) error {
 		p.node, p.nodeSlot = nid, int32(len(n.pods))
 		n.pods = append(n.pods, id)
 		p.dirty = true
+		if n.replicas > 1 && p.gpuReq > 0 {
+			e.giveReplicas(id, n)
+		}
 	}
 	p.running = true
 	return nil
@@ -464,6 +489,9 @@ func (e *Engine) unbind(id PodID) {
 	e.pods[moved].nodeSlot = p.nodeSlot
 	n.pods = n.pods[:last]
 	p.node, p.nodeSlot = -1, -1
+	if p.tsGPUs != nil {
+		p.tsGPUs, p.gpus = p.tsGPUs[:0], float64(p.gpuReq)
+	}
 }
 
 // Evict stops the pod and rewinds its work to the last checkpoint (when the workload declares a
@@ -545,6 +573,23 @@ func (e *Engine) Remove(id PodID) {
 	e.acct[id] = podAcct{}
 	e.newPodSlot(id)
 	e.freePods = append(e.freePods, id)
+}
+
+// HeldGPUs is how much of its node's GPUs the pod holds, in GPUs: its whole GPUs, its MIG slices'
+// compute share, or its replicas' share of time-sliced GPUs (one of four replicas: 0.25). It is
+// what results count as GPU allocation; valid once the pod has started on a node.
+func (e *Engine) HeldGPUs(id PodID) float64 { return e.pods[id].gpus }
+
+// TimeSliced reports whether the pod holds replicas of time-sliced GPUs.
+func (e *Engine) TimeSliced(id PodID) bool { return len(e.pods[id].tsGPUs) > 0 }
+
+// BusyGPUSec is the compute, in GPU-seconds, a pod on time-sliced GPUs used so far: on each GPU
+// its replicas are on, its utilisation while the GPU's demand is at most 1, its share 1/D of it
+// above. 0 for a pod on whole GPUs or MIG slices, whose compute results count from their
+// profile.
+func (e *Engine) BusyGPUSec(id PodID) float64 {
+	e.syncPod(id)
+	return e.pods[id].busy
 }
 
 // PodEnergy is the energy attributed to the pod so far, in joules.

@@ -146,6 +146,9 @@ func (e *Engine) tickNode(n *node, dt float64) {
 	}
 	gpuW := 0.0
 	usedGPUs := 0.0
+	if n.replicas > 1 {
+		usedGPUs = e.timeSlice(n)
+	}
 	for _, pid := range n.pods {
 		p := &e.pods[pid]
 		if !p.running || p.done {
@@ -153,14 +156,22 @@ func (e *Engine) tickNode(n *node, dt float64) {
 		}
 		e.stats.Running++
 		g := p.gpus * gpuShare
-		usedGPUs += g
-		p.podGPUIdleW = g * idleW
-		p.podGPURunW = p.podGPUIdleW
+		sliced := len(p.tsGPUs) > 0 // draw and GPU speed set by timeSlice
+		if !sliced {
+			usedGPUs += g
+			p.podGPUIdleW = g * idleW
+			p.podGPURunW = p.podGPUIdleW
+		}
 		if p.blocked {
 			e.stats.GangBlocked++
 			p.speed = 0
+			if sliced {
+				p.podGPURunW = p.podGPUIdleW
+			}
 		} else {
-			p.podGPURunW = g * p.gpuW
+			if !sliced {
+				p.podGPURunW = g * p.gpuW
+			}
 			gf := 1.0
 			if p.gpus > 0 {
 				gf = 1 - p.sens.GPU*(1-p.tput*gpuShare)
@@ -301,6 +312,7 @@ func (e *Engine) advance(id PodID, p *pod, t0, dt float64) {
 			p.remaining = start - p.speed*dt
 			p.sinceValid += dt
 			p.energy += p.power * dt
+			p.busy += p.tsBusy * dt
 			if p.ckptEvery > 0 {
 				p.checkpoint(&e.acct[id], start, dt)
 			}
@@ -369,8 +381,10 @@ func (e *Engine) advance(id PodID, p *pod, t0, dt float64) {
 		break
 	}
 	p.energy += pauseW*paused + runW*ran
+	p.busy += p.tsBusy * ran
 	if finished {
-		e.finished[len(e.finished)-1].EnergyJ = p.energy
+		f := &e.finished[len(e.finished)-1]
+		f.EnergyJ, f.BusyGPUSec = p.energy, p.busy
 	}
 	// The node was charged this pod's GPU power as the tick started for all of dt; charge what
 	// its GPUs drew instead: running power while it progressed, idle power otherwise.
