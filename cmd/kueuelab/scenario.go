@@ -73,9 +73,11 @@ func newScenarioListCmd() *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintln(out, "\nnot covered yet:")
-			for _, n := range scenario.NotCovered {
-				fmt.Fprintf(out, "  %s: %s\n", n.Challenge, n.Why)
+			if len(scenario.NotCovered) > 0 {
+				fmt.Fprintln(out, "\nnot covered yet:")
+				for _, n := range scenario.NotCovered {
+					fmt.Fprintf(out, "  %s: %s\n", n.Challenge, n.Why)
+				}
 			}
 			return errors.Join(bad...)
 		},

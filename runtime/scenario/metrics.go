@@ -129,6 +129,8 @@ var metrics = map[string]metricDef{
 	"jctMax":      workloadsStat("longest job completion time, s", (*results.Record).JCT, maxOf),
 	"gpuAllocation": groupField("GPU allocation: GPU-hours of running pods over capacity × makespan, %",
 		func(g *results.Group) float64 { return 100 * g.GPUAllocation }),
+	"gpuEffective": groupField("GPU effective utilisation: GPU compute used over capacity × makespan, %",
+		func(g *results.Group) float64 { return 100 * g.GPUEffective }),
 	"energyKWh":     groupField("energy, kWh", func(g *results.Group) float64 { return g.EnergyKWh }),
 	"lostEnergyKWh": groupField("energy of pods that did not finish, kWh", func(g *results.Group) float64 { return g.LostEnergyKWh }),
 	"makespanSec":   groupField("last finish − first submission, s", func(g *results.Group) float64 { return g.MakespanSec }),

@@ -183,6 +183,4 @@ func List(dir string) ([]Entry, error) {
 }
 
 // NotCovered lists the whitepaper's challenges no scenario shows yet, and why.
-var NotCovered = []struct{ Challenge, Why string }{
-	{"GPU sharing (MIG, time slicing, DRA)", "MIG slices run through DRA (examples/experiments/mig.yaml) but no scenario of the library shows them yet; time slicing and fractional GPUs are not modelled"},
-}
+var NotCovered = []struct{ Challenge, Why string }{}
