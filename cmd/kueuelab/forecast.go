@@ -253,7 +253,7 @@ func printForecast(w io.Writer, r *forecast.Report) {
 	for _, th := range forecast.Thresholds {
 		fmt.Fprintf(tw, "\t≤%s", th.Name)
 	}
-	fmt.Fprint(tw, "\tETA p10\tp50\tp90\n")
+	fmt.Fprint(tw, "\tETA p10\tp50\tp90\tWAITS FOR (share of runs)\n")
 	for _, x := range r.Workloads {
 		id, waited := x.ID, dur(x.WaitedSec)
 		if x.Manifest != "" {
@@ -263,7 +263,7 @@ func printForecast(w io.Writer, r *forecast.Report) {
 		for _, th := range forecast.Thresholds {
 			fmt.Fprintf(tw, "\t%.0f%%", 100*x.Within[th.Name])
 		}
-		fmt.Fprintf(tw, "\t%s\t%s\t%s\n", durp(x.P10), durp(x.P50), durp(x.P90))
+		fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", durp(x.P10), durp(x.P50), durp(x.P90), waitText(x.WaitsFor))
 	}
 	_ = tw.Flush()
 	jobs := 0
@@ -277,6 +277,19 @@ func printForecast(w io.Writer, r *forecast.Report) {
 		return
 	}
 	fmt.Fprintf(w, "%d pending workloads, %.1f s wall\n", len(r.Workloads), r.WallSec)
+}
+
+// waitText is a pending workload's most frequent reason to wait, with its share of the runs and how
+// many other reasons the runs gave (-o json and --html list them all).
+func waitText(ws []forecast.Wait) string {
+	if len(ws) == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%s (%.0f%%)", ws[0].Reason, 100*ws[0].Share)
+	if len(ws) > 1 {
+		s += fmt.Sprintf(" +%d more", len(ws)-1)
+	}
+	return s
 }
 
 func printScore(w io.Writer, s *forecast.Score) {

@@ -9,6 +9,7 @@
 package forecast
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -116,7 +118,21 @@ type Workload struct {
 	NotAdmitted float64 `json:"notAdmitted"`
 	// ETAs are the runs' times to admission, sorted; -1 for a run that did not admit it.
 	ETAs []float64 `json:"etasSec"`
+	// WaitsFor is what it waited for, by the share of runs: Kueue's last QuotaReserved=False
+	// message before its admission (or the horizon), numbers written N so that runs short of
+	// different amounts of one resource count together; most frequent first.
+	WaitsFor []Wait `json:"waitsFor,omitempty"`
 }
+
+// Wait is one reason a pending workload waited, and the share of runs it was the last one.
+type Wait struct {
+	Reason string  `json:"reason"`
+	Share  float64 `json:"share"`
+}
+
+// NoWait is the reason of a run in which the workload was admitted at its first attempt: Kueue
+// gave no reason because it did not have to wait.
+const NoWait = "nothing: admitted at its first attempt"
 
 // input is a snapshot directory read once.
 type input struct {
@@ -257,6 +273,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return rep, nil
 	}
 	etas := make([][]float64, o.Repeats) // per run, per pending workload
+	waits := make([][]string, o.Repeats) // per run, per pending workload
 	queues := map[string]string{}
 	var mu sync.Mutex
 	var firstErr error
@@ -273,12 +290,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			for r := range work {
-				got, q, err := in.run(ctx, o, r, arrivals, rep.Workloads, filepath.Join(scratch, fmt.Sprint(r)))
+				got, why, q, err := in.run(ctx, o, r, arrivals, rep.Workloads, filepath.Join(scratch, fmt.Sprint(r)))
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				etas[r] = got
+				etas[r], waits[r] = got, why
 				for k, v := range q {
 					queues[k] = v
 				}
@@ -325,6 +342,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			w.Within[th.Name] = float64(n) / float64(o.Repeats)
 		}
 		w.P10, w.P50, w.P90 = quantile(xs, o.Repeats, 0.1), quantile(xs, o.Repeats, 0.5), quantile(xs, o.Repeats, 0.9)
+		w.WaitsFor = shares(waits, i, o.Repeats)
 	}
 	rep.WallSec = time.Since(t0).Seconds()
 	return rep, nil
@@ -348,7 +366,7 @@ func known(w *state.Workload) bool { return w.RemainingSec != nil || len(w.Progr
 // run is one run: the state with this run's draws, resumed in the sim until the horizon. It
 // returns, per pending workload of pending, its time to admission (-1: none within the horizon),
 // and the ClusterQueue of each.
-func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pending []Workload, out string) ([]float64, map[string]string, error) {
+func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pending []Workload, out string) ([]float64, []string, map[string]string, error) {
 	st := *in.st
 	st.Workloads = slices.Clone(in.st.Workloads)
 	rng := rand.New(rand.NewPCG(o.Seed, uint64(r)))
@@ -384,35 +402,60 @@ func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pen
 	}
 	cfg := sim.Config{Trace: tr, TraceName: in.st.Trace, Spec: in.spec, Seed: o.Seed, Timing: sim.DefaultTiming, Kueue: o.Kueue,
 		ControlPlane: o.ControlPlane, Resume: &st, MaxTraceSec: st.NowSec + o.HorizonSec, StopWhenAdmitted: ids(pending), OutDir: out,
-		WallClock: func() time.Time { return time.Time{} }}
+		WallClock: func() time.Time { return time.Time{} }, RecordWaits: true}
 	if _, err := sim.Run(ctx, cfg); err != nil && !errors.Is(err, replay.ErrIncomplete) {
-		return nil, nil, fmt.Errorf("forecast run %d: %w", r, err)
+		return nil, nil, nil, fmt.Errorf("forecast run %d: %w", r, err)
 	}
 	d, err := results.Load(out)
 	if err != nil {
-		return nil, nil, fmt.Errorf("forecast run %d: %w", r, err)
+		return nil, nil, nil, fmt.Errorf("forecast run %d: %w", r, err)
 	}
 	defer os.RemoveAll(out)
 	admitted := map[string]float64{}
+	waited := map[string]string{} // the last reason before the first admission
 	for _, e := range d.Events {
-		if e.Type == results.EvAdmitted {
-			if _, seen := admitted[e.Workload]; !seen {
-				admitted[e.Workload] = e.T - st.NowSec
-			}
+		_, done := admitted[e.Workload]
+		switch {
+		case done:
+		case e.Type == results.EvAdmitted:
+			admitted[e.Workload] = e.T - st.NowSec
+		case e.Type == results.EvWaiting:
+			waited[e.Workload] = e.Message
 		}
 	}
 	queues := map[string]string{}
 	for _, rec := range d.Workloads {
 		queues[rec.ID] = rec.Queue
 	}
-	etas := make([]float64, len(pending))
+	etas, why := make([]float64, len(pending)), make([]string, len(pending))
 	for i, p := range pending {
 		etas[i] = -1
 		if t, ok := admitted[p.ID]; ok {
 			etas[i] = t
 		}
+		why[i] = cmp.Or(waited[p.ID], NoWait)
 	}
-	return etas, queues, nil
+	return etas, why, queues, nil
+}
+
+// numbers are the quantities in Kueue's messages ("4 more needed", "(16) > maximum capacity (8)",
+// "500m"), not digits inside names (h100-sxm): shares count reasons with them written N.
+var numbers = regexp.MustCompile(`\b\d+(\.\d+)?[a-zA-Z]*\b`)
+
+// shares counts pending workload i's reasons over the runs, most frequent first (ties by text).
+func shares(waits [][]string, i, runs int) []Wait {
+	n := map[string]int{}
+	for r := range waits {
+		if i < len(waits[r]) {
+			n[numbers.ReplaceAllString(waits[r][i], "N")]++
+		}
+	}
+	out := make([]Wait, 0, len(n))
+	for reason, k := range n {
+		out = append(out, Wait{Reason: reason, Share: float64(k) / float64(runs)})
+	}
+	slices.SortFunc(out, func(a, b Wait) int { return cmp.Or(cmp.Compare(b.Share, a.Share), strings.Compare(a.Reason, b.Reason)) })
+	return out
 }
 
 // truncateToMaxExec ends w's work where Kueue would deactivate it (its maxExecutionSec, elapsed

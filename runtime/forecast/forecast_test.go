@@ -5,8 +5,10 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -217,3 +219,53 @@ func TestTruncateToMaxExec(t *testing.T) {
 		})
 	}
 }
+
+// TestForecastSaysWhatItWaitsFor: a one-GPU job behind a 16-GPU job that holds the ClusterQueue's
+// whole nvidia.com/gpu quota waits, in every run, for what Kueue's flavor assigner says of each
+// flavor it tried in the quota's order: the cpu flavor has no GPU quota at all ("insufficient
+// quota for %s in flavor %s, previously considered podsets requests (%s) + current podset request
+// (%s) > maximum capacity (%s)"), h100-sxm's is used up ("insufficient unused quota for %s in
+// flavor %s, %s more needed"); numbers written N.
+func TestForecastSaysWhatItWaitsFor(t *testing.T) {
+	line := func(id, fam string, at, d float64, pods string) string {
+		return `{"type":"workload","schemaVersion":"v2","workloadId":"` + id + `","submitTimeOffsetSec":` + ftoa(at) + `,"namespace":"team-a","workloadType":"` + fam +
+			`","durationSec":` + ftoa(d) + `,"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},"pods":[` + pods + `],"intentClass":"standard"}`
+	}
+	text := line("big", "distributed_training", 0, 10000, `{"role":"worker","replicas":2,"requests":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"8"}}`) + "\n" +
+		line("small", "single_gpu_training", 100, 600, `{"role":"main","replicas":1,"requests":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":"1"}}`) + "\n"
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.LoadWorkloads(context.Background(), path, trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := rcluster.Parse("small.yaml", []byte(small))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := sim.Config{Trace: tr, TraceName: "waits", Spec: spec, Seed: 1, Timing: sim.DefaultTiming, OutDir: t.TempDir(),
+		WallClock: func() time.Time { return time.Time{} }, MaxTraceSec: 200, StateOut: dir}
+	if _, err := sim.Run(context.Background(), cfg); !errors.Is(err, replay.ErrIncomplete) {
+		t.Fatalf("a run stopped at 200s: %v", err)
+	}
+	rep, err := Run(context.Background(), Options{Dir: dir, Repeats: 3, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Workloads) != 1 || rep.Workloads[0].ID != "small" {
+		t.Fatalf("forecast of %+v, want the small job pending", rep.Workloads)
+	}
+	want := []Wait{{Reason: "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor cpu, previously considered podsets requests (N) + current podset request (N) > maximum capacity (N), " +
+		"insufficient unused quota for nvidia.com/gpu in flavor h100-sxm, N more needed", Share: 1}}
+	if got := rep.Workloads[0].WaitsFor; !slices.Equal(got, want) {
+		t.Errorf("waits for %+v, want %+v", got, want)
+	}
+	if w := shares([][]string{{NoWait}, {"h100 x 4 more"}, {NoWait}}, 0, 3); len(w) != 2 || w[0].Reason != NoWait || math.Abs(w[0].Share-2.0/3) > 1e-12 || w[1].Reason != "h100 x N more" {
+		t.Errorf("shares: %+v", w)
+	}
+}
+
+func ftoa(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }

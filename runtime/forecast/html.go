@@ -62,8 +62,8 @@ Box: the 10th to 90th percentile (hatched where the 90th falls among runs that d
 × at right: the share of runs that did not admit it within {{.Horizon}}.</figcaption>
 </figure>
 <table>
-<tr><th>workload</th><th>namespace</th><th>queue</th><th>waited</th>{{range .Thresholds}}<th>≤{{.}}</th>{{end}}<th>p10</th><th>p50</th><th>p90</th></tr>
-{{range .Rows}}<tr><td>{{.Label}}</td><td>{{.Namespace}}</td><td>{{.Queue}}</td><td>{{.Waited}}</td>{{range .Within}}<td>{{.}}</td>{{end}}<td>{{.P10s}}</td><td>{{.P50s}}</td><td>{{.P90s}}</td></tr>
+<tr><th>workload</th><th>namespace</th><th>queue</th><th>waited</th>{{range .Thresholds}}<th>≤{{.}}</th>{{end}}<th>p10</th><th>p50</th><th>p90</th><th>waits for (Kueue's last reason before admission, share of runs)</th></tr>
+{{range .Rows}}<tr><td>{{.Label}}</td><td>{{.Namespace}}</td><td>{{.Queue}}</td><td>{{.Waited}}</td>{{range .Within}}<td>{{.}}</td>{{end}}<td>{{.P10s}}</td><td>{{.P50s}}</td><td>{{.P90s}}</td><td>{{range .Waits}}{{.}}<br>{{end}}</td></tr>
 {{end}}</table>
 </body>
 </html>
@@ -91,6 +91,7 @@ type plotRow struct {
 	NeverPath                          string
 	Within                             []string
 	P10s, P50s, P90s                   string
+	Waits                              []string
 }
 
 // WriteHTML writes the forecast as one self-contained HTML page: the header facts, a strip plot
@@ -162,6 +163,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 		for _, th := range Thresholds {
 			row.Within = append(row.Within, fmt.Sprintf("%.0f%%", 100*wl.Within[th.Name]))
+		}
+		for _, wt := range wl.WaitsFor {
+			row.Waits = append(row.Waits, fmt.Sprintf("%s (%.0f%%)", wt.Reason, 100*wt.Share))
 		}
 		row.Short = row.Label
 		if r := []rune(row.Label); len(r) > maxLabel {

@@ -42,6 +42,12 @@ var reported = [...]struct {
 // returns to its queue; only the second is a requeue of the workload's life, so Requeued counts
 // once per eviction.
 type Tracker struct {
+	// Waits reports, besides the conditions above, each new message of a QuotaReserved=False
+	// condition (results.EvWaiting): Kueue's reason the Workload does not fit now. Forecasts ask
+	// for it; a replay of a million workloads does not (Kueue rewrites it at every attempt).
+	Waits bool
+	// waiting is the last QuotaReserved=False message reported.
+	waiting string
 	// seen holds, per reported condition, the transition already reported: zero after the
 	// condition went False or away, so the next True is new.
 	seen [len(reported)]seenCond
@@ -68,6 +74,10 @@ func (t *Tracker) Observe(wl *kueue.Workload) []Transition {
 		c := meta.FindStatusCondition(wl.Status.Conditions, r.cond)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			t.seen[i] = seenCond{}
+			if t.Waits && r.cond == kueue.WorkloadQuotaReserved && c != nil && c.Message != "" && c.Message != t.waiting {
+				t.waiting = c.Message
+				out = append(out, Transition{Type: results.EvWaiting, Reason: c.Reason, Message: c.Message})
+			}
 			continue
 		}
 		s := &t.seen[i]

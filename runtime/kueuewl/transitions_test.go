@@ -115,3 +115,29 @@ func TestTrackerFinishedOutcome(t *testing.T) {
 		}
 	}
 }
+
+// With Waits, each new message of QuotaReserved=False is a waiting transition, once; without, none.
+func TestTrackerWaits(t *testing.T) {
+	pending := func(msg string) *kueue.Workload {
+		c := cond(kueue.WorkloadQuotaReserved, false, "Pending", 1)
+		c.Message = msg
+		return wl(c)
+	}
+	versions := []*kueue.Workload{pending("short of 4"), pending("short of 4"), pending("short of 2"), wl(cond(kueue.WorkloadQuotaReserved, true, "QuotaReserved", 2))}
+	for _, waits := range []bool{true, false} {
+		tr := Tracker{Waits: waits}
+		var got []string
+		for _, v := range versions {
+			for _, x := range tr.Observe(v) {
+				got = append(got, string(x.Type)+":"+x.Message)
+			}
+		}
+		want := []string{"quota_reserved:"}
+		if waits {
+			want = []string{"waiting:short of 4", "waiting:short of 2", "quota_reserved:"}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Waits %v: %v, want %v", waits, got, want)
+		}
+	}
+}

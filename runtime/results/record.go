@@ -61,6 +61,9 @@ const (
 	EvAllPodsRunning  EventType = "all_pods_running" // every pod of the workload's gang is Running
 	EvPodFinished     EventType = "pod_finished"     // a pod stopped running (EnergyJ, GPUSeconds)
 	EvFinished        EventType = "finished"         // the workload is done (Reason Succeeded or Failed)
+	// EvWaiting is a new message of a Workload's QuotaReserved=False condition: Kueue's reason it
+	// does not fit now (Reason, Message). Recorded only where asked (forecasts).
+	EvWaiting EventType = "waiting"
 	// EvLostEnergy is the energy of the workload's pods deleted before they finished, reported by
 	// the agent at the end of the run (EnergyJ): no pod_finished event carries it.
 	EvLostEnergy EventType = "lost_energy"

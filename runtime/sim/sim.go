@@ -90,6 +90,8 @@ type Config struct {
 	// StopWhenAdmitted, when set, stops the run once each of these trace workloads has been
 	// admitted (a forecast needs nothing after).
 	StopWhenAdmitted []string
+	// RecordWaits records Kueue's reasons a Workload does not fit (results.EvWaiting events).
+	RecordWaits bool
 	// Timeout bounds the run's wall time (0: none).
 	Timeout time.Duration
 	// WallClock reads the wall time the summary reports (nil: time.Now); tests fix it, so that

@@ -160,6 +160,7 @@ func (s *sim) createWorkload(it *item, o client.Object, trial int) error {
 		return err
 	}
 	w := &kwl{key: keyOf(wl), it: it, trial: trial, object: o.GetNamespace() + "/" + o.GetName()}
+	w.conds.Waits = s.cfg.RecordWaits
 	var preAdmission []string
 	if in, ok := s.plan.registry.IntegrationOf(o); ok && in.PreAdmissionPodSets != nil {
 		preAdmission = in.PreAdmissionPodSets(o)
