@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -253,7 +254,8 @@ func printForecast(w io.Writer, r *forecast.Report) {
 	for _, th := range forecast.Thresholds {
 		fmt.Fprintf(tw, "\t≤%s", th.Name)
 	}
-	fmt.Fprint(tw, "\tETA p10\tp50\tp90\tWAITS FOR (share of runs)\n")
+	fmt.Fprint(tw, "\tETA p10\tp50\tp90\tWAITS FOR\n")
+	var reasons []string // the legend of the WAITS FOR column
 	for _, x := range r.Workloads {
 		id, waited := x.ID, dur(x.WaitedSec)
 		if x.Manifest != "" {
@@ -263,9 +265,15 @@ func printForecast(w io.Writer, r *forecast.Report) {
 		for _, th := range forecast.Thresholds {
 			fmt.Fprintf(tw, "\t%.0f%%", 100*x.Within[th.Name])
 		}
-		fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", durp(x.P10), durp(x.P50), durp(x.P90), waitText(x.WaitsFor))
+		fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", durp(x.P10), durp(x.P50), durp(x.P90), waitText(x.WaitsFor, &reasons))
 	}
 	_ = tw.Flush()
+	if len(reasons) > 0 {
+		fmt.Fprintln(w, "WAITS FOR: Kueue's last reason before the admission, in the share of runs shown (-o json and --html list every reason):")
+		for i, r := range reasons {
+			fmt.Fprintf(w, "  [%d] %s\n", i+1, r)
+		}
+	}
 	jobs := 0
 	for _, x := range r.Workloads {
 		if x.Manifest != "" {
@@ -279,13 +287,18 @@ func printForecast(w io.Writer, r *forecast.Report) {
 	fmt.Fprintf(w, "%d pending workloads, %.1f s wall\n", len(r.Workloads), r.WallSec)
 }
 
-// waitText is a pending workload's most frequent reason to wait, with its share of the runs and how
-// many other reasons the runs gave (-o json and --html list them all).
-func waitText(ws []forecast.Wait) string {
+// waitText is a pending workload's most frequent reason to wait, as its number in the legend
+// reasons (added when new), with its share of the runs and how many other reasons the runs gave.
+func waitText(ws []forecast.Wait, reasons *[]string) string {
 	if len(ws) == 0 {
 		return "-"
 	}
-	s := fmt.Sprintf("%s (%.0f%%)", ws[0].Reason, 100*ws[0].Share)
+	k := slices.Index(*reasons, ws[0].Reason)
+	if k < 0 {
+		*reasons = append(*reasons, ws[0].Reason)
+		k = len(*reasons) - 1
+	}
+	s := fmt.Sprintf("[%d] %.0f%%", k+1, 100*ws[0].Share)
 	if len(ws) > 1 {
 		s += fmt.Sprintf(" +%d more", len(ws)-1)
 	}
