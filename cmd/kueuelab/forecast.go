@@ -73,6 +73,12 @@ as FILE/NAME. An object without a namespace gets -n, else the kubeconfig context
 "default"; its LocalQueue must be one of the state's. Its work is the pod template's
 kueuelab.io/duration-sec when it has one, else drawn like any unknown one.
 
+--alt-gpus 64,32 forecasts the -f jobs again at each total GPU count, each size in runs of its
+own (kubernetes-sigs/kueue#15614's "downsize 128 -> 64 GPUs?"): the GPU pod set's pods change
+where the count is a multiple of a pod's GPUs, else each pod's GPUs where it is a multiple of the
+pods; the job's work stays the same (its duration-sec scaled by the GPUs it had over the GPUs it
+gets: linear scaling, the optimistic case; a drawn duration is not scaled). The table says which.
+
 --html FILE also writes the forecast as a self-contained HTML page with a plot of every pending
 workload's times to admission over the runs (p10-p90 box, p50 tick, a dot per run).
 
@@ -85,6 +91,7 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
   kueuelab forecast state6h --draw-known --score results/full -o json
   kueuelab forecast --kubeconfig ~/.kube/config --repeats 50
   kueuelab forecast state6h -f job.yaml -n team-a --html forecast.html
+  kueuelab forecast state6h -f job.yaml -n team-a --alt-gpus 8,4
   kubectl kueuelab forecast -f job.yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -194,6 +201,7 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "forecast this cluster's state (snapshotted first) instead of a directory")
 	fl.StringVar(&kubeContext, "context", "", "kubeconfig context (default its current one)")
 	fl.StringArrayVarP(&manifests, "filename", "f", nil, "manifest of job objects to forecast as if submitted now (repeatable)")
+	fl.IntSliceVar(&o.AltGPUs, "alt-gpus", nil, "forecast the -f jobs again at these total GPU counts (e.g. 64,32), each in runs of its own")
 	fl.StringVarP(&namespace, "namespace", "n", "", "namespace of -f objects that name none (default: the kubeconfig context's, else default)")
 	fl.StringVar(&htmlOut, "html", "", "also write the forecast as an HTML page with a plot of the ETAs")
 	fl.StringVar(&kueueVersion, "kueue-version", "", "Kueue release to forecast on (default: the one of the state's Kueue minor, else "+kueuever.Default+")")
@@ -256,10 +264,15 @@ func printForecast(w io.Writer, r *forecast.Report) {
 	}
 	fmt.Fprint(tw, "\tETA p10\tp50\tp90\tWAITS FOR\n")
 	var reasons []string // the legend of the WAITS FOR column
+	var resized []string // how each alternative size was made
 	for _, x := range r.Workloads {
 		id, waited := x.ID, dur(x.WaitedSec)
 		if x.Manifest != "" {
 			id, waited = x.Manifest, "new"
+		}
+		if x.AltGPUs > 0 {
+			id = fmt.Sprintf("%s@%dGPUs", x.Manifest, x.AltGPUs)
+			resized = append(resized, fmt.Sprintf("  %s: %s", id, x.Resized))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s", id, x.Namespace, x.Queue, waited)
 		for _, th := range forecast.Thresholds {
@@ -268,6 +281,12 @@ func printForecast(w io.Writer, r *forecast.Report) {
 		fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", durp(x.P10), durp(x.P50), durp(x.P90), waitText(x.WaitsFor, &reasons))
 	}
 	_ = tw.Flush()
+	if len(resized) > 0 {
+		fmt.Fprintln(w, "--alt-gpus: each size in runs of its own, the job's work the same (its duration scaled by the GPUs it had over the GPUs it gets; a drawn duration is not):")
+		for _, r := range resized {
+			fmt.Fprintln(w, r)
+		}
+	}
 	if len(reasons) > 0 {
 		fmt.Fprintln(w, "WAITS FOR: Kueue's last reason before the admission, in the share of runs shown (-o json and --html list every reason):")
 		for i, r := range reasons {

@@ -66,6 +66,9 @@ type Options struct {
 	// Jobs (ReadJobs) are forecast as if submitted at the state's instant, beside its pending
 	// workloads.
 	Jobs []*Job
+	// AltGPUs forecasts each of Jobs again at each of these total GPU counts (resize), each size
+	// in runs of its own.
+	AltGPUs []int
 }
 
 // Thresholds are the horizons the report gives admission chances for.
@@ -118,6 +121,10 @@ type Workload struct {
 	NotAdmitted float64 `json:"notAdmitted"`
 	// ETAs are the runs' times to admission, sorted; -1 for a run that did not admit it.
 	ETAs []float64 `json:"etasSec"`
+	// AltGPUs, for an alternative size of a -f job (Options.AltGPUs), is its total GPUs, and
+	// Resized says what changed to get there.
+	AltGPUs int    `json:"altGPUs,omitempty"`
+	Resized string `json:"resized,omitempty"`
 	// WaitsFor is what it waited for, by the share of runs: Kueue's last QuotaReserved=False
 	// message before its admission (or the horizon), numbers written N so that runs short of
 	// different amounts of one resource count together; most frequent first.
@@ -229,7 +236,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
 	}
-	sub, err := in.submit(o.Jobs)
+	if len(o.AltGPUs) > 0 && len(o.Jobs) == 0 {
+		return nil, errors.New("forecast: --alt-gpus resizes the jobs of -f manifests: give one")
+	}
+	sub, _, err := in.submit(o.Jobs, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +282,40 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if len(rep.Workloads) == 0 {
 		return rep, nil
 	}
+	scratch, err := os.MkdirTemp("", "kueuelab-forecast-")
+	if err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	if err := in.runAll(ctx, o, arrivals, rep.Workloads, filepath.Join(scratch, "base")); err != nil {
+		return nil, err
+	}
+	// Each alternative size of the -f jobs in runs of its own: the alternatives do not compete.
+	for _, gpus := range o.AltGPUs {
+		alt, err := load(ctx, o.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("forecast: %w", err)
+		}
+		sub, how, err := alt.submit(o.Jobs, gpus)
+		if err != nil {
+			return nil, err
+		}
+		var rows []Workload
+		for _, id := range slices.Sorted(maps.Keys(sub)) {
+			rows = append(rows, Workload{ID: id, Namespace: alt.byID[id].Namespace, Manifest: sub[id], AltGPUs: gpus, Resized: how[id]})
+		}
+		if err := alt.runAll(ctx, o, arrivals, rows, filepath.Join(scratch, fmt.Sprint("alt-", gpus))); err != nil {
+			return nil, err
+		}
+		rep.Workloads = append(rep.Workloads, rows...)
+	}
+	rep.WallSec = time.Since(t0).Seconds()
+	return rep, nil
+}
+
+// runAll runs the forecast's runs for the pending workloads rows (N in parallel, each in a
+// directory under scratch) and fills in their statistics.
+func (in *input) runAll(ctx context.Context, o Options, arrivals string, rows []Workload, scratch string) error {
 	etas := make([][]float64, o.Repeats) // per run, per pending workload
 	waits := make([][]string, o.Repeats) // per run, per pending workload
 	queues := map[string]string{}
@@ -279,18 +323,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var firstErr error
 	work := make(chan int)
 	var wg sync.WaitGroup
-	scratch, err := os.MkdirTemp("", "kueuelab-forecast-")
-	if err != nil {
-		return nil, fmt.Errorf("forecast: %w", err)
-	}
-	defer os.RemoveAll(scratch)
 	done := 0
 	for range min(o.Parallel, o.Repeats) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for r := range work {
-				got, why, q, err := in.run(ctx, o, r, arrivals, rep.Workloads, filepath.Join(scratch, fmt.Sprint(r)))
+				got, why, q, err := in.run(ctx, o, r, arrivals, rows, filepath.Join(scratch, fmt.Sprint(r)))
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -316,13 +355,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	close(work)
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return firstErr
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("forecast: %w", err)
+		return fmt.Errorf("forecast: %w", err)
 	}
-	for i := range rep.Workloads {
-		w := &rep.Workloads[i]
+	for i := range rows {
+		w := &rows[i]
 		w.Queue = queues[w.ID]
 		var xs []float64
 		never := 0
@@ -344,8 +383,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		w.P10, w.P50, w.P90 = quantile(xs, o.Repeats, 0.1), quantile(xs, o.Repeats, 0.5), quantile(xs, o.Repeats, 0.9)
 		w.WaitsFor = shares(waits, i, o.Repeats)
 	}
-	rep.WallSec = time.Since(t0).Seconds()
-	return rep, nil
+	return nil
 }
 
 // quantile is the q-quantile of n runs of which the sorted xs admitted (the rest never): nil when

@@ -3,12 +3,13 @@ package forecast
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,30 +228,7 @@ func TestTruncateToMaxExec(t *testing.T) {
 // (%s) > maximum capacity (%s)"), h100-sxm's is used up ("insufficient unused quota for %s in
 // flavor %s, %s more needed"); numbers written N.
 func TestForecastSaysWhatItWaitsFor(t *testing.T) {
-	line := func(id, fam string, at, d float64, pods string) string {
-		return `{"type":"workload","schemaVersion":"v2","workloadId":"` + id + `","submitTimeOffsetSec":` + ftoa(at) + `,"namespace":"team-a","workloadType":"` + fam +
-			`","durationSec":` + ftoa(d) + `,"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},"pods":[` + pods + `],"intentClass":"standard"}`
-	}
-	text := line("big", "distributed_training", 0, 10000, `{"role":"worker","replicas":2,"requests":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"8"}}`) + "\n" +
-		line("small", "single_gpu_training", 100, 600, `{"role":"main","replicas":1,"requests":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":"1"}}`) + "\n"
-	path := filepath.Join(t.TempDir(), "t.jsonl")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.LoadWorkloads(context.Background(), path, trace.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := rcluster.Parse("small.yaml", []byte(small))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg := sim.Config{Trace: tr, TraceName: "waits", Spec: spec, Seed: 1, Timing: sim.DefaultTiming, OutDir: t.TempDir(),
-		WallClock: func() time.Time { return time.Time{} }, MaxTraceSec: 200, StateOut: dir}
-	if _, err := sim.Run(context.Background(), cfg); !errors.Is(err, replay.ErrIncomplete) {
-		t.Fatalf("a run stopped at 200s: %v", err)
-	}
+	dir := handState(t, 200, handWorkload("big", "distributed_training", 0, 10000, 2, 8), handWorkload("small", "single_gpu_training", 100, 600, 1, 1))
 	rep, err := Run(context.Background(), Options{Dir: dir, Repeats: 3, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -268,4 +246,33 @@ func TestForecastSaysWhatItWaitsFor(t *testing.T) {
 	}
 }
 
-func ftoa(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+// handWorkload is a trace line of a workload of pods pods of gpus GPUs each, on small's team-a.
+func handWorkload(id, fam string, at, d float64, pods, gpus int) string {
+	return fmt.Sprintf(`{"type":"workload","schemaVersion":"v2","workloadId":%q,"submitTimeOffsetSec":%g,"namespace":"team-a","workloadType":%q,"durationSec":%g,`+
+		`"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},`+
+		`"pods":[{"role":"worker","replicas":%d,"requests":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":"%d"}}],"intentClass":"standard"}`, id, at, fam, d, pods, gpus)
+}
+
+// handState replays the trace lines on small to at and returns the directory of the state there.
+func handState(t *testing.T, at float64, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.LoadWorkloads(context.Background(), path, trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := rcluster.Parse("small.yaml", []byte(small))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := sim.Config{Trace: tr, TraceName: "hand", Spec: spec, Seed: 1, Timing: sim.DefaultTiming, OutDir: t.TempDir(),
+		WallClock: func() time.Time { return time.Time{} }, MaxTraceSec: at, StateOut: dir}
+	if _, err := sim.Run(context.Background(), cfg); !errors.Is(err, replay.ErrIncomplete) {
+		t.Fatalf("a run stopped at %gs: %v", at, err)
+	}
+	return dir
+}

@@ -133,6 +133,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 		if wl.Manifest != "" {
 			data.Manifests++
 			row.Label, row.Manifest, row.Waited = wl.Manifest+" (submitted now)", true, "new"
+			if wl.AltGPUs > 0 {
+				row.Label = fmt.Sprintf("%s at %d GPUs (%s, submitted now)", wl.Manifest, wl.AltGPUs, wl.Resized)
+			}
 		}
 		if wl.P10 != nil {
 			right := x(hi)

@@ -9,10 +9,13 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -171,24 +174,25 @@ func parseJob(name string, root *yaml.Node, namespace string, scheme *runtime.Sc
 // Workload built by Kueue's own job integration (its pod sets and its priority, from the spec's
 // WorkloadPriorityClasses), then a trace workload as a snapshot makes one of a live Workload
 // (history.Live), its work left known when the pod template carries kueuelab.io/duration-sec. It
-// returns each one's Job.Label by workload id.
-func (in *input) submit(jobs []*Job) (map[string]string, error) {
-	out := map[string]string{}
+// returns each one's Job.Label by workload id. With gpus > 0 each job is resized to that many GPUs
+// first (resize), and resized says how, by workload id.
+func (in *input) submit(jobs []*Job, gpus int) (out, resized map[string]string, err error) {
+	out, resized = map[string]string{}, map[string]string{}
 	if len(jobs) == 0 {
-		return out, nil
+		return out, resized, nil
 	}
 	scheme, err := kueuelib.NewScheme()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	objs, err := in.spec.Objects(rcluster.Options{OmitNodes: true})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st := kueuelib.NewStore(scheme)
 	for _, o := range objs {
 		if err := st.AddObject(o); err != nil {
-			return nil, fmt.Errorf("forecast: the state's cluster objects: %w", err)
+			return nil, nil, fmt.Errorf("forecast: the state's cluster objects: %w", err)
 		}
 	}
 	intents := map[int32]string{}
@@ -206,6 +210,7 @@ func (in *input) submit(jobs []*Job) (map[string]string, error) {
 	}
 	now := in.st.NowSec
 	items := make([]kueuewl.Summary, len(jobs))
+	hows := make([]string, len(jobs))
 	for i, j := range jobs {
 		team, ok := snapshot.TeamOf(in.spec, j.Namespace, j.Queue)
 		if !ok {
@@ -213,29 +218,34 @@ func (in *input) submit(jobs []*Job) (map[string]string, error) {
 			for _, t := range in.spec.Teams {
 				qs = append(qs, t.Name+"/"+t.LocalQueue)
 			}
-			return nil, fielderr.New(j.File, yamldoc.Line(j.root, yamldoc.Path{"metadata", "labels", contract.KueueQueueLabel}), "metadata.labels",
+			return nil, nil, fielderr.New(j.File, yamldoc.Line(j.root, yamldoc.Path{"metadata", "labels", contract.KueueQueueLabel}), "metadata.labels",
 				"%s %s: LocalQueue %s/%s is not in the state's cluster spec %s (its LocalQueues: %s)", j.Kind, j.Name, j.Namespace, j.Queue, in.st.Cluster, strings.Join(qs, ", "))
 		}
 		if c := j.obj.GetLabels()[contract.KueuePriorityClassLabel]; c != "" && !names[c] {
-			return nil, fielderr.New(j.File, yamldoc.Line(j.root, yamldoc.Path{"metadata", "labels", contract.KueuePriorityClassLabel}), "metadata.labels",
+			return nil, nil, fielderr.New(j.File, yamldoc.Line(j.root, yamldoc.Path{"metadata", "labels", contract.KueuePriorityClassLabel}), "metadata.labels",
 				"%s %s: WorkloadPriorityClass %q is not in the state's cluster spec (its classes: %s)", j.Kind, j.Name, c, strings.Join(classes, ", "))
 		}
 		wl, err := kueuelib.WorkloadForJob(st, j.obj, metav1.Time{})
 		if err != nil {
-			return nil, fielderr.New(j.File, j.Line, "", "%v", err)
+			return nil, nil, fielderr.New(j.File, j.Line, "", "%v", err)
 		}
 		s := kueuewl.Summarize(wl)
 		for _, ps := range s.PodSets {
 			if ps.Count < 1 {
-				return nil, fielderr.New(j.File, j.Line, "", "%s %s: pod set %s has no pods: give its replicas or parallelism (the API server's defaults are not applied here)", j.Kind, j.Name, ps.Name)
+				return nil, nil, fielderr.New(j.File, j.Line, "", "%s %s: pod set %s has no pods: give its replicas or parallelism (the API server's defaults are not applied here)", j.Kind, j.Name, ps.Name)
 			}
 		}
 		prio := priorityOf(&s)
 		if _, ok := intents[prio]; !ok {
-			return nil, fielderr.New(j.File, j.Line, "", "%s %s: priority %d (class %q) is none of the state's priority classes %s, which the sim runs every workload at: label it %s with one of them",
+			return nil, nil, fielderr.New(j.File, j.Line, "", "%s %s: priority %d (class %q) is none of the state's priority classes %s, which the sim runs every workload at: label it %s with one of them",
 				j.Kind, j.Name, prio, s.Priority, strings.Join(classes, ", "), contract.KueuePriorityClassLabel)
 		}
 		s.Namespace = team
+		if gpus > 0 {
+			if hows[i], err = resize(&s, gpus); err != nil {
+				return nil, nil, fielderr.New(j.File, j.Line, "", "%s %s: --alt-gpus %d: %v", j.Kind, j.Name, gpus, err)
+			}
+		}
 		items[i] = s
 	}
 	// The same path as a snapshot's live Workloads: Live's shapes, families and ids.
@@ -250,12 +260,12 @@ func (in *input) submit(jobs []*Job) (map[string]string, error) {
 		Intent: func(s *kueuewl.Summary) string { return intents[priorityOf(s)] },
 	})
 	if err != nil {
-		return nil, fmt.Errorf("forecast: -f jobs: %w", err)
+		return nil, nil, fmt.Errorf("forecast: -f jobs: %w", err)
 	}
 	for i, id := range ids {
 		j := jobs[i]
 		if in.byID[id] != nil || in.st.Find(id) != nil {
-			return nil, fielderr.New(j.File, j.Line, "", "%s %s: its workload %s is already in the state (submitted already?)", j.Kind, j.Name, id)
+			return nil, nil, fielderr.New(j.File, j.Line, "", "%s %s: its workload %s is already in the state (submitted already?)", j.Kind, j.Name, id)
 		}
 		w := state.Workload{ID: id, Phase: state.Pending, CreatedSec: now}
 		if d, ok := history.DurationOf(&items[i]); ok {
@@ -263,6 +273,9 @@ func (in *input) submit(jobs []*Job) (map[string]string, error) {
 		}
 		in.st.Workloads = append(in.st.Workloads, w)
 		out[id] = j.Label()
+		if gpus > 0 {
+			resized[id] = hows[i]
+		}
 	}
 	if in.tr.Jobs == nil {
 		in.tr.Jobs = map[string][]*trace.Job{}
@@ -275,7 +288,61 @@ func (in *input) submit(jobs []*Job) (map[string]string, error) {
 	slices.SortStableFunc(in.tr.Workloads, func(a, b *trace.Workload) int {
 		return cmp.Or(cmp.Compare(a.SubmitTimeOffsetSec, b.SubmitTimeOffsetSec), cmp.Compare(a.WorkloadID, b.WorkloadID))
 	})
-	return out, nil
+	return out, resized, nil
+}
+
+// resize makes job s ask for gpus GPUs in all: its GPU pod set's pods where gpus is a multiple of
+// a pod's GPUs, else each pod's GPUs where it is a multiple of the pods. Its work stays the same:
+// the duration its template gives is scaled by the GPUs it had over gpus (a job on half the GPUs
+// takes twice as long: linear scaling, the optimistic case). It returns what changed.
+func resize(s *kueuewl.Summary, gpus int) (string, error) {
+	var set *kueuewl.PodSet
+	var ctr *corev1.Container
+	var res corev1.ResourceName
+	for i := range s.PodSets {
+		ps := &s.PodSets[i]
+		for j := range ps.Template.Spec.Containers {
+			c := &ps.Template.Spec.Containers[j]
+			for _, r := range []corev1.ResourceName{trace.ResourceGPU, "amd.com/gpu"} {
+				if q, ok := c.Resources.Requests[r]; ok && q.Value() > 0 {
+					if set != nil {
+						return "", fmt.Errorf("GPUs in more than one pod set or container (%s, %s): say which to resize by submitting the sizes as manifests", set.Name, ps.Name)
+					}
+					set, ctr, res = ps, c, r
+				}
+			}
+		}
+	}
+	if set == nil {
+		return "", errors.New("the job asks for no GPUs")
+	}
+	q := ctr.Resources.Requests[res]
+	per, pods := int(q.Value()), set.Count
+	had := per * pods
+	var how string
+	switch {
+	case gpus%per == 0:
+		set.Count = gpus / per
+		how = fmt.Sprintf("pod set %s: %d → %d pods of %d GPUs", set.Name, pods, set.Count, per)
+	case gpus%pods == 0:
+		v := resource.MustParse(strconv.Itoa(gpus / pods))
+		ctr.Resources.Requests[res] = v
+		if _, ok := ctr.Resources.Limits[res]; ok {
+			ctr.Resources.Limits[res] = v
+		}
+		how = fmt.Sprintf("pod set %s: %d pods of %d → %d GPUs", set.Name, pods, per, gpus/pods)
+	default:
+		return "", fmt.Errorf("%d GPUs is a multiple of neither a pod's %d GPUs nor the %d pods of pod set %s", gpus, per, pods, set.Name)
+	}
+	for i := range s.PodSets {
+		a := s.PodSets[i].Template.Annotations
+		if v, ok := a[contract.DurationSec]; ok {
+			if d, err := strconv.ParseFloat(v, 64); err == nil {
+				a[contract.DurationSec] = strconv.FormatFloat(d*float64(had)/float64(gpus), 'f', -1, 64)
+			}
+		}
+	}
+	return how, nil
 }
 
 // jobDefaults sets what the API server defaults in a batch Job and Kueue's Job integration reads

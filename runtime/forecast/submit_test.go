@@ -7,7 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kueuelab/kueuelab/model/state"
+	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 )
 
 // job is a batch Job manifest on small's team-a; edit replaces its lines' text.
@@ -166,5 +172,57 @@ func TestJobQueuesBehindTheState(t *testing.T) {
 		if w.Manifest != "" {
 			t.Errorf("%s: manifest %q on a workload of the state", w.ID, w.Manifest)
 		}
+	}
+}
+
+// TestAltGPUs: with 8 of small's 16 GPUs held by a job for 10,000 s, a -f job of 2 pods × 8 GPUs
+// waits for it; at 8 GPUs (1 pod, the pods' GPUs kept) or 4 (2 pods of 2, the pods kept) it
+// starts now, each size in runs of its own. A size neither way reaches is refused.
+func TestAltGPUs(t *testing.T) {
+	dir := handState(t, 200, handWorkload("big", "distributed_training", 0, 10000, 1, 8))
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(path, []byte(job()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := ReadJobs([]string{path}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), Options{Dir: dir, Repeats: 2, Seed: 1, Jobs: jobs, AltGPUs: []int{8, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Workloads) != 3 {
+		t.Fatalf("%d rows, want the job and its two sizes: %+v", len(rep.Workloads), rep.Workloads)
+	}
+	for i, want := range []struct {
+		gpus    int
+		resized string
+		waits   bool
+	}{{0, "", true}, {8, "pod set main: 2 → 1 pods of 8 GPUs", false}, {4, "pod set main: 2 pods of 8 → 2 GPUs", false}} {
+		w := rep.Workloads[i]
+		if w.Manifest != path+"/train" || w.AltGPUs != want.gpus || w.Resized != want.resized || w.P50 == nil {
+			t.Errorf("row %d: %+v, want %d GPUs resized %q, admitted", i, w, want.gpus, want.resized)
+			continue
+		}
+		// The 16-GPU job waits for the 8-GPU one to end at 10,000 s (from the state's 200 s).
+		if got := *w.P50; want.waits && got < 9800 || !want.waits && got > 60 {
+			t.Errorf("row %d (%d GPUs): p50 %.0f s", i, want.gpus, got)
+		}
+	}
+	if _, err := Run(context.Background(), Options{Dir: dir, Repeats: 1, Seed: 1, Jobs: jobs, AltGPUs: []int{5}}); err == nil ||
+		!strings.Contains(err.Error(), "--alt-gpus 5: 5 GPUs is a multiple of neither a pod's 8 GPUs nor the 2 pods of pod set main") {
+		t.Errorf("5 GPUs: error %v", err)
+	}
+	if _, err := Run(context.Background(), Options{Dir: dir, Repeats: 1, Seed: 1, AltGPUs: []int{8}}); err == nil || !strings.Contains(err.Error(), "give one") {
+		t.Errorf("--alt-gpus without -f: error %v", err)
+	}
+	// The same work: a job of 600 s on 16 GPUs takes 1,200 s on 8.
+	s := kueuewl.Summary{PodSets: []kueuewl.PodSet{{Name: "main", Count: 2, Template: corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{contract.DurationSec: "600"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}}}}}}}
+	if _, err := resize(&s, 8); err != nil || s.PodSets[0].Template.Annotations[contract.DurationSec] != "1200" || s.PodSets[0].Count != 1 {
+		t.Errorf("resize to 8: %v, %+v", err, s.PodSets[0])
 	}
 }
