@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/kueuelab/kueuelab/internal/testutil"
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/model/trace"
@@ -256,14 +255,7 @@ func handWorkload(id, fam string, at, d float64, pods, gpus int) string {
 // handState replays the trace lines on small to at and returns the directory of the state there.
 func handState(t *testing.T, at float64, lines ...string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "t.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.LoadWorkloads(context.Background(), path, trace.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tr := testutil.WriteTrace(t, lines...)
 	spec, err := rcluster.Parse("small.yaml", []byte(small))
 	if err != nil {
 		t.Fatal(err)

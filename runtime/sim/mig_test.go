@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kueuelab/kueuelab/internal/testutil"
 	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
@@ -37,14 +38,7 @@ func migWorkload(id, ns string, at, d float64, profile string, u, m float64) str
 // runMIG replays the workload lines on migSpec.
 func runMIG(t *testing.T, lines ...string) map[string]results.Record {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "mig.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.LoadWorkloads(context.Background(), path, trace.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tr := testutil.WriteTrace(t, lines...)
 	out := t.TempDir()
 	if _, err := Run(context.Background(), Config{Trace: tr, TraceName: "mig.jsonl", Spec: spec(t, migSpec), Seed: 1, OutDir: out, WallClock: fixedWall()}); err != nil {
 		t.Fatal(err)

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kueuelab/kueuelab/internal/testutil"
-	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
@@ -21,14 +19,7 @@ func TestTimeSlicedGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines, want := testutil.TimeSliceCase()
-	path := filepath.Join(t.TempDir(), "ts.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.LoadWorkloads(context.Background(), path, trace.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tr := testutil.WriteTrace(t, lines...)
 	out := t.TempDir()
 	if _, err := Run(context.Background(), Config{Trace: tr, TraceName: "ts.jsonl", Spec: spec(t, string(b)), Seed: 1, OutDir: out, WallClock: fixedWall()}); err != nil {
 		t.Fatal(err)

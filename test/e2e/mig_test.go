@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kueuelab/kueuelab/internal/testutil"
 	"github.com/kueuelab/kueuelab/model/hw"
 	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -68,14 +69,7 @@ func TestMIGSlices(t *testing.T) {
 		want[id] = d
 		held[id] = map[string]float64{"0.5": 4.0 / 7, "0.1": 1.0 / 7}[share]
 	}
-	path := filepath.Join(t.TempDir(), "mig.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.LoadWorkloads(t.Context(), path, trace.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, tr := testutil.WriteTrace(t, lines...)
 	specText, err := os.ReadFile(filepath.Join("..", "..", "testdata", "mig", "spec.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kueuelab/kueuelab/internal/testutil"
-	"github.com/kueuelab/kueuelab/model/trace"
 	"github.com/kueuelab/kueuelab/runtime/results"
 )
 
@@ -20,14 +18,7 @@ import (
 // compute used within 1 % (or 1 s) of the hand-derived values.
 func TestTimeSlicedGPU(t *testing.T) {
 	lines, want := testutil.TimeSliceCase()
-	path := filepath.Join(t.TempDir(), "ts.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.LoadWorkloads(t.Context(), path, trace.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, tr := testutil.WriteTrace(t, lines...)
 	specText, err := os.ReadFile(testutil.TimeSliceSpec)
 	if err != nil {
 		t.Fatal(err)
