@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/kueuelab/kueuelab/render/contract"
 
@@ -66,6 +67,10 @@ func FlavorOf(family string) string {
 	return string(b)
 }
 
+// TimeSlicedFlavorOf is the ResourceFlavor derived for a family's pools whose GPUs are
+// time-sliced.
+func TimeSlicedFlavorOf(family string) string { return FlavorOf(family) + timeSlicedFlavorSuffix }
+
 // NodeFlavor is the ResourceFlavor of a node render wrote, from its labels: its family's
 // (kueuelab.io/gpu-family), the MIG or time-sliced one where its GPUs are shared that way
 // (kueuelab.io/gpu-sharing).
@@ -107,7 +112,8 @@ func gpuResource(name corev1.ResourceName) bool { return name == nvidiaGPU || na
 // neither says (a node that is not kueuelab's and has no known GPU).
 func FamilyOfNode(labels map[string]string) (name string, ok bool) {
 	for _, n := range familyNames() {
-		if f := catalog[n]; f.GPU() && labels[f.ProductLabel] == f.ProductValue {
+		// GPU Feature Discovery marks the product of time-sliced GPUs -SHARED.
+		if f := catalog[n]; f.GPU() && strings.TrimSuffix(labels[f.ProductLabel], sharedProductSuffix) == f.ProductValue {
 			return n, true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -492,5 +493,53 @@ func TestSnapshotKeepsKueueConfig(t *testing.T) {
 	none := read(t, teamsCluster())
 	if w := none.kueueConfig(&cluster.RemoteKueue{}, nil); len(w) != 1 || !strings.Contains(w[0], "a forecast runs the release's defaults") || none.State.KueueConfig != "" {
 		t.Errorf("without a Configuration: warnings %q, state names %q", w, none.State.KueueConfig)
+	}
+}
+
+// A cluster whose GPUs NVIDIA's device plugin time-slices (GPU Feature Discovery's labels, the
+// replicas in allocatable) becomes a time-sliced pool of the physical GPUs and its own flavor,
+// beside the whole GPUs of the same family; rendered back, its nodes advertise the replicas again.
+func TestSnapshotTimeSlicedGPUs(t *testing.T) {
+	shared := map[string]string{"nvidia.com/gpu.product": h100 + "-SHARED", "nvidia.com/gpu.replicas": "4",
+		"nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.count": "8"}
+	cq := clusterQueue("main", "",
+		group(quota("gpu-h100", map[corev1.ResourceName]string{"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8"}),
+			quota("ts", map[corev1.ResourceName]string{"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "32"})))
+	s := read(t, []client.Object{
+		node("gpu-0", map[string]string{"nvidia.com/gpu.product": h100}, "96", "1024Gi", 8),
+		node("ts-0", shared, "96", "1024Gi", 32),
+		flavor("gpu-h100", map[string]string{"nvidia.com/gpu.product": h100}), flavor("ts", map[string]string{"nvidia.com/gpu.product": h100 + "-SHARED"}),
+		cq, namespace("team-a"), localQueue("team-a", "lq", "main"),
+	})
+	dir := t.TempDir()
+	if err := s.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := rcluster.Load(filepath.Join(dir, state.ClusterFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sliced *rcluster.NodePool
+	for i := range spec.NodePools {
+		if spec.NodePools[i].TimeSlicing != nil {
+			sliced = &spec.NodePools[i]
+		}
+	}
+	if sliced == nil || sliced.GPUsPerNode != 8 || sliced.TimeSlicing.Replicas != 4 || sliced.GPUFamily != "H100-SXM" {
+		t.Fatalf("time-sliced pool %+v, want 8 H100s of 4 replicas", sliced)
+	}
+	if got := spec.FlavorNames(); !slices.Contains(got, "h100-sxm-shared") || !slices.Contains(got, "h100-sxm") {
+		t.Errorf("flavors %v, want h100-sxm and h100-sxm-shared", got)
+	}
+	objs, err := spec.Objects(rcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok && n.Labels["nvidia.com/gpu.replicas"] == "4" {
+			if q := n.Status.Allocatable["nvidia.com/gpu"]; q.Value() != 32 {
+				t.Errorf("rendered back, the time-sliced node advertises %s GPUs, want 32", q.String())
+			}
+		}
 	}
 }

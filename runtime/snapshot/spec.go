@@ -144,17 +144,40 @@ func tolerates(tol corev1.Toleration, t corev1.Taint) bool {
 // kwokTaint is KWOK's own taint, which kueuelab's pods tolerate and the spec adds to every node.
 const kwokTaint = "kwok.x-k8s.io/node"
 
+// nodeKind is what makes nodes one spec flavor's: their GPU family, and the replicas per GPU of
+// time-sliced GPUs (1: whole devices).
+type nodeKind struct {
+	family   string
+	replicas int
+}
+
+// flavor is the spec's flavor of such nodes.
+func (k nodeKind) flavor() string {
+	if k.replicas > 1 {
+		return rcluster.TimeSlicedFlavorOf(k.family)
+	}
+	return rcluster.FlavorOf(k.family)
+}
+
+func (k nodeKind) String() string {
+	if k.replicas > 1 {
+		return fmt.Sprintf("%s (time-sliced, %d replicas)", k.family, k.replicas)
+	}
+	return k.family
+}
+
 // pools maps each ResourceFlavor to the spec's flavor of its nodes' family and groups its nodes
 // into pools of identical nodes. A spec flavor is one family's, named after it, selecting that
 // family's product label: a cluster flavor of another name is renamed (and so are admissions'
 // flavors), one over nodes of several families or two over one family cannot be expressed.
 func (b *builder) pools() {
 	b.flavorOf = map[string]string{}
-	byFamily := map[string]string{} // family -> cluster flavor
+	byFamily := map[nodeKind]string{} // family -> cluster flavor
 	nodeSets := map[string][]string{}
 	type poolKey struct {
-		family, cpu, mem, taints, model string
-		pods, gpus                      int64
+		nodeKind
+		cpu, mem, taints, model string
+		pods, gpus              int64
 	}
 	pools := map[poolKey][]string{}
 	var keys []poolKey
@@ -168,7 +191,7 @@ func (b *builder) pools() {
 			b.snap.warn("%s: spec.nodeTaints: left out: the spec's flavors have no taints of their own (a workload without the toleration would be admitted in the forecast)", what)
 		}
 		sel := labels.SelectorFromSet(f.NodeLabels)
-		families := map[string][]*corev1.Node{}
+		families := map[nodeKind][]*corev1.Node{}
 		for j := range b.nodes {
 			n := &b.nodes[j]
 			if !sel.Matches(labels.Set(n.Labels)) || !usable(n, f) {
@@ -178,7 +201,12 @@ func (b *builder) pools() {
 			if !known {
 				b.snap.warn("Node/%s: labels: no GPU product label of the catalog; taken as %s (the physics of its pods in a forecast; Kueue's decisions do not depend on it)", n.Name, fam)
 			}
-			families[fam] = append(families[fam], n)
+			r, err := contract.GPUReplicas(n.Labels)
+			if err != nil {
+				b.snap.warn("Node/%s: %v; left out", n.Name, err)
+				continue
+			}
+			families[nodeKind{fam, r}] = append(families[nodeKind{fam, r}], n)
 		}
 		switch len(families) {
 		case 0:
@@ -186,8 +214,13 @@ func (b *builder) pools() {
 			continue
 		case 1:
 		default:
+			var kinds []string
+			for k := range families {
+				kinds = append(kinds, k.String())
+			}
+			slices.Sort(kinds)
 			b.problems = append(b.problems, fmt.Sprintf("%s: spec.nodeLabels %v select nodes of the families %s: a spec flavor is one family's nodes (give each family its own ResourceFlavor)",
-				what, f.NodeLabels, strings.Join(slices.Sorted(maps.Keys(families)), ", ")))
+				what, f.NodeLabels, strings.Join(kinds, ", ")))
 			continue
 		}
 		fam := slices.Collect(maps.Keys(families))[0]
@@ -201,16 +234,16 @@ func (b *builder) pools() {
 			// keeps Kueue's decisions where no queue and no cohort tree holds quota of two of them
 			// (checkAliases): there they would pool quota Kueue keeps apart.
 			if !slices.Equal(set, nodeSets[other]) {
-				b.problems = append(b.problems, fmt.Sprintf("%s: spec.nodeLabels: selects %s nodes other than ResourceFlavor/%s's: the spec has one flavor per GPU family", what, fam, other))
+				b.problems = append(b.problems, fmt.Sprintf("%s: spec.nodeLabels: selects %s nodes other than ResourceFlavor/%s's: the spec has one flavor per GPU family (and one per family's time-sliced nodes)", what, fam, other))
 				continue
 			}
-			b.flavorOf[f.Name] = rcluster.FlavorOf(fam)
-			b.snap.warn("%s: metadata.name: selects the nodes of ResourceFlavor/%s; both are the spec's flavor %s", what, other, rcluster.FlavorOf(fam))
+			b.flavorOf[f.Name] = fam.flavor()
+			b.snap.warn("%s: metadata.name: selects the nodes of ResourceFlavor/%s; both are the spec's flavor %s", what, other, fam.flavor())
 			continue
 		}
 		byFamily[fam] = f.Name
 		nodeSets[f.Name] = set
-		name := rcluster.FlavorOf(fam)
+		name := fam.flavor()
 		b.flavorOf[f.Name] = name
 		if name != f.Name {
 			b.snap.warn("%s: metadata.name: the spec's flavor of %s nodes is %s; quotas and admissions name it so", what, fam, name)
@@ -221,16 +254,22 @@ func (b *builder) pools() {
 				continue
 			}
 			claimed[n.Name] = f.Name
-			k := poolKey{family: fam, model: n.Annotations[contract.CPUModel]}
+			k := poolKey{nodeKind: fam, model: n.Annotations[contract.CPUModel]}
 			a := n.Status.Allocatable
 			k.cpu, k.mem, k.pods = a.Cpu().String(), a.Memory().String(), a.Pods().Value()
-			if r := rcluster.FamilyResource(fam); r != "" {
+			if r := rcluster.FamilyResource(fam.family); r != "" {
 				q := a[corev1.ResourceName(r)]
 				k.gpus = q.Value()
 				if k.gpus == 0 {
 					b.snap.warn("Node/%s: status.allocatable: no %s allocatable; left out", n.Name, r)
 					continue
 				}
+				// A time-sliced node advertises its replicas: the pool has the physical GPUs.
+				if k.gpus%int64(fam.replicas) != 0 {
+					b.snap.warn("Node/%s: status.allocatable: %d %s, not a multiple of its %d replicas per GPU (label %s); left out", n.Name, k.gpus, r, fam.replicas, contract.GFDReplicas)
+					continue
+				}
+				k.gpus /= int64(fam.replicas)
 			}
 			if a.Cpu().IsZero() || a.Memory().IsZero() {
 				b.snap.warn("Node/%s: status.allocatable: no cpu or memory allocatable; left out", n.Name)
@@ -257,9 +296,12 @@ func (b *builder) pools() {
 	}
 	seen := map[string]int{}
 	for _, k := range keys {
-		name := poolName(k.family, pools[k], seen)
+		name := poolName(k.nodeKind, pools[k], seen)
 		np := rcluster.NodePool{Name: name, GPUFamily: k.family, Count: len(pools[k]), GPUsPerNode: int(k.gpus),
 			CPU: k.cpu, Memory: k.mem, Pods: int(k.pods), CPUModel: k.model}
+		if k.replicas > 1 {
+			np.TimeSlicing = &rcluster.PoolTimeSlicing{Replicas: k.replicas}
+		}
 		if k.taints != "" {
 			for _, t := range strings.Split(k.taints, ",") {
 				kv, eff, _ := strings.Cut(t, ":")
@@ -273,8 +315,8 @@ func (b *builder) pools() {
 
 // poolName names a pool after the kueuelab pool its nodes carry when they agree on one, else
 // after its family, numbered when the name is taken.
-func poolName(family string, nodes []string, seen map[string]int) string {
-	base := rcluster.FlavorOf(family)
+func poolName(kind nodeKind, nodes []string, seen map[string]int) string {
+	base := kind.flavor()
 	// The spec names nodes <pool>-<NNN>: keep the pool name short enough for a node name.
 	if len(base) > 40 {
 		base = base[:40]
@@ -391,10 +433,11 @@ func (b *builder) renameQuotas(what string, in []rcluster.FlavorQuota) []rcluste
 	return out
 }
 
-// familyOfFlavor is the catalog family a spec flavor name stands for.
+// familyOfFlavor is the catalog family a spec flavor name stands for (its whole or its
+// time-sliced GPUs).
 func familyOfFlavor(flavor string) string {
 	for _, f := range []string{"H100-SXM", "H100-NVL", "H200-SXM", "A100-SXM", "A100-PCIE", "L40S", "L4", "MI300X", rcluster.CPUFamily} {
-		if rcluster.FlavorOf(f) == flavor {
+		if rcluster.FlavorOf(f) == flavor || rcluster.TimeSlicedFlavorOf(f) == flavor {
 			return f
 		}
 	}
