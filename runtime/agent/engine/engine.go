@@ -99,6 +99,8 @@ type Snapshot struct {
 	// LostSec is the progress (trace seconds the pod made progress) that rewinds threw away:
 	// work done since the last checkpoint when the pod or its gang was interrupted.
 	LostSec float64 `json:"lostSec,omitempty"`
+	// BusyGPUSec is the compute a pod on time-sliced GPUs used so far (Engine.BusyGPUSec).
+	BusyGPUSec float64 `json:"busyGpuSec,omitempty"`
 }
 
 // GangStatus reports a gang with some but not all members running: it cannot progress.
@@ -613,7 +615,7 @@ func (e *Engine) Snapshot(id PodID) Snapshot {
 		RemainingSec: p.remaining, RemainingCPUUnits: p.remaining * p.rateCPU, RemainingGPUUnits: p.remaining * p.rateGPU,
 		CheckpointSec: p.ckptRemaining, SinceCheckpointSec: p.sinceValid, EnergyJ: p.energy,
 		PauseSec: p.pause, Checkpoints: a.checkpoints, CheckpointPauseSec: a.ckptPauseSec, RestartPauseSec: a.restartPause,
-		LostSec: a.lostSec,
+		LostSec: a.lostSec, BusyGPUSec: p.busy,
 	}
 }
 
@@ -628,13 +630,13 @@ func (e *Engine) Restore(id PodID, s Snapshot) error {
 			return fmt.Errorf("restore pod %s: %s %g outside [0, %g]", p.key, v.name, v.x, p.duration)
 		}
 	}
-	for _, v := range []float64{s.SinceCheckpointSec, s.EnergyJ, s.PauseSec, s.CheckpointPauseSec, s.RestartPauseSec, s.LostSec, float64(s.Checkpoints)} {
+	for _, v := range []float64{s.SinceCheckpointSec, s.EnergyJ, s.PauseSec, s.CheckpointPauseSec, s.RestartPauseSec, s.LostSec, float64(s.Checkpoints), s.BusyGPUSec} {
 		if v < 0 || math.IsNaN(v) {
 			return fmt.Errorf("restore pod %s: negative or NaN progress field in %+v", p.key, s)
 		}
 	}
 	e.syncPod(id)
-	p.remaining, p.ckptRemaining, p.sinceValid, p.energy = s.RemainingSec, s.CheckpointSec, s.SinceCheckpointSec, s.EnergyJ
+	p.remaining, p.ckptRemaining, p.sinceValid, p.energy, p.busy = s.RemainingSec, s.CheckpointSec, s.SinceCheckpointSec, s.EnergyJ, s.BusyGPUSec
 	// The interval's clock restarts at the checkpoint that counts; a checkpoint that was being
 	// written is not known to have finished, so the pause left is a restart's.
 	a := &e.acct[id]

@@ -103,3 +103,42 @@ func TestTimeSlicedGPUs(t *testing.T) {
 		}
 	}
 }
+
+// A pod's compute used on time-sliced GPUs survives a snapshot and restore (an agent restarted, a
+// resumed sim): the restored pod goes on counting from it.
+func TestTimeSlicedBusySurvivesRestore(t *testing.T) {
+	e := New(catalog(t))
+	nid, err := e.AddNode(NodeSpec{Name: "ts", GPUFamily: "H100-SXM", GPUs: 1, GPUReplicas: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := PodSpec{Key: "ns/p", WorkloadID: "w", GPURequest: 1, GPUUnits: 100, DurationSec: 100, Sensitivity: Sensitivity{GPU: 1}, Profile: hw.Profile{GPUUtilization: 0.5}}
+	id, err := e.AddPod(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(id, nid); err != nil {
+		t.Fatal(err)
+	}
+	e.AdvanceTo(40)
+	snap := e.Snapshot(id)
+	if math.Abs(snap.BusyGPUSec-0.5*40) > 1e-9 {
+		t.Fatalf("busy %g GPU-s after 40 s at 0.5, want 20", snap.BusyGPUSec)
+	}
+	e.Remove(id)
+	spec.Key = "ns/q"
+	id, err = e.AddPod(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Restore(id, snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(id, nid); err != nil {
+		t.Fatal(err)
+	}
+	done := e.AdvanceTo(200)
+	if len(done) != 1 || math.Abs(done[0].AtSec-100) > 1e-9 || math.Abs(done[0].BusyGPUSec-50) > 1e-9 {
+		t.Errorf("finished %+v, want at 100 s having used 0.5 × 100 GPU-s", done)
+	}
+}
