@@ -165,9 +165,6 @@ func (e *Engine) tickNode(n *node, dt float64) {
 		if p.blocked {
 			e.stats.GangBlocked++
 			p.speed = 0
-			if sliced {
-				p.podGPURunW = p.podGPUIdleW
-			}
 		} else {
 			if !sliced {
 				p.podGPURunW = g * p.gpuW

@@ -16,7 +16,7 @@ import "math"
 // the node's cap), shared among its tenants by demand; a GPU no running pod holds draws idle
 // power. Context-switch overhead and memory over-subscription are not modelled. Gang members
 // waiting for their gang, and pods pausing for a checkpoint or a restart, still count as tenants
-// (they hold their replicas) but ask no compute.
+// (they hold their replicas) but ask no compute and draw nothing of a GPU others keep busy.
 
 // sliceGPU is one physical GPU of a time-sliced node, as the last tick computed it.
 type sliceGPU struct {
@@ -26,6 +26,15 @@ type sliceGPU struct {
 	memory   float64 // Σ demand × memory intensity
 	powerW   float64 // what it draws
 	tput     float64 // relative speed under the node's cap at its utilisation
+}
+
+// demand is what the pod asks of each time-sliced GPU its replicas are on: its profile's GPU
+// utilisation while it progresses, nothing while it pauses or waits for its gang.
+func (p *pod) demand() float64 {
+	if p.blocked || p.pause > 0 {
+		return 0
+	}
+	return p.prof.GPUUtilization
 }
 
 // giveReplicas hands the pod its replicas on node n, each on the GPU with the fewest replicas of
@@ -69,10 +78,7 @@ func (e *Engine) timeSlice(n *node) (busyGPUs float64) {
 		if !p.running || p.done || len(p.tsGPUs) == 0 {
 			continue
 		}
-		u, m := p.prof.GPUUtilization, p.prof.MemoryIntensity
-		if p.blocked || p.pause > 0 {
-			u = 0
-		}
+		u, m := p.demand(), p.prof.MemoryIntensity
 		for _, g := range p.tsGPUs {
 			t := &n.ts[g]
 			t.tenants++
@@ -98,23 +104,26 @@ func (e *Engine) timeSlice(n *node) (busyGPUs float64) {
 		if !p.running || p.done || len(p.tsGPUs) == 0 {
 			continue
 		}
-		u := p.prof.GPUUtilization
-		if p.blocked || p.pause > 0 {
-			u = 0
-		}
+		u := p.demand()
 		p.podGPURunW, p.podGPUIdleW, p.tput = 0, 0, 1
 		pace := 1.0 // the share of its demand its most loaded GPU gives it
 		for _, g := range p.tsGPUs {
 			t := &n.ts[g]
-			// Its share of the GPU's draw: by demand, evenly among tenants that ask none.
-			share := 1 / float64(t.tenants)
+			// Its share of the GPU's draw, by demand; a GPU whose tenants ask nothing draws idle
+			// power, split evenly among them.
 			if t.demand > 0 {
-				share = u / t.demand
+				p.podGPURunW += u / t.demand * t.powerW
+			} else {
+				p.podGPURunW += t.powerW / float64(t.tenants)
 			}
-			p.podGPURunW += share * t.powerW
-			p.podGPUIdleW += idleW / float64(t.tenants)
-			pace = math.Min(pace, math.Min(1, 1/math.Max(t.demand, 1)))
-			p.tput = math.Min(p.tput, t.tput*math.Min(1, 1/math.Max(t.demand, 1)))
+			// Asking nothing (pausing, waiting for its gang), it draws nothing of a GPU the others
+			// keep busy: their shares cover the GPU's whole draw.
+			if !(t.demand-u > 0) {
+				p.podGPUIdleW += idleW / float64(t.tenants)
+			}
+			slow := math.Min(1, 1/math.Max(t.demand, 1))
+			pace = math.Min(pace, slow)
+			p.tput = math.Min(p.tput, t.tput*slow)
 		}
 		// What it uses of its GPUs while it progresses: its demand on each, at its pace.
 		p.tsBusy = u * float64(len(p.tsGPUs)) * pace

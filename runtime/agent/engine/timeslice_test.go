@@ -142,3 +142,42 @@ func TestTimeSlicedBusySurvivesRestore(t *testing.T) {
 		t.Errorf("finished %+v, want at 100 s having used 0.5 × 100 GPU-s", done)
 	}
 }
+
+// A tenant that pauses (a restart reloading its checkpoint) draws nothing of a GPU another tenant
+// keeps busy: the node draws one GPU at the busy tenant's demand, not that plus a share of idle
+// power; once both pause, the GPU draws its idle power, split between them.
+func TestTimeSlicedPausedTenantDrawsNothing(t *testing.T) {
+	g, _ := catalog(t).GPU("H100-SXM")
+	cpu, _ := catalog(t).CPU("2xEPYC-9654")
+	cpuW, _ := cpu.Capped(0, 0)
+	for _, mode := range []string{"ticked", "event-driven"} {
+		for _, tc := range []struct {
+			pauses []float64
+			gpuW   float64
+		}{{[]float64{0, 50}, g.NaturalPower(0.6, 0)}, {[]float64{50, 50}, g.IdleW}} {
+			e := New(catalog(t))
+			if mode == "event-driven" {
+				e = NewEventDriven(catalog(t))
+			}
+			nid, err := e.AddNode(NodeSpec{Name: "ts", GPUFamily: "H100-SXM", GPUs: 1, GPUReplicas: 4, CPUModel: "2xEPYC-9654"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, pause := range tc.pauses {
+				id, err := e.AddPod(PodSpec{Key: fmt.Sprintf("ns/p%d", i), WorkloadID: "w", GPURequest: 1, GPUUnits: 100, DurationSec: 100,
+					Sensitivity: Sensitivity{GPU: 1}, Profile: hw.Profile{GPUUtilization: 0.6}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.Pause(id, pause)
+				if err := e.Start(id, nid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.AdvanceTo(1)
+			if got, want := e.NodePower(nid), cpuW+cpu.PlatformW+tc.gpuW; math.Abs(got-want) > 1e-6 {
+				t.Errorf("%s, pauses %v: node power %g W, want %g", mode, tc.pauses, got, want)
+			}
+		}
+	}
+}
