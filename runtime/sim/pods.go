@@ -419,6 +419,17 @@ func (p *podRole) retry(node int) {
 	p.pending = kept
 }
 
+// ended is the pod_finished event of pd stopping at t: the GPU time it held since it started and,
+// on time-sliced GPUs, the compute it used there (busy, the engine's BusyGPUSec).
+func (pd *pod) ended(t float64, reason string, busy float64) results.Event {
+	e := results.Event{T: t, Workload: pd.w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: reason,
+		GPUSeconds: pd.held * (t - pd.since)}
+	if pd.timeSliced {
+		e.TimeSlicedGPUSec, e.BusyGPUSec = e.GPUSeconds, busy
+	}
+	return e
+}
+
 // finished handles a pod the engine reports done: its energy and GPU time are recorded, its node
 // is freed, and when it was its workload's last pod (or failed), the job is finished.
 func (p *podRole) finished(f engine.Finished) {
@@ -434,11 +445,8 @@ func (p *podRole) finished(f engine.Finished) {
 		phase = corev1.PodFailed
 	}
 	p.leave(pd)
-	e := results.Event{T: f.AtSec, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: string(phase),
-		GPUSeconds: pd.held * (f.AtSec - pd.since), EnergyJ: f.EnergyJ}
-	if pd.timeSliced {
-		e.TimeSlicedGPUSec, e.BusyGPUSec = e.GPUSeconds, f.BusyGPUSec
-	}
+	e := pd.ended(f.AtSec, string(phase), f.BusyGPUSec)
+	e.EnergyJ = f.EnergyJ
 	s.emit(e)
 	p.release(pd)
 	if failed && !w.podsFailed {
@@ -543,12 +551,7 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 		}
 		p.leave(pd)
 		freed = append(freed, pd.node)
-		e := results.Event{T: now, Workload: w.it.id, Type: results.EvPodFinished, Object: pd.key, Reason: reason,
-			GPUSeconds: pd.held * (now - pd.since)}
-		if pd.timeSliced {
-			e.TimeSlicedGPUSec, e.BusyGPUSec = e.GPUSeconds, p.eng.BusyGPUSec(pd.eid)
-		}
-		s.emit(e)
+		s.emit(pd.ended(now, reason, p.eng.BusyGPUSec(pd.eid)))
 		// Deleted members leave the engine at once: the rest of a gang must stop progressing.
 		p.eng.Remove(pd.eid)
 		delete(p.byKey, pd.key)
