@@ -124,36 +124,30 @@ var (
 
 	sliceHours = metric{"slice-hours", "slice-h", field(func(g *results.Group) float64 { return g.SliceHours })}
 	sliceUtil  = metric{"slice utilisation", "%", field(func(g *results.Group) float64 { return 100 * g.DeviceUtilization })}
-	migAlloc   = metric{"MIG-partitioned GPUs allocated", "%", slicesValue(func(s *results.Slices) float64 { return 100 * s.Allocation })}
-	migEff     = metric{"MIG-partitioned GPUs effective utilisation", "%", slicesValue(func(s *results.Slices) float64 { return 100 * s.Effective })}
-	migEnergy  = metric{"energy on slices per partitioned GPU", "kWh", slicesValue(func(s *results.Slices) float64 { return s.EnergyKWhPerGPU })}
-	tsAlloc    = metric{"time-sliced GPUs allocated", "%", timeSlicedValue(func(s *results.TimeSliced) float64 { return 100 * s.Allocation })}
-	tsEff      = metric{"time-sliced GPUs effective utilisation", "%", timeSlicedValue(func(s *results.TimeSliced) float64 { return 100 * s.Effective })}
+	migAlloc   = metric{"MIG-partitioned GPUs allocated", "%", partValue(slicesOf, func(s *results.Slices) float64 { return 100 * s.Allocation })}
+	migEff     = metric{"MIG-partitioned GPUs effective utilisation", "%", partValue(slicesOf, func(s *results.Slices) float64 { return 100 * s.Effective })}
+	migEnergy  = metric{"energy on slices per partitioned GPU", "kWh", partValue(slicesOf, func(s *results.Slices) float64 { return s.EnergyKWhPerGPU })}
+	tsAlloc    = metric{"time-sliced GPUs allocated", "%", partValue(timeSlicedOf, func(s *results.TimeSliced) float64 { return 100 * s.Allocation })}
+	tsEff      = metric{"time-sliced GPUs effective utilisation", "%", partValue(timeSlicedOf, func(s *results.TimeSliced) float64 { return 100 * s.Effective })}
 
 	idleGPUh    = metric{"quota held idle", "GPU-h", idleValue(func(g results.IdleGroup) float64 { return g.GPUHours })}
 	idleOver    = metric{"workloads waiting admitted > " + strconv.Itoa(results.DefaultIdleThresholdSec/60) + " min", "", idleValue(func(g results.IdleGroup) float64 { return float64(g.OverThreshold) })}
 	idleLongest = metric{"longest wait admitted", "s", idleValue(func(g results.IdleGroup) float64 { return g.LongestSec })}
 )
 
-// slicesValue reads what a run's MIG-partitioned GPUs did; no value for a run on a cluster
-// without them.
-func slicesValue(pick func(*results.Slices) float64) func(r Run, scope, name string) (float64, bool) {
-	return func(r Run, _, _ string) (float64, bool) {
-		if r.Summary.Slices == nil {
-			return 0, false
-		}
-		return pick(r.Summary.Slices), true
-	}
-}
+// The parts of a summary some clusters have: what the MIG-partitioned and the time-sliced GPUs did.
+func slicesOf(s *results.Summary) *results.Slices         { return s.Slices }
+func timeSlicedOf(s *results.Summary) *results.TimeSliced { return s.TimeSliced }
 
-// timeSlicedValue reads what a run's time-sliced GPUs did; no value for a run on a cluster without
-// them.
-func timeSlicedValue(pick func(*results.TimeSliced) float64) func(r Run, scope, name string) (float64, bool) {
+// partValue reads a value of a part of a run's summary; no value for a run whose cluster has no
+// such part.
+func partValue[T any](part func(*results.Summary) *T, pick func(*T) float64) func(r Run, scope, name string) (float64, bool) {
 	return func(r Run, _, _ string) (float64, bool) {
-		if r.Summary.TimeSliced == nil {
+		x := part(&r.Summary)
+		if x == nil {
 			return 0, false
 		}
-		return pick(r.Summary.TimeSliced), true
+		return pick(x), true
 	}
 }
 
@@ -210,9 +204,9 @@ func idleFlavors(in *Input) []string {
 // Compute builds the tables: time-to-admission (p50, p95, mean) per queue and overall, JCT p50
 // and slowdown p50 overall and per family, GPU allocation and effective utilisation, energy,
 // makespan, preemptions, unfinished workloads, what the MIG-partitioned and the time-sliced GPUs
-// did and, per MIG
-// profile, the wait, JCT, slice-hours, slice utilisation and energy, and quota held idle (GPU-hours overall, per queue
-// and per flavor; workloads that waited admitted over the threshold; the longest such wait).
+// did and, per MIG profile, the wait, JCT, slice-hours, slice utilisation and energy, and quota
+// held idle (GPU-hours overall, per queue and per flavor; workloads that waited admitted over the
+// threshold; the longest such wait).
 func Compute(in *Input) *Report {
 	r := &Report{Name: in.Name, Baseline: in.Baseline}
 	for _, v := range in.Variants {
@@ -238,12 +232,12 @@ func Compute(in *Input) *Report {
 	for _, m := range []metric{gpuAlloc, gpuEff, energy, makespan, preempt, unfin} {
 		r.add(in, m, "all", "")
 	}
-	if has(in, func(s *results.Summary) bool { return s.Slices != nil }) {
+	if has(in, func(s *results.Summary) bool { return slicesOf(s) != nil }) {
 		for _, m := range []metric{migAlloc, migEff, migEnergy} {
 			r.add(in, m, "all", "")
 		}
 	}
-	if has(in, func(s *results.Summary) bool { return s.TimeSliced != nil }) {
+	if has(in, func(s *results.Summary) bool { return timeSlicedOf(s) != nil }) {
 		for _, m := range []metric{tsAlloc, tsEff} {
 			r.add(in, m, "all", "")
 		}

@@ -291,7 +291,7 @@ func Summarize(recs []Record, m Meta) Summary {
 		for _, k := range names {
 			g := group(scope, k, by[k], s.MakespanSec, m.GPUCapacity)
 			if scope == ScopeMIG {
-				sliceGroup(&g, by[k])
+				sliceHours(&g, by[k])
 			}
 			s.Groups = append(s.Groups, g)
 		}
@@ -324,21 +324,15 @@ func Summarize(recs []Record, m Meta) Summary {
 	return s
 }
 
-// sliceGroup adds to g, the group of the workloads that ran on one MIG profile, its slice-hours
-// and the utilisation of its slices.
-func sliceGroup(g *Group, recs []*Record) {
-	var gpuSec, effSec, sliceSec float64
+// sliceHours adds to g, the group of the workloads that ran on one MIG profile, its slice-hours.
+func sliceHours(g *Group, recs []*Record) {
+	var sliceSec float64
 	for _, r := range recs {
-		gpuSec += r.GPUSeconds
-		effSec += r.EffectiveGPUSeconds()
 		if r.SliceShare > 0 {
 			sliceSec += r.GPUSeconds / r.SliceShare
 		}
 	}
 	g.SliceHours = sliceSec / 3600
-	if gpuSec > 0 {
-		g.DeviceUtilization = effSec / gpuSec
-	}
 }
 
 func group(scope, name string, recs []*Record, runSpan float64, capacity int64) Group {
@@ -377,6 +371,9 @@ func group(scope, name string, recs []*Record, runSpan float64, capacity int64) 
 	g.TimeToAdmissionSec, g.JCTSec, g.Slowdown = quantiles(tta), quantiles(jct), quantiles(sd)
 	g.MakespanSec = makespan(recs)
 	g.GPUHours = gpuSec / 3600
+	if scope == ScopeMIG && gpuSec > 0 {
+		g.DeviceUtilization = effSec / gpuSec
+	}
 	if capacity > 0 && runSpan > 0 {
 		g.GPUAllocation = gpuSec / (float64(capacity) * runSpan)
 		g.GPUEffective = effSec / (float64(capacity) * runSpan)
