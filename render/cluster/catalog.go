@@ -69,20 +69,25 @@ func FlavorOf(family string) string {
 
 // TimeSlicedFlavorOf is the ResourceFlavor derived for a family's pools whose GPUs are
 // time-sliced.
-func TimeSlicedFlavorOf(family string) string { return FlavorOf(family) + timeSlicedFlavorSuffix }
+func TimeSlicedFlavorOf(family string) string { return flavorFor(family, contract.SharingTimeSlicing) }
 
 // NodeFlavor is the ResourceFlavor of a node render wrote, from its labels: its family's
 // (kueuelab.io/gpu-family), the MIG or time-sliced one where its GPUs are shared that way
 // (kueuelab.io/gpu-sharing).
 func NodeFlavor(labels map[string]string) string {
-	f := FlavorOf(labels[contract.GPUFamily])
-	switch labels[contract.GPUSharing] {
+	return flavorFor(labels[contract.GPUFamily], labels[contract.GPUSharing])
+}
+
+// flavorFor is the ResourceFlavor of a family's nodes whose GPUs are shared as sharing says (the
+// contract.GPUSharing label's value; "" for whole devices).
+func flavorFor(family, sharing string) string {
+	switch sharing {
 	case gpuSharingMIG:
-		f += migFlavorSuffix
+		return FlavorOf(family) + migFlavorSuffix
 	case contract.SharingTimeSlicing:
-		f += timeSlicedFlavorSuffix
+		return FlavorOf(family) + timeSlicedFlavorSuffix
 	}
-	return f
+	return FlavorOf(family)
 }
 
 // NodeLabels selects the family's nodes: the vendor product label for GPUs, kueuelab's family
@@ -113,7 +118,7 @@ func gpuResource(name corev1.ResourceName) bool { return name == nvidiaGPU || na
 func FamilyOfNode(labels map[string]string) (name string, ok bool) {
 	for _, n := range familyNames() {
 		// GPU Feature Discovery marks the product of time-sliced GPUs -SHARED.
-		if f := catalog[n]; f.GPU() && strings.TrimSuffix(labels[f.ProductLabel], sharedProductSuffix) == f.ProductValue {
+		if f := catalog[n]; f.GPU() && strings.TrimSuffix(labels[f.ProductLabel], contract.SharedProductSuffix) == f.ProductValue {
 			return n, true
 		}
 	}

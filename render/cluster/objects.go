@@ -299,8 +299,8 @@ func (s *Spec) nodes(np *NodePool) []client.Object {
 		if fam.GPU() {
 			labels[fam.ProductLabel] = fam.ProductValue
 		}
-		if np.MIG != nil {
-			labels[contract.GPUSharing] = gpuSharingMIG
+		if sh := np.sharing(); sh != "" && fam.GPU() {
+			labels[contract.GPUSharing] = sh
 		}
 		if np.TimeSlicing != nil && fam.GPU() {
 			timeSlicingLabels(np, fam, labels)

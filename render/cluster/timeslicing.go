@@ -9,11 +9,6 @@ import (
 // timeSlicedFlavorSuffix marks the flavor of a family's pools whose GPUs are time-sliced.
 const timeSlicedFlavorSuffix = "-shared"
 
-// sharedProductSuffix is what GPU Feature Discovery appends to nvidia.com/gpu.product on a node
-// whose GPUs the device plugin shares: whole-GPU flavors, which select the plain product, never
-// match such a node.
-const sharedProductSuffix = "-SHARED"
-
 // maxReplicas bounds a pool's time-slicing replicas: beyond it a GPU is a queue, not a device.
 const maxReplicas = 64
 
@@ -34,6 +29,18 @@ func (s *Spec) validateTimeSlicing(l *errList, p fieldPath, np *NodePool, fam fa
 	}
 }
 
+// sharing is the value of the pool's contract.GPUSharing node label: how its GPUs are shared
+// ("" for whole devices).
+func (np *NodePool) sharing() string {
+	switch {
+	case np.MIG != nil:
+		return gpuSharingMIG
+	case np.TimeSlicing != nil:
+		return contract.SharingTimeSlicing
+	}
+	return ""
+}
+
 // replicas is how many devices the pool advertises per GPU: 1 unless time-sliced.
 func (np *NodePool) replicas() int {
 	if np.TimeSlicing != nil && np.TimeSlicing.Replicas > 1 {
@@ -45,8 +52,8 @@ func (np *NodePool) replicas() int {
 // timeSlicingLabels are the labels GPU Feature Discovery writes on a node of a time-sliced pool,
 // over the family's product label.
 func timeSlicingLabels(np *NodePool, fam family, labels map[string]string) {
-	labels[fam.ProductLabel] = fam.ProductValue + sharedProductSuffix
-	labels[contract.GPUSharing] = contract.SharingTimeSlicing
+	// Whole-GPU flavors, which select the plain product, never match such a node.
+	labels[fam.ProductLabel] = fam.ProductValue + contract.SharedProductSuffix
 	labels[contract.GFDSharingStrategy] = contract.SharingTimeSlicing
 	labels[contract.GFDReplicas] = strconv.Itoa(np.TimeSlicing.Replicas)
 	labels[contract.GFDCount] = strconv.Itoa(np.GPUsPerNode)

@@ -59,7 +59,7 @@ func (f *flavor) nodeLabels() map[string]string {
 		l[contract.GPUSharing] = gpuSharingMIG
 	}
 	if f.Replicas > 1 {
-		l[f.Family.ProductLabel] += sharedProductSuffix
+		l[f.Family.ProductLabel] += contract.SharedProductSuffix
 		l[contract.GPUSharing] = contract.SharingTimeSlicing
 	}
 	return l
@@ -265,13 +265,7 @@ func (s *Spec) validatePools(l *errList) {
 		if !ok {
 			continue
 		}
-		name := fam.FlavorName()
-		switch {
-		case np.MIG != nil:
-			name += migFlavorSuffix
-		case np.TimeSlicing != nil:
-			name += timeSlicedFlavorSuffix
-		}
+		name := flavorFor(fam.Name, np.sharing())
 		f := byFlavor[name]
 		if f == nil {
 			f = &flavor{Name: name, Family: fam, MIG: np.MIG != nil, Replicas: np.replicas()}

@@ -56,6 +56,9 @@ const (
 	GFDSharingStrategy = "nvidia.com/gpu.sharing-strategy"
 	GFDCount           = "nvidia.com/gpu.count"
 	SharingTimeSlicing = "time-slicing"
+	// SharedProductSuffix is what GPU Feature Discovery appends to nvidia.com/gpu.product on such a
+	// node.
+	SharedProductSuffix = "-SHARED"
 	// PartitionedGPUs is the node annotation giving the number of physical GPUs of a node whose
 	// GPUs are allocated as MIG slices through DRA (its allocatable then has no whole GPUs).
 	PartitionedGPUs = Prefix + "partitioned-gpus"

@@ -83,8 +83,8 @@ func nodeSpec(n *corev1.Node, cat *hw.Catalog) (engine.NodeSpec, error) {
 	fam := n.Labels[contract.GPUFamily]
 	if fam == "" {
 		for _, key := range []string{"nvidia.com/gpu.product", "amd.com/gpu.product-name"} {
-			// GFD marks the product of GPUs shared by time-slicing with -SHARED.
-			if f, ok := productFamilies[strings.TrimSuffix(n.Labels[key], "-SHARED")]; ok {
+			// GFD marks the product of GPUs shared by time-slicing.
+			if f, ok := productFamilies[strings.TrimSuffix(n.Labels[key], contract.SharedProductSuffix)]; ok {
 				fam = f
 				break
 			}
