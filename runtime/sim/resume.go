@@ -429,8 +429,13 @@ func (p *podRole) resumeProgress(ns string, r *state.Workload) {
 			p.restarts[key] = rp.RestartsOwed
 		}
 		if r.Phase == state.Admitted {
-			p.pins[key] = slices.Clone(rp.Nodes)
-			p.resumed[key] = engine.Snapshot{RemainingSec: rp.RemainingSec, CheckpointSec: rp.CheckpointSec, SinceCheckpointSec: rp.SinceCheckpointSec, PauseSec: rp.PauseSec}
+			// A role whose pods make more than one pod set (a one-role trace workload rendered as
+			// a launcher and workers) has an entry per pod set: its pods take all their nodes, and
+			// continue from the one with the most work left, as the state writer picked it.
+			p.pins[key] = append(p.pins[key], rp.Nodes...)
+			if sn, ok := p.resumed[key]; !ok || rp.RemainingSec+rp.PauseSec > sn.RemainingSec+sn.PauseSec {
+				p.resumed[key] = engine.Snapshot{RemainingSec: rp.RemainingSec, CheckpointSec: rp.CheckpointSec, SinceCheckpointSec: rp.SinceCheckpointSec, PauseSec: rp.PauseSec}
+			}
 		} else if rp.CheckpointSec > 0 {
 			p.ckpts[key] = rp.CheckpointSec
 		}

@@ -12,6 +12,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/kueuelab/kueuelab/internal/testutil"
 	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
@@ -246,4 +247,50 @@ func ptr(p *float64) string {
 		return "never"
 	}
 	return fmt.Sprint(*p)
+}
+
+// TestResumeOneRoleOfTwoPodSets: a distributed training run written as one role of two pods
+// renders as two pod sets (a launcher and a worker) of that role; resumed half way, both pods
+// continue on their nodes from where they stood, and it finishes when the full run finished it:
+// 2,000 s of work from its admission, not 1,000 s later for a pod that lost its place.
+func TestResumeOneRoleOfTwoPodSets(t *testing.T) {
+	line := `{"type":"workload","schemaVersion":"v2","workloadId":"dt","submitTimeOffsetSec":0,"namespace":"team-a","workloadType":"distributed_training","durationSec":2000,` +
+		`"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},` +
+		`"pods":[{"role":"worker","replicas":2,"requests":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":"8"}}],"intentClass":"standard"}`
+	_, tr := testutil.WriteTrace(t, line)
+	base := Config{Trace: tr, TraceName: "hand", Spec: spec(t, tight), Seed: 1, Timing: DefaultTiming, WallClock: fixedWall()}
+	full := base
+	full.OutDir = t.TempDir()
+	if _, err := Run(context.Background(), full); err != nil {
+		t.Fatal(err)
+	}
+	want, err := results.Load(full.OutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := base
+	stop.OutDir, stop.MaxTraceSec, stop.StateOut = t.TempDir(), 1000, t.TempDir()
+	if _, err := Run(context.Background(), stop); err == nil {
+		t.Fatal("a run stopped at the limit is incomplete, and says so")
+	}
+	st, err := state.Load(filepath.Join(stop.StateOut, state.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Workloads) != 1 || len(st.Workloads[0].Progress) != 2 || st.Workloads[0].Progress[0].Role != st.Workloads[0].Progress[1].Role {
+		t.Fatalf("state %+v: want one workload with two pod sets of one role", st.Workloads)
+	}
+	resumed := base
+	resumed.Resume, resumed.OutDir = st, t.TempDir()
+	if _, err := Run(context.Background(), resumed); err != nil {
+		t.Fatal(err)
+	}
+	got, err := results.Load(resumed.OutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa, fb := recordOf(want, "dt").Finished, recordOf(got, "dt").Finished
+	if fa == nil || fb == nil || math.Abs(*fa-*fb) > 1e-6 || math.Abs(*fa-2000) > 1 {
+		t.Errorf("finished at %s in the full run, %s resumed: want both at its 2,000 s of work", ptr(fa), ptr(fb))
+	}
 }
