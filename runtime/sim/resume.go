@@ -121,20 +121,10 @@ func resumeOrder(a, b *item) int {
 // the workload's duration and each of its job records' work scaled to it. A state with its roles'
 // progress keeps the work whole, and the pods continue from that progress (resumeProgress).
 func resumedWork(w *trace.Workload, jobs []*trace.Job, r *state.Workload) (*trace.Workload, []*trace.Job) {
-	if r == nil || r.RemainingSec == nil || len(r.Progress) > 0 || w.DurationSec <= 0 {
+	if r == nil || r.RemainingSec == nil || len(r.Progress) > 0 {
 		return w, jobs
 	}
-	f := *r.RemainingSec / w.DurationSec
-	c := *w
-	c.DurationSec = *r.RemainingSec
-	out := make([]*trace.Job, len(jobs))
-	for i, j := range jobs {
-		jc := *j
-		jc.Work.CPUUnits *= f
-		jc.Work.GPUUnits *= f
-		out[i] = &jc
-	}
-	return &c, out
+	return trace.WithDuration(w, jobs, *r.RemainingSec)
 }
 
 // resumedCreation is the creation time a resumed workload's Workload gets: the state's; for a
