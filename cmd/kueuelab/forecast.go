@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -57,8 +58,13 @@ or any) longer than what the workload has already run, minus that. With no histo
 durations stand. --draw-known draws even what the state knows, to measure the draws.
 
 --arrivals says whether workloads submitted after the state's instant take part: none (only the
-live ones) or recorded (the trace's later workloads, as a replay's state holds them; the
-default is what the state holds). --control-plane charges Kueue's own speed (default kueue,
+live ones), recorded (the trace's later workloads, as a replay's state holds them; the default is
+what the state holds) or history (drawn in each run from a process fitted to what the state has
+seen: per queue a Poisson process at its rate in the window from the first workload seen to now,
+following the hour of day (the window's own hourly shape when it spans two days, else the
+generator's), each arrival a copy of a workload the queue submitted, its work drawn like a pending
+one's; the rate's uncertainty is in the runs, and a queue with little history leans on the
+generator's rate: the table says how many workloads each queue's fit had). --control-plane charges Kueue's own speed (default kueue,
 the built-in model; none for an infinitely fast Kueue).
 
 --kubeconfig K (with --context C) snapshots that cluster first, as kueuelab snapshot does, into a
@@ -193,7 +199,7 @@ the p10-p90 interval (with its 95% Wilson interval) and the median absolute erro
 	fl.IntVar(&o.Parallel, "parallel", 0, "runs at once (default: the number of CPUs)")
 	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the draws")
 	fl.DurationVar(&horizon, "horizon", 7*24*time.Hour, "how far past the state's instant each run goes")
-	fl.StringVar(&o.Arrivals, "arrivals", "", "none or recorded (default: what the state holds)")
+	fl.StringVar(&o.Arrivals, "arrivals", "", "none, recorded or history (default: what the state holds)")
 	fl.BoolVar(&o.DrawKnown, "draw-known", false, "draw the work left of every workload from the history, even where the state knows it")
 	fl.StringVar(&controlPlane, "control-plane", controlplane.DefaultName, `control-plane model: "none", "kueue" or a control-plane file`)
 	fl.StringVarP(&output, "output", "o", "table", "output format: table or json")
@@ -256,6 +262,17 @@ func printForecast(w io.Writer, r *forecast.Report) {
 	fmt.Fprintf(w, "work left: %d known, %d drawn from %d finished workloads, %d from the trace\n", r.Known, r.Drawn, r.History, r.FromTrace)
 	if r.KueueConfig != "" {
 		fmt.Fprintf(w, "Kueue configuration: the cluster's, from the state's %s\n", r.KueueConfig)
+	}
+	if a := r.ArrivalFit; a != nil {
+		var qs []string
+		for _, q := range a.Queues {
+			x := fmt.Sprintf("%s %.2f/h (%d seen", q.Queue, q.PerHour, q.Seen)
+			if q.Pooled {
+				x += ", shapes of every queue's"
+			}
+			qs = append(qs, x+")")
+		}
+		fmt.Fprintf(w, "arrivals fitted to %d workloads over %s (day shape: %s): %s\n", a.Seen, dur(a.WindowSec), a.DayShape, strings.Join(qs, ", "))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "WORKLOAD\tNAMESPACE\tQUEUE\tWAITED")

@@ -3,6 +3,9 @@
 # (the truth), is stopped at each snapshot time with its state written, and every state is
 # forecast with the work left drawn (--draw-known) and scored against the full replay. Prints one
 # score line per snapshot time and the pooled coverage of the p10-p90 interval.
+# ARRIVALS=history forecasts the arrivals from a process fitted to each state's history, as a live
+# cluster's forecast must (recorded, the default, replays the trace's own: an oracle for them);
+# HORIZON bounds each run.
 #
 #   CLUSTER=examples/clusters/teams.yaml JOBS=600 SPAN=12h SEED=1 TIMES="4h 6h 8h 10h" REPEATS=10 \
 #     OUT=/tmp/fcal hack/forecast-calibration/run.sh
@@ -16,6 +19,8 @@ SEED=${SEED:-1}
 TIMES=${TIMES:-4h 6h 8h 10h}
 REPEATS=${REPEATS:-10}
 CP=${CP:-kueue}
+ARRIVALS=${ARRIVALS:-recorded}
+HORIZON=${HORIZON:-168h}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 "$BIN" run --engine sim --gen-jobs "$JOBS" --gen-span "$SPAN" --seed "$SEED" --cluster "$CLUSTER" --control-plane "$CP" --out "$OUT/full" >/dev/null
@@ -27,6 +32,7 @@ for t in $TIMES; do
     continue
   fi
   "$BIN" forecast "$OUT/state-$t" --repeats "$REPEATS" --seed "$SEED" --draw-known --control-plane "$CP" \
+    --arrivals "$ARRIVALS" --horizon "$HORIZON" \
     --score "$OUT/full" -o json 2>/dev/null > "$OUT/forecast-$t.json"
   python3 - "$t" "$OUT/forecast-$t.json" <<'PY'
 import json, sys

@@ -505,7 +505,7 @@ func (f *fitter) arrivals() {
 	}
 	// Hours of day the trace never covers get the mean rate of those it does.
 	var exposure [24]float64
-	addExposure(&exposure, 0, end)
+	AddExposure(&exposure, 0, end)
 	mean, seen := 0.0, 0
 	for h, r := range rates {
 		if exposure[h] > 0 {
@@ -560,8 +560,8 @@ func hourlyRates(ts []float64, inBurst []bool) [24]float64 {
 	prev := 0.0
 	for i, t := range ts {
 		if !inBurst[i] {
-			count[hourOf(t)]++
-			addExposure(&exposure, prev, t)
+			count[HourOf(t)]++
+			AddExposure(&exposure, prev, t)
 		}
 		prev = t
 	}
@@ -574,13 +574,14 @@ func hourlyRates(ts []float64, inBurst []bool) [24]float64 {
 	return r
 }
 
-func hourOf(t float64) int { return int(math.Mod(t, secondsPerDay) / secondsPerHour) }
+// HourOf is the hour of day of t ≥ 0 seconds on a clock whose 0 is a midnight (a trace's).
+func HourOf(t float64) int { return int(math.Mod(t, secondsPerDay) / secondsPerHour) }
 
 // addExposure adds the interval [a, b) to the seconds spent in each hour of day.
-func addExposure(e *[24]float64, a, b float64) {
+func AddExposure(e *[24]float64, a, b float64) {
 	for a < b {
 		end := math.Min(b, (math.Floor(a/secondsPerHour)+1)*secondsPerHour)
-		e[hourOf(a)] += end - a
+		e[HourOf(a)] += end - a
 		a = end
 	}
 }
@@ -591,7 +592,7 @@ func rescaledGaps(ts []float64, r [24]float64) []float64 {
 	prev := 0.0
 	for i, t := range ts {
 		var e [24]float64
-		addExposure(&e, prev, t)
+		AddExposure(&e, prev, t)
 		for h := range e {
 			u[i] += e[h] * r[h]
 		}
@@ -1141,7 +1142,7 @@ func (f *fitter) independence() {
 	if f.rep.TraceDays > 1 {
 		table("arrivals day x hour", "one hourly shape for every day (burst days add to it)", func(w *trace.Workload) (string, bool) {
 			return fmt.Sprint(int(w.SubmitTimeOffsetSec / secondsPerDay)), w.SubmitTimeOffsetSec < float64(f.rep.TraceDays-1)*secondsPerDay
-		}, func(w *trace.Workload) string { return fmt.Sprintf("%02d", hourOf(w.SubmitTimeOffsetSec)) })
+		}, func(w *trace.Workload) string { return fmt.Sprintf("%02d", HourOf(w.SubmitTimeOffsetSec)) })
 	}
 }
 

@@ -249,7 +249,7 @@ func compareTraces(t *testing.T, a, b *trace.Trace) {
 			s.fam[string(w.WorkloadType)] += 1 / n
 			s.gpus[fmt.Sprint(w.TotalGPUs())] += 1 / n
 			s.intent[w.Intent()] += 1 / n
-			s.hour[fmt.Sprint(hourOf(w.SubmitTimeOffsetSec))] += 1 / n
+			s.hour[fmt.Sprint(HourOf(w.SubmitTimeOffsetSec))] += 1 / n
 			s.dur[w.WorkloadType] = append(s.dur[w.WorkloadType], w.DurationSec)
 		}
 		return s

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -64,6 +65,10 @@ type State struct {
 	// NowSec is the snapshot's instant, on the clock of every time in the file and of the trace's
 	// submit offsets (a replay's trace time; a cluster's seconds since its oldest live Workload).
 	NowSec float64 `yaml:"nowSec"`
+	// ClockOrigin, when set, is the wall-clock instant (RFC 3339) at 0 on that clock: a cluster
+	// snapshot's. Without it the clock is trace time, whose 0 is a midnight (the generator's days
+	// start there). A forecast's fitted arrivals follow the hour of day on it.
+	ClockOrigin string `yaml:"clockOrigin,omitempty"`
 	// Trace is the trace file with the live workloads' shapes (relative to the state file).
 	Trace string `yaml:"trace"`
 	// Arrivals is ArrivalsNone or ArrivalsRecorded.
@@ -202,6 +207,11 @@ func Parse(name string, data []byte) (*State, error) {
 	}
 	if !finite(s.NowSec) {
 		add(yamldoc.Path{"nowSec"}, "%g is not a time", s.NowSec)
+	}
+	if s.ClockOrigin != "" {
+		if _, err := time.Parse(time.RFC3339Nano, s.ClockOrigin); err != nil {
+			add(yamldoc.Path{"clockOrigin"}, "%q: want an RFC 3339 time (2026-12-07T09:00:00Z)", s.ClockOrigin)
+		}
 	}
 	if s.Trace == "" {
 		add(yamldoc.Path{"trace"}, "missing: the trace file with the workloads' shapes")

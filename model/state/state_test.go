@@ -70,6 +70,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative execution budget", "  parked: true", "  parked: true\n  maxExecutionSec: -5", "state.yaml:24: workloads[1].maxExecutionSec: -5: want seconds ≥ 0"},
 		{"duplicate id", "- id: b", "- id: a", `workloads[1].id: "a" is also workloads[0]`},
 		{"arrivals", "arrivals: none", "arrivals: some", `arrivals: "some": want none or recorded`},
+		{"clock origin", "nowSec: 100\n", "nowSec: 100\nclockOrigin: 2026-12-07 09:00\n", `state.yaml:4: clockOrigin: "2026-12-07 09:00": want an RFC 3339 time`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := strings.Replace(good, tc.from, tc.to, 1)

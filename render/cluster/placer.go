@@ -321,6 +321,15 @@ func (p *placer) fits(w *trace.Workload, pools []poolCap, gpuRes corev1.Resource
 	return nil
 }
 
+// TeamOf is the name of the team (its LocalQueue) a trace namespace's workloads go to.
+func (s *Spec) TeamOf(ns string) (string, error) {
+	t, err := s.teamFor(ns)
+	if err != nil {
+		return "", err
+	}
+	return t.Name, nil
+}
+
 // teamFor maps a trace namespace to a team: same name, else namespaceMapping, else defaultTeam.
 func (s *Spec) teamFor(ns string) (*Team, error) {
 	if t := s.team(ns); t != nil {

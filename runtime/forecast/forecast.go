@@ -51,8 +51,9 @@ type Options struct {
 	// HorizonSec is how far past the state's instant each run goes (default a week): a workload
 	// not admitted by then counts as not admitted.
 	HorizonSec float64
-	// Arrivals: "" (what the state holds), state.ArrivalsNone (only the live workloads) or
-	// state.ArrivalsRecorded (the trace's workloads after the instant too).
+	// Arrivals: "" (what the state holds), state.ArrivalsNone (only the live workloads),
+	// state.ArrivalsRecorded (the trace's workloads after the instant too) or ArrivalsHistory
+	// (arrivals drawn from a process fitted to the history: ArrivalFit).
 	Arrivals string
 	// DrawKnown draws the work left of every workload from the history, even where the state
 	// knows it (a replay's state knows all of it): to measure how good the draws are.
@@ -85,6 +86,8 @@ type Report struct {
 	Repeats    int     `json:"repeats"`
 	HorizonSec float64 `json:"horizonSec"`
 	Arrivals   string  `json:"arrivals"`
+	// ArrivalFit is the fitted arrival process (Arrivals "history").
+	ArrivalFit *ArrivalFit `json:"arrivalFit,omitempty"`
 	// KueueVersion is the Kueue release whose scheduler ran the forecast.
 	KueueVersion string `json:"kueueVersion"`
 	// KueueConfig is the state's Kueue configuration file the runs replayed ("": the release's
@@ -154,6 +157,8 @@ type input struct {
 	running  map[*trace.Workload]float64
 	// kueue is the state's Kueue configuration (nil: none).
 	kueue *sim.KueueConfig
+	// arrivals, with Arrivals "history", is what each run draws its arrivals from.
+	arrivals *arrivalModel
 }
 
 func load(ctx context.Context, dir string) (*input, error) {
@@ -239,25 +244,33 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if len(o.AltGPUs) > 0 && len(o.Jobs) == 0 {
 		return nil, errors.New("forecast: --alt-gpus resizes the jobs of -f manifests: give one")
 	}
-	sub, _, err := in.submit(o.Jobs, 0)
-	if err != nil {
-		return nil, err
-	}
 	st := in.st
 	arrivals := o.Arrivals
 	switch arrivals {
 	case "":
 		arrivals = st.Arrivals
 	case state.ArrivalsNone:
+	case ArrivalsHistory:
+		// Fitted before the -f jobs join the state: they are not the history's.
+		if in.arrivals, err = in.fitArrivals(); err != nil {
+			return nil, err
+		}
 	case state.ArrivalsRecorded:
 		if st.Arrivals != state.ArrivalsRecorded {
 			return nil, fmt.Errorf("forecast: arrivals %s: the state %s holds no arrivals after its instant", arrivals, o.Dir)
 		}
 	default:
-		return nil, fmt.Errorf("forecast: arrivals %q: want %s or %s", arrivals, state.ArrivalsNone, state.ArrivalsRecorded)
+		return nil, fmt.Errorf("forecast: arrivals %q: want %s, %s or %s", arrivals, state.ArrivalsNone, state.ArrivalsRecorded, ArrivalsHistory)
+	}
+	sub, _, err := in.submit(o.Jobs, 0)
+	if err != nil {
+		return nil, err
 	}
 	rep := &Report{State: o.Dir, Source: st.Source, NowSec: st.NowSec, Repeats: o.Repeats, HorizonSec: o.HorizonSec, Arrivals: arrivals, History: in.history.n(),
 		KueueVersion: sim.KueueVersion}
+	if in.arrivals != nil {
+		rep.ArrivalFit = &in.arrivals.fit
+	}
 	if in.kueue != nil && reflect.ValueOf(o.Kueue).IsZero() {
 		o.Kueue, rep.KueueConfig = *in.kueue, st.KueueConfig
 	}
@@ -296,6 +309,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("forecast: %w", err)
 		}
+		alt.arrivals = in.arrivals
 		sub, how, err := alt.submit(o.Jobs, gpus)
 		if err != nil {
 			return nil, err
@@ -437,6 +451,13 @@ func (in *input) run(ctx context.Context, o Options, r int, arrivals string, pen
 		if live[w.WorkloadID] != nil || arrivals == state.ArrivalsRecorded {
 			tr.Workloads = append(tr.Workloads, w)
 		}
+	}
+	if in.arrivals != nil {
+		ws, jobs := in.arrivals.draw(st.NowSec+o.HorizonSec, hist, rng)
+		tr.Workloads = append(tr.Workloads, ws...)
+		trace.SortWorkloads(tr.Workloads)
+		tr.Jobs = maps.Clone(tr.Jobs)
+		maps.Copy(tr.Jobs, jobs)
 	}
 	cfg := sim.Config{Trace: tr, TraceName: in.st.Trace, Spec: in.spec, Seed: o.Seed, Timing: sim.DefaultTiming, Kueue: o.Kueue,
 		ControlPlane: o.ControlPlane, Resume: &st, MaxTraceSec: st.NowSec + o.HorizonSec, StopWhenAdmitted: ids(pending), OutDir: out,

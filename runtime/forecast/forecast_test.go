@@ -255,8 +255,14 @@ func handWorkload(id, fam string, at, d float64, pods, gpus int) string {
 // handState replays the trace lines on small to at and returns the directory of the state there.
 func handState(t *testing.T, at float64, lines ...string) string {
 	t.Helper()
+	return handStateOn(t, small, at, lines...)
+}
+
+// handStateOn is handState on the cluster spec specYAML.
+func handStateOn(t *testing.T, specYAML string, at float64, lines ...string) string {
+	t.Helper()
 	_, tr := testutil.WriteTrace(t, lines...)
-	spec, err := rcluster.Parse("small.yaml", []byte(small))
+	spec, err := rcluster.Parse("small.yaml", []byte(specYAML))
 	if err != nil {
 		t.Fatal(err)
 	}

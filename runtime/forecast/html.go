@@ -42,7 +42,8 @@ svg .never { stroke: #b0413e; stroke-width: 1.5; } svg .manifest { font-weight: 
 <body>
 <h1>When will each pending workload start?</h1>
 <p class="meta">Forecast from <b>{{.R.State}}</b>{{if .R.Source}} ({{.R.Source}}){{end}} at {{.Now}}: {{.R.Repeats}} runs of Kueue's own scheduler to {{.Horizon}} past it, arrivals {{.R.Arrivals}}.
-Work left: {{.R.Known}} known, {{.R.Drawn}} drawn from {{.R.History}} finished workloads, {{.R.FromTrace}} from the trace.
+{{with .R.ArrivalFit}}Arrivals fitted to the {{.Seen}} workloads seen (day shape: {{.DayShape}}): {{range $i, $q := .Queues}}{{if $i}}, {{end}}{{$q.Queue}} {{printf "%.2f" $q.PerHour}}/h ({{$q.Seen}} seen){{end}}.
+{{end}}Work left: {{.R.Known}} known, {{.R.Drawn}} drawn from {{.R.History}} finished workloads, {{.R.FromTrace}} from the trace.
 {{len .R.Workloads}} pending workloads{{if .Manifests}}, {{.Manifests}} of them jobs of -f manifests as if submitted now (in bold){{end}}.</p>
 <figure>
 <svg xmlns="http://www.w3.org/2000/svg" width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="time to admission per pending workload">

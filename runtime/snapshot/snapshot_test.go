@@ -225,7 +225,8 @@ func TestSnapshotState(t *testing.T) {
 	s := read(t, teamsCluster())
 	dir, st := writeAndLoad(t, s)
 	// The clock's origin is the oldest live Workload's creation (train, at t0+10s).
-	want := &state.State{APIVersion: state.APIVersion, Kind: state.Kind, KueueVersion: "v0.19.2", NowSec: 90,
+	// The clock's 0 is the oldest live Workload's creation: now (t0 + 100 s) less nowSec.
+	want := &state.State{APIVersion: state.APIVersion, Kind: state.Kind, KueueVersion: "v0.19.2", NowSec: 90, ClockOrigin: t0.Add(10 * time.Second).Format(time.RFC3339Nano),
 		Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile, History: state.HistoryFile,
 		Workloads: []state.Workload{
 			{ID: "team-a-job-train", Phase: state.Admitted, CreatedSec: 0, AdmittedSec: ptr.To(10.0), RemainingSec: ptr.To(520.0), MaxExecutionSec: ptr.To(3000.0),

@@ -34,6 +34,9 @@ type builder struct {
 	clock      *kueueclock.Published
 	now        time.Time
 	opts       Options
+	// origin is the wall-clock instant at 0 on the state's clock (RFC 3339; "" for a replay's
+	// trace clock).
+	origin string
 
 	spec     rcluster.Spec
 	problems []string

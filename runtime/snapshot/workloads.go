@@ -80,6 +80,7 @@ func (b *builder) clockFor(live []*kueuewl.Summary) (at func(time.Time) float64,
 		}
 	}
 	b.snap.Clock = "seconds since the oldest live Workload's creation, " + origin.UTC().Format(time.RFC3339Nano)
+	b.origin = origin.UTC().Format(time.RFC3339Nano)
 	return func(t time.Time) float64 { return t.Sub(origin).Seconds() }, b.now.Sub(origin).Seconds()
 }
 
@@ -117,7 +118,7 @@ func (b *builder) workloads(live []*kueuewl.Summary) error {
 		return fmt.Errorf("snapshot: live workloads: %w", err)
 	}
 	st := &state.State{Metadata: state.Metadata{Name: b.opts.Name}, Source: b.opts.Source, KueueVersion: b.opts.KueueVersion,
-		NowSec: now, Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile}
+		NowSec: now, ClockOrigin: b.origin, Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile}
 	overdue, unknown := 0, 0
 	for i, it := range live {
 		w := state.Workload{ID: ids[i], Phase: state.Pending, CreatedSec: created[i], MaxExecutionSec: it.MaxExecSec}
