@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kueuelab/kueuelab/internal/testutil"
 	"github.com/kueuelab/kueuelab/model/trace"
 
 	"github.com/kueuelab/kueuelab/render/contract"
@@ -23,6 +24,7 @@ import (
 	"github.com/kueuelab/kueuelab/runtime/kueuever"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
+	"github.com/kueuelab/kueuelab/runtime/sim"
 )
 
 const teams = "../../examples/clusters/teams.yaml"
@@ -164,6 +166,12 @@ func TestParseErrors(t *testing.T) {
 			[]string{"exp.yaml:9: variants[0].patch[0]: an operation has exactly one of"}},
 		{"bad quantity", header("variants:\n- name: a\n  patch:\n  - set: {queue: a, flavor: f, resource: r, nominalQuota: lots}\n"),
 			[]string{"exp.yaml:9: variants[0].patch[0]: set.nominalQuota: \"lots\" is not a non-negative quantity"}},
+		{"set of a queue and a cohort", header("variants:\n- name: a\n  patch:\n  - set: {queue: a, cohort: c, flavor: f, resource: r, nominalQuota: 1}\n"),
+			[]string{"exp.yaml:9: variants[0].patch[0]: set: give exactly one of queue and cohort"}},
+		{"cohort with queue and parent", header("variants:\n- name: a\n  patch:\n  - cohort: {queue: a, cohort: c, parent: p}\n"),
+			[]string{"exp.yaml:9: variants[0].patch[0]: cohort: give queue"}},
+		{"cohort its own parent", header("variants:\n- name: a\n  patch:\n  - cohort: {cohort: c, parent: c}\n"),
+			[]string{`exp.yaml:9: variants[0].patch[0]: cohort.parent: cohort "c" cannot be its own parent`}},
 		{"fungibility of no queue", header("variants:\n- name: a\n  patch:\n  - flavorFungibility: {whenCanBorrow: TryNextFlavor}\n"),
 			[]string{"exp.yaml:9: variants[0].patch[0]: flavorFungibility.queue: required"}},
 		{"no variants", header(""), []string{"variants: at least one variant is required"}},
@@ -626,4 +634,107 @@ func loadWithTeams(t *testing.T, dir, extra string) *Experiment {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// cohortBase: one H100 node; team a's and team b's ClusterQueues own no GPUs and sit in no cohort.
+const cohortBase = `apiVersion: kueuelab.io/v1alpha1
+kind: ClusterSpec
+metadata: {name: cohorts}
+nodePools:
+- {name: h100, gpuFamily: H100-SXM, count: 1, gpusPerNode: 8, cpu: 64, memory: 512Gi}
+clusterQueues:
+- name: a-cq
+  quotas:
+  - flavor: h100-sxm
+    resources: {cpu: 64, memory: 512Gi, nvidia.com/gpu: 0}
+- name: b-cq
+  quotas:
+  - flavor: h100-sxm
+    resources: {cpu: 64, memory: 512Gi, nvidia.com/gpu: 0}
+teams:
+- {name: a, clusterQueue: a-cq}
+- {name: b, clusterQueue: b-cq}
+`
+
+// TestCohortTreeOps: a variant builds a cohort tree (team a's queue in cohort research, research
+// under org) and gives research 8 GPUs of its own. Kueue lends a cohort's own quota to the
+// queues of its subtree only: team a's 8-GPU job, which its queue's nominal 0 never admits,
+// borrows research's 8 and starts at once; team b's, outside research, still waits.
+func TestCohortTreeOps(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(cohortBase), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Parse(filepath.Join(dir, "exp.yaml"), []byte(`apiVersion: kueuelab.io/v1alpha1
+kind: Experiment
+metadata: {name: t}
+generator: {jobs: 10, seed: 1}
+cluster: `+filepath.Join(dir, "cluster.yaml")+`
+variants:
+- name: base
+- name: tree
+  patch:
+  - cohort: {queue: a, cohort: research}
+  - cohort: {cohort: research, parent: org}
+  - set: {cohort: research, flavor: h100-sxm, resource: nvidia.com/gpu, nominalQuota: "8"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := e.Spec(&e.Variants[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := s.Objects(cluster.Options{OmitNodes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cohorts := map[string]*kueue.Cohort{}
+	for _, o := range objs {
+		if c, ok := o.(*kueue.Cohort); ok {
+			cohorts[c.Name] = c
+		}
+	}
+	r := cohorts["research"]
+	if r == nil || cohorts["org"] == nil || r.Spec.ParentName != "org" || len(r.Spec.ResourceGroups) != 1 ||
+		r.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota.Value() != 8 {
+		t.Fatalf("cohorts %+v: want research under org with 8 GPUs of its own", cohorts)
+	}
+	job := func(id, team string) string {
+		return `{"type":"workload","schemaVersion":"v2","workloadId":"` + id + `","submitTimeOffsetSec":0,"namespace":"` + team + `","workloadType":"single_gpu_training","durationSec":600,"intentClass":"standard",` +
+			`"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},` +
+			`"pods":[{"role":"main","replicas":1,"requests":{"cpu":"8","memory":"64Gi","nvidia.com/gpu":"8"}}]}`
+	}
+	_, tr := testutil.WriteTrace(t, job("ja", "a"), job("jb", "b"))
+	admitted := func(v *Variant) map[string]*float64 {
+		spec, _, err := e.Spec(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		cfg := sim.Config{Trace: tr, TraceName: "hand", Spec: spec, Seed: 1, Timing: sim.DefaultTiming, OutDir: out, MaxTraceSec: 3600,
+			WallClock: func() time.Time { return time.Time{} }}
+		if _, err := sim.Run(context.Background(), cfg); err != nil && !errors.Is(err, replay.ErrIncomplete) {
+			t.Fatal(err)
+		}
+		d, err := results.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]*float64{}
+		for _, rec := range d.Workloads {
+			got[rec.ID] = rec.Admitted
+		}
+		return got
+	}
+	base, tree := admitted(&e.Variants[0]), admitted(&e.Variants[1])
+	if base["ja"] != nil || base["jb"] != nil {
+		t.Errorf("base: admitted at %v and %v: no queue owns a GPU", base["ja"], base["jb"])
+	}
+	if a := tree["ja"]; a == nil || *a > 1 {
+		t.Errorf("tree: team a's job admitted at %v: want at once, on research's quota", a)
+	}
+	if tree["jb"] != nil {
+		t.Errorf("tree: team b's job admitted at %v: research lends to its own subtree only", *tree["jb"])
+	}
 }

@@ -27,9 +27,11 @@ const Unlimited = "unlimited"
 // Op is one typed patch operation: exactly one field is set. A queue is named by its ClusterQueue
 // or by a team whose LocalQueue points at it; "*" means every ClusterQueue.
 type Op struct {
-	// Set changes a quota: nominalQuota, borrowingLimit, lendingLimit ("unlimited" clears a limit).
+	// Set changes a quota of a queue or of a cohort: nominalQuota, borrowingLimit, lendingLimit
+	// ("unlimited" clears a limit).
 	Set *SetQuota `yaml:"set,omitempty"`
-	// Cohort moves a queue to another cohort ("" leaves every cohort); an unlisted cohort is added.
+	// Cohort moves a queue to another cohort ("" leaves every cohort), or a cohort under another
+	// (a cohort tree; "" makes it a root); an unlisted cohort is added.
 	Cohort *SetCohort `yaml:"cohort,omitempty"`
 	// Preemption changes a queue's preemption policy fields that are given.
 	Preemption *SetPreemption `yaml:"preemption,omitempty"`
@@ -64,9 +66,12 @@ func (o *Op) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// SetQuota changes the quota of one resource of one flavor of a queue (or of every queue).
+// SetQuota changes the quota of one resource of one flavor of a queue (or of every queue), or of
+// a cohort: the quota its subtree shares on top of its members' (a cohort's first quota on a
+// flavor needs nominalQuota).
 type SetQuota struct {
-	Queue          string  `yaml:"queue"`
+	Queue          string  `yaml:"queue,omitempty"`
+	Cohort         string  `yaml:"cohort,omitempty"`
 	Flavor         string  `yaml:"flavor"`
 	Resource       string  `yaml:"resource"`
 	NominalQuota   *string `yaml:"nominalQuota,omitempty"`
@@ -74,10 +79,12 @@ type SetQuota struct {
 	LendingLimit   *string `yaml:"lendingLimit,omitempty"`
 }
 
-// SetCohort puts a queue in a cohort.
+// SetCohort puts a queue in a cohort ({queue, cohort}), or a cohort under a parent ({cohort,
+// parent}).
 type SetCohort struct {
-	Queue  string `yaml:"queue"`
-	Cohort string `yaml:"cohort"`
+	Queue  string  `yaml:"queue,omitempty"`
+	Cohort string  `yaml:"cohort"`
+	Parent *string `yaml:"parent,omitempty"`
 }
 
 // SetPreemption changes a queue's preemption policy.
@@ -154,7 +161,10 @@ func (o *Op) check() error {
 	case o.Set != nil:
 		s := o.Set
 		var errs []error
-		for f, v := range map[string]string{"set.queue": s.Queue, "set.flavor": s.Flavor, "set.resource": s.Resource} {
+		if (s.Queue == "") == (s.Cohort == "") {
+			errs = append(errs, errors.New("set: give exactly one of queue and cohort"))
+		}
+		for f, v := range map[string]string{"set.flavor": s.Flavor, "set.resource": s.Resource} {
 			if v == "" {
 				errs = append(errs, fmt.Errorf("%s: required", f))
 			}
@@ -166,8 +176,14 @@ func (o *Op) check() error {
 			quantity("set.borrowingLimit", s.BorrowingLimit, true), quantity("set.lendingLimit", s.LendingLimit, true))
 		return errors.Join(errs...)
 	case o.Cohort != nil:
-		if o.Cohort.Queue == "" {
-			return errors.New("cohort.queue: required")
+		c := o.Cohort
+		switch {
+		case (c.Queue == "") == (c.Parent == nil):
+			return errors.New("cohort: give queue (the queue to move into cohort) or parent (the parent of cohort), not both")
+		case c.Parent != nil && c.Cohort == "":
+			return errors.New("cohort.cohort: required: the cohort to put under parent")
+		case c.Parent != nil && *c.Parent == c.Cohort:
+			return fmt.Errorf("cohort.parent: cohort %q cannot be its own parent", c.Cohort)
 		}
 	case o.Preemption != nil:
 		if o.Preemption.Queue == "" {
@@ -411,6 +427,9 @@ func (p *patcher) setQuota(s *SetQuota) error {
 	if !slices.Contains(p.flavors, s.Flavor) {
 		return fmt.Errorf("set.flavor: unknown flavor %q (flavors: %s)", s.Flavor, strings.Join(p.flavors, ", "))
 	}
+	if s.Cohort != "" {
+		return p.setCohortQuota(s)
+	}
 	qs, err := p.queues(s.Queue, "set.queue")
 	if err != nil {
 		return err
@@ -465,7 +484,51 @@ func (p *patcher) cohortNames() []string {
 	return names
 }
 
+// setCohortQuota changes a cohort's own quota; a flavor or resource it has none of is added with
+// the nominalQuota given.
+func (p *patcher) setCohortQuota(s *SetQuota) error {
+	i := slices.IndexFunc(p.s.Cohorts, func(c cluster.Cohort) bool { return c.Name == s.Cohort })
+	if i < 0 {
+		return fmt.Errorf("set.cohort: unknown cohort %q (cohorts: %s)", s.Cohort, strings.Join(p.cohortNames(), ", "))
+	}
+	c := &p.s.Cohorts[i]
+	j := slices.IndexFunc(c.Quotas, func(fq cluster.FlavorQuota) bool { return fq.Flavor == s.Flavor })
+	if j < 0 {
+		c.Quotas = append(c.Quotas, cluster.FlavorQuota{Flavor: s.Flavor, Resources: map[string]cluster.Quota{}})
+		j = len(c.Quotas) - 1
+	}
+	fq := &c.Quotas[j]
+	quota, had := fq.Resources[s.Resource]
+	if !had && s.NominalQuota == nil {
+		return fmt.Errorf("set.resource: cohort %s has no %s quota on flavor %s; give nominalQuota to add one", c.Name, s.Resource, s.Flavor)
+	}
+	if s.NominalQuota != nil {
+		quota.NominalQuota = *s.NominalQuota
+	}
+	quota.BorrowingLimit = limit(quota.BorrowingLimit, s.BorrowingLimit)
+	quota.LendingLimit = limit(quota.LendingLimit, s.LendingLimit)
+	if fq.Resources == nil {
+		fq.Resources = map[string]cluster.Quota{}
+	}
+	fq.Resources[s.Resource] = quota
+	return nil
+}
+
 func (p *patcher) setCohort(c *SetCohort) error {
+	if c.Parent != nil {
+		// A cohort tree: both ends are added when unlisted, as Kueue creates a cohort a queue names.
+		for _, name := range []string{c.Cohort, *c.Parent} {
+			if name != "" && !slices.Contains(p.cohortNames(), name) {
+				p.s.Cohorts = append(p.s.Cohorts, cluster.Cohort{Name: name})
+			}
+		}
+		for i := range p.s.Cohorts {
+			if p.s.Cohorts[i].Name == c.Cohort {
+				p.s.Cohorts[i].Parent = *c.Parent
+			}
+		}
+		return nil
+	}
 	qs, err := p.queues(c.Queue, "cohort.queue")
 	if err != nil {
 		return err
