@@ -25,9 +25,8 @@ func newExperimentCmd() *cobra.Command {
 		Short: "Run one trace under several cluster and Kueue configurations",
 		Long: `An experiment file names a trace (or generator settings), a base cluster spec and variants,
 each a list of typed patch operations on the spec (quotas of queues and cohorts, cohorts and cohort
-trees, preemption, fair-sharing weights,
-priorities, power caps, node counts), Kueue settings (fair sharing, waitForPodsReady) and an optional
-JSON merge patch. See examples/experiments/.`,
+trees, preemption, fair-sharing weights, priorities, power caps, node counts), Kueue settings (fair
+sharing, waitForPodsReady) and an optional JSON merge patch. See examples/experiments/.`,
 	}
 	cmd.AddCommand(newExperimentRunCmd(), newExperimentCheckCmd(), newExperimentRenderJobCmd(), newExperimentMergeCmd())
 	return cmd
