@@ -35,6 +35,11 @@ type KueueConfig struct {
 	FeatureGates map[string]bool `yaml:"featureGates,omitempty"`
 	// Resources is Kueue's resources section, as far as a what-if varies it.
 	Resources *KueueResources `yaml:"resources,omitempty"`
+	// PriorityBooster runs Kueue's experimental kueue-priority-booster beside Kueue (sim engine
+	// only), configured as its own config file is: timeSharing.interval (trace time),
+	// timeSharing.negativeBoost, workloadSelector, maxWorkloadPriority. It needs the PriorityBoost
+	// gate (Kueue v0.18 and later).
+	PriorityBooster map[string]any `yaml:"priorityBooster,omitempty"`
 
 	// kueueDefaults marks a configuration completed by WithKueueDefaults: a waitForPodsReady
 	// with enable: false then turns Kueue's default off (its DisableWaitForPodsReady gate).
@@ -59,7 +64,7 @@ func (k *KueueConfig) WithKueueDefaults(v kueuever.Version) *KueueConfig {
 	out := &KueueConfig{kueueDefaults: true}
 	if k != nil {
 		out.FairSharing, out.WaitForPodsReady, out.AdmissionFairSharing = k.FairSharing, k.WaitForPodsReady, k.AdmissionFairSharing
-		out.ClientConnection, out.FeatureGates, out.Resources = k.ClientConnection, k.FeatureGates, k.Resources
+		out.ClientConnection, out.FeatureGates, out.Resources, out.PriorityBooster = k.ClientConnection, k.FeatureGates, k.Resources, k.PriorityBooster
 	}
 	if out.WaitForPodsReady == nil && v.DefaultsWaitForPodsReady() {
 		no := false
@@ -316,6 +321,9 @@ func (k *KueueConfig) Fields() map[string]any {
 	}
 	if r := k.Resources; r != nil && r.QuotaCheckStrategy != "" {
 		out["resources"] = map[string]any{"quotaCheckStrategy": r.QuotaCheckStrategy}
+	}
+	if k.PriorityBooster != nil {
+		out["priorityBooster"] = k.PriorityBooster
 	}
 	return out
 }

@@ -40,6 +40,11 @@ type KueueConfig struct {
 	// QuotaCheckStrategy is resources.quotaCheckStrategy, kept apart from Resources: the
 	// releases before v0.18 have no such field, and refuse it naming the release.
 	QuotaCheckStrategy string `json:"-"`
+	// PriorityBooster runs Kueue's experimental kueue-priority-booster beside Kueue, configured
+	// as its own config file is (timeSharing.interval, timeSharing.negativeBoost,
+	// workloadSelector, maxWorkloadPriority); it needs the PriorityBoost gate. Not a field of
+	// Kueue's Configuration: the booster is a controller of its own.
+	PriorityBooster map[string]any `json:"priorityBooster,omitempty"`
 }
 
 // KueueVersion is the Kueue release the sim links.
@@ -80,7 +85,7 @@ func KueueConfigFromFields(fields map[string]any) (KueueConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&k); err != nil {
-		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing, waitForPodsReady, clientConnection, resources.deviceClassMappings, resources.quotaCheckStrategy and featureGates)", err)
+		return k, fmt.Errorf("kueue config for the sim engine: %w (it models fairSharing, admissionFairSharing, waitForPodsReady, clientConnection, resources.deviceClassMappings, resources.quotaCheckStrategy and featureGates, and runs the priorityBooster)", err)
 	}
 	return k, k.check()
 }
@@ -103,6 +108,11 @@ func (k KueueConfig) check() error {
 	}
 	if err := kueuelib.CheckQuotaCheckStrategy(k.QuotaCheckStrategy); err != nil {
 		errs = append(errs, fmt.Errorf("kueue config: %w", err))
+	}
+	if k.PriorityBooster != nil {
+		if err := kueuelib.CheckPriorityBooster(k.PriorityBooster, k.FeatureGates); err != nil {
+			errs = append(errs, fmt.Errorf("kueue config: %w", err))
+		}
 	}
 	if r := k.Resources; r != nil {
 		if len(r.ExcludeResourcePrefixes) > 0 || len(r.Transformations) > 0 {
@@ -173,6 +183,7 @@ func (k KueueConfig) options() (kueuelib.Options, error) {
 		o.DeviceClassMappings = k.Resources.DeviceClassMappings
 	}
 	o.QuotaCheckStrategy = k.QuotaCheckStrategy
+	o.PriorityBooster = k.PriorityBooster
 	return o, nil
 }
 

@@ -69,6 +69,9 @@ type Options struct {
 	// cover are not checked against quota). Kueue v0.18 introduced it, behind its
 	// QuotaCheckStrategy gate (beta and on from v0.19); "" is Kueue's default.
 	QuotaCheckStrategy string
+	// PriorityBooster, when set, runs Kueue's experimental kueue-priority-booster beside it
+	// with this configuration (its own config file's fields; booster.go).
+	PriorityBooster map[string]any
 	// Seed draws the objects' UIDs.
 	Seed uint64
 }
@@ -113,6 +116,10 @@ type Kueue struct {
 	ordering workload.Ordering
 	// dra is Kueue's DRA integration (compat_*.go).
 	dra *draIntegration
+	// booster is the priority booster's reconciler (booster.go; nil: none) and boostWork its work
+	// queue.
+	booster   boosterReconciler
+	boostWork *workQueue
 }
 
 // newMu guards the swap of routine.DefaultWrapper while a Scheduler is built.
@@ -212,6 +219,12 @@ func New(o Options) (*Kueue, error) {
 		dra: d}
 	d.connect(qm, 0)
 	k.newLocalQueueReconciler()
+	if o.PriorityBooster != nil {
+		if k.booster, err = k.newBooster(o.PriorityBooster); err != nil {
+			return nil, err
+		}
+		k.boostWork = newWorkQueue()
+	}
 	return k, nil
 }
 
@@ -399,6 +412,7 @@ func (k *Kueue) Deliver(c Change) {
 	if queue {
 		k.work.add(c.Key())
 	}
+	k.queueForBooster(c)
 	k.batchRequeues()
 }
 

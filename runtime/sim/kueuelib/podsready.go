@@ -44,9 +44,11 @@ func (q *workQueue) add(key types.NamespacedName) {
 	}
 }
 
-// addAfter is client-go's delaying queue's AddAfter.
-func (k *Kueue) addAfter(key types.NamespacedName, d time.Duration) {
-	q := k.work
+// addAfter is client-go's delaying queue's AddAfter on the workload controller's queue.
+func (k *Kueue) addAfter(key types.NamespacedName, d time.Duration) { k.addAfterTo(k.work, key, d) }
+
+// addAfterTo is client-go's delaying queue's AddAfter on q.
+func (k *Kueue) addAfterTo(q *workQueue, key types.NamespacedName, d time.Duration) {
 	due := k.clk.Now().Add(d)
 	if w := q.later[key]; w != nil {
 		if !due.Before(w.due) {
@@ -64,9 +66,19 @@ func (k *Kueue) addAfter(key types.NamespacedName, d time.Duration) {
 	q.later[key] = e
 }
 
-// Reconcile runs Kueue's workload reconciler for every key queued now, in the order queued; it
-// reports whether it ran any. Its writes are in the Store's changes.
+// Reconcile runs Kueue's workload reconciler for every key queued now, in the order queued, then
+// the priority booster's (when there is one); it reports whether it ran any. Their writes are in
+// the Store's changes.
 func (k *Kueue) Reconcile() (bool, error) {
+	ran, err := k.reconcileWorkloads()
+	if err != nil {
+		return ran, err
+	}
+	boosted, err := k.reconcileBooster()
+	return ran || boosted, err
+}
+
+func (k *Kueue) reconcileWorkloads() (bool, error) {
 	q := k.work
 	// The queue manager's requests to reconcile DRA Workloads (the reconciler's Generic events).
 	for _, key := range k.dra.take() {

@@ -51,6 +51,8 @@ const (
 	ByJobCreate
 	// ByJobPodsReady is the job reconciler writing the PodsReady condition.
 	ByJobPodsReady
+	// ByBooster is the priority booster, a controller of its own with its own client.
+	ByBooster
 )
 
 // Store is the in-memory API server the sim gives Kueue's code as its client.Client. It holds the

@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/kueuelab/kueuelab/internal/testutil"
+	"github.com/kueuelab/kueuelab/runtime/results"
+)
+
+// boosterSpec: one ClusterQueue owns one 8-GPU node and preempts lower priorities within itself.
+const boosterSpec = `apiVersion: kueuelab.io/v1alpha1
+kind: ClusterSpec
+metadata: {name: booster}
+nodePools:
+- {name: h100, gpuFamily: H100-SXM, count: 1, gpusPerNode: 8, cpu: 64, memory: 512Gi}
+clusterQueues:
+- name: q
+  preemption: {withinClusterQueue: LowerPriority}
+  quotas:
+  - flavor: h100-sxm
+    resources: {cpu: 64, memory: 512Gi, nvidia.com/gpu: 8}
+teams:
+- {name: a, clusterQueue: q}
+`
+
+// TestPriorityBooster: long (3,600 s of work) holds the node from 0; short (600 s), of the same
+// priority, arrives at 60 and finds no room: Kueue parks it, and brings it back on its 1 s
+// inadmissible-requeue batch after the next change (v0.17 on). Under LowerPriority a
+// same-priority workload never preempts, so without the booster short waits for long's end:
+// admitted at 3,600 + 1. Kueue's kueue-priority-booster with a 30-minute time-sharing interval
+// boosts long by −100,000 once it has been admitted for 1,800 s (computeBoost); its effective
+// priority is then below short's, which preempts it: short admitted at 1,800 + 1, done 600 s
+// later, when long is admitted again (+ 1) and starts over (it took no checkpoint): done at
+// 2,401 + 1 + 3,600 = 6,002.
+func TestPriorityBooster(t *testing.T) {
+	line := func(id string, at, d float64) string {
+		return fmt.Sprintf(`{"type":"workload","schemaVersion":"v2","workloadId":%q,"submitTimeOffsetSec":%g,"namespace":"a","workloadType":"single_gpu_training","durationSec":%g,"intentClass":"standard",`+
+			`"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},`+
+			`"pods":[{"role":"main","replicas":1,"requests":{"cpu":"8","memory":"64Gi","nvidia.com/gpu":"8"}}]}`, id, at, d)
+	}
+	_, tr := testutil.WriteTrace(t, line("long", 0, 3600), line("short", 60, 600))
+	booster := map[string]any{"timeSharing": map[string]any{"interval": "30m", "negativeBoost": 100000}}
+	for _, tc := range []struct {
+		name                        string
+		kueue                       KueueConfig
+		shortAdmitted, longFinished float64
+		longPreempted               bool
+	}{
+		{"no booster", KueueConfig{}, 3601, 3600, false},
+		{"booster, 30m", KueueConfig{PriorityBooster: booster, FeatureGates: map[string]bool{"PriorityBoost": true}}, 1801, 6002, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			if _, err := Run(context.Background(), Config{Trace: tr, TraceName: "booster", Spec: spec(t, boosterSpec), Seed: 1, OutDir: out, WallClock: fixedWall(), Kueue: tc.kueue}); err != nil {
+				t.Fatal(err)
+			}
+			d, err := results.Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			short, long := record(t, d, "short"), record(t, d, "long")
+			at(t, "short", "admitted", short.Admitted, tc.shortAdmitted)
+			at(t, "long", "finished", long.Finished, tc.longFinished)
+			if preempted := len(long.Preemptions) > 0; preempted != tc.longPreempted {
+				t.Errorf("long preempted %v (%v), want %v", preempted, long.Preemptions, tc.longPreempted)
+			}
+		})
+	}
+	if err := CheckKueueConfig(KueueConfig{PriorityBooster: booster}); err == nil {
+		t.Error("a booster without the PriorityBoost gate was accepted: Kueue would ignore its annotation")
+	}
+	if err := CheckKueueConfig(KueueConfig{PriorityBooster: map[string]any{"timeSharing": map[string]any{"intervl": "1h"}}, FeatureGates: map[string]bool{"PriorityBoost": true}}); err == nil {
+		t.Error("a booster configuration with an unknown field was accepted")
+	}
+}
