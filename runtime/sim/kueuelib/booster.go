@@ -90,4 +90,3 @@ func (k *Kueue) reconcileBooster() (bool, error) {
 
 // boosterReconciler is the booster's reconciler over boosterView.
 type boosterReconciler = reconcile.Reconciler
-
