@@ -96,7 +96,8 @@ func parsePage(t *testing.T, page []byte) ([]svgShape, string) {
 
 func TestHTMLPlotsTheETAs(t *testing.T) {
 	etas := func(xs ...float64) []float64 { return xs }
-	rep := &Report{State: "snap", Source: "kubeconfig k", NowSec: 7200, Repeats: 5, HorizonSec: 7 * 24 * 3600, Arrivals: "none", Known: 3, Drawn: 2, History: 40,
+	rep := &Report{State: "snap", Source: "kubeconfig k", NowSec: 7200, Repeats: 5, HorizonSec: 7 * 24 * 3600, Arrivals: "history", Known: 3, Drawn: 2, History: 40,
+		ArrivalFit: &ArrivalFit{Seen: 45, DayShape: "generator prior", Queues: []QueueArrivals{{Queue: "team-a", Seen: 40, PerHour: 12.5}, {Queue: "team-b", Seen: 5, PerHour: 1.25, Pooled: true}}},
 		Workloads: []Workload{
 			{ID: "team-a-job-slow", Namespace: "team-a", Queue: "q", WaitedSec: 600, P10: ptr(5000), P50: ptr(20000), P90: ptr(90000), ETAs: etas(5000, 9000, 20000, 40000, 90000)},
 			{ID: "team-b-job-fast", Namespace: "team-b", Queue: "q", WaitedSec: 60, P10: ptr(30), P50: ptr(3600), P90: ptr(4000), ETAs: etas(30, 100, 3600, 3900, 4000)},
@@ -108,7 +109,8 @@ func TestHTMLPlotsTheETAs(t *testing.T) {
 		t.Fatal(err)
 	}
 	shapes, text := parsePage(t, b.Bytes())
-	for _, want := range []string{"team-a-job-slow", "team-b-job-fast", "job.yaml/new (submitted now)", "team-c-job-never", "snap", "5 runs", "3 known, 2 drawn from 40 finished workloads"} {
+	for _, want := range []string{"team-a-job-slow", "team-b-job-fast", "job.yaml/new (submitted now)", "team-c-job-never", "snap", "5 runs", "3 known, 2 drawn from 40 finished workloads",
+		"Arrivals fitted to the 45 workloads seen (day shape: generator prior): team-a 12.50/h (40 seen), team-b 1.25/h (5 seen)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the page does not say %q", want)
 		}
