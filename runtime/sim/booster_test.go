@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/kueuelab/kueuelab/internal/testutil"
@@ -67,6 +70,32 @@ func TestPriorityBooster(t *testing.T) {
 				t.Errorf("long preempted %v (%v), want %v", preempted, long.Preemptions, tc.longPreempted)
 			}
 		})
+	}
+	// The booster reads the wall clock; its decisions must not: two runs write the same events.
+	var logs [2][]byte
+	for i := range logs {
+		out := t.TempDir()
+		k := KueueConfig{PriorityBooster: booster, FeatureGates: map[string]bool{"PriorityBoost": true}}
+		if _, err := Run(context.Background(), Config{Trace: tr, TraceName: "booster", Spec: spec(t, boosterSpec), Seed: 1, OutDir: out, WallClock: fixedWall(), Kueue: k}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(out, "events.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[i] = b
+	}
+	if !bytes.Equal(logs[0], logs[1]) {
+		t.Error("two runs with the booster wrote different events")
+	}
+	for _, bad := range []map[string]any{
+		{"timeSharing": map[string]any{"negativeBoost": 5}},
+		{"timeSharing": map[string]any{"interval": "90.5s"}},
+		{"timeSharing": map[string]any{"interval": "1h", "negativeBoost": -5}},
+	} {
+		if err := CheckKueueConfig(KueueConfig{PriorityBooster: bad, FeatureGates: map[string]bool{"PriorityBoost": true}}); err == nil {
+			t.Errorf("booster configuration %v accepted: no interval, a fraction of a second or a raise", bad)
+		}
 	}
 	if err := CheckKueueConfig(KueueConfig{PriorityBooster: booster}); err == nil {
 		t.Error("a booster without the PriorityBoost gate was accepted: Kueue would ignore its annotation")

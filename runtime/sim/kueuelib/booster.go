@@ -3,8 +3,10 @@ package kueuelib
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,9 +25,13 @@ const PriorityBoostGate = "PriorityBoost"
 // queues the Workload's key (its event filter's superset: the ones it filters out find nothing
 // to change), a worker reconciles, and a RequeueAfter queues the key again on the virtual clock.
 //
-// The reconciler reads the admission's age as time.Since(the Admitted condition's time), on the
-// wall clock; its view of the Store (boosterView) puts those times on the wall clock by the
-// virtual clock's offset, so the age it reads is the virtual one.
+// The reconciler reads an admission's age as time.Since(the Admitted condition's time), on the
+// wall clock, and asks to run again when the interval is up. Its view of the Store
+// (boosterView) puts each condition on the wall clock at its virtual age in whole seconds plus
+// half a second, so that with a whole-second interval (checked) it reads "not yet" before the
+// interval ends and "over" from its end however long the call takes (under half a second);
+// and the sim requeues the key at the virtual end of the interval itself, not after the
+// RequeueAfter the reconciler computed from the wall clock.
 
 // CheckPriorityBooster checks a priority booster configuration (the booster's own config file,
 // as fields) and that the gate Kueue needs to honour its annotation is on in gates.
@@ -51,10 +57,11 @@ func (v boosterView) Get(ctx context.Context, key client.ObjectKey, obj client.O
 		return err
 	}
 	if wl, ok := obj.(*kueue.Workload); ok {
-		shift := time.Since(v.k.clk.Now())
+		now, wall := v.k.clk.Now(), time.Now()
 		for i := range wl.Status.Conditions {
 			c := &wl.Status.Conditions[i]
-			c.LastTransitionTime.Time = c.LastTransitionTime.Add(shift)
+			age := now.Sub(c.LastTransitionTime.Time).Truncate(time.Second) + time.Second/2
+			c.LastTransitionTime.Time = wall.Add(-age)
 		}
 	}
 	return nil
@@ -79,10 +86,17 @@ func (k *Kueue) reconcileBooster() (bool, error) {
 		delete(k.boostWork.queue, key)
 		res, err := k.booster.Reconcile(k.ctx, ctrl.Request{NamespacedName: key})
 		if err != nil {
-			return true, errors.Join(errors.New("priority booster: reconcile workload "+key.String()), err)
+			return true, fmt.Errorf("priority booster: reconcile workload %s: %w", key, err)
 		}
 		if res.RequeueAfter > 0 {
-			k.addAfterTo(k.boostWork, key, res.RequeueAfter)
+			// The interval ends on the virtual clock at the admission's time plus the interval.
+			wait := res.RequeueAfter
+			if wl := k.Store.Workload(key); wl != nil {
+				if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); c != nil {
+					wait = max(c.LastTransitionTime.Add(k.boostInterval).Sub(k.clk.Now()), 0)
+				}
+			}
+			k.addAfterTo(k.boostWork, key, wait)
 		}
 	}
 	return true, nil

@@ -2,14 +2,17 @@
 
 package kueuelib
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // parseBooster refuses the booster: it ships with Kueue v0.18 and later.
 func parseBooster(map[string]any) (struct{}, error) {
 	return struct{}{}, fmt.Errorf("priorityBooster: Kueue's kueue-priority-booster and its PriorityBoost gate ship with Kueue v0.18 and later; this sim runs %s", KueueVersion)
 }
 
-func (k *Kueue) newBooster(doc map[string]any) (boosterReconciler, error) {
+func (k *Kueue) newBooster(doc map[string]any) (boosterReconciler, time.Duration, error) {
 	_, err := parseBooster(doc)
-	return nil, err
+	return nil, 0, err
 }

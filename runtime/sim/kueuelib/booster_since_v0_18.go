@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"sigs.k8s.io/kueue/cmd/experimental/kueue-priority-booster/pkg/config"
 	"sigs.k8s.io/kueue/cmd/experimental/kueue-priority-booster/pkg/controller"
@@ -28,16 +29,23 @@ func parseBooster(doc map[string]any) (*config.ParsedConfiguration, error) {
 	if err != nil {
 		return nil, fmt.Errorf("priorityBooster: %w", err)
 	}
+	// The booster treats no interval as off; a variant that runs it wants it on.
+	if p.TimeSharingInterval <= 0 || p.TimeSharingInterval%time.Second != 0 {
+		return nil, fmt.Errorf("priorityBooster: timeSharing.interval %q: want a whole number of seconds > 0 (30m, 1h)", cfg.TimeSharing.Interval)
+	}
+	if p.NegativeBoostValue <= 0 {
+		return nil, fmt.Errorf("priorityBooster: timeSharing.negativeBoost %d: want > 0 (the boost is its negative)", p.NegativeBoostValue)
+	}
 	return p, nil
 }
 
-// newBooster builds the booster's reconciler over k's Store.
-func (k *Kueue) newBooster(doc map[string]any) (boosterReconciler, error) {
+// newBooster builds the booster's reconciler over k's Store; it returns its interval too.
+func (k *Kueue) newBooster(doc map[string]any) (boosterReconciler, time.Duration, error) {
 	p, err := parseBooster(doc)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	return controller.NewPriorityBoostReconciler(boosterView{Client: k.Store, k: k}, discardRecorder{},
 		controller.WithTimeSharingInterval(p.TimeSharingInterval), controller.WithNegativeBoostValue(p.NegativeBoostValue),
-		controller.WithWorkloadSelector(p.WorkloadSelector), controller.WithMaxWorkloadPriority(p.MaxWorkloadPriority)), nil
+		controller.WithWorkloadSelector(p.WorkloadSelector), controller.WithMaxWorkloadPriority(p.MaxWorkloadPriority)), p.TimeSharingInterval, nil
 }

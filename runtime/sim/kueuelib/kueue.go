@@ -118,8 +118,9 @@ type Kueue struct {
 	dra *draIntegration
 	// booster is the priority booster's reconciler (booster.go; nil: none) and boostWork its work
 	// queue.
-	booster   boosterReconciler
-	boostWork *workQueue
+	booster       boosterReconciler
+	boostWork     *workQueue
+	boostInterval time.Duration
 }
 
 // newMu guards the swap of routine.DefaultWrapper while a Scheduler is built.
@@ -220,7 +221,7 @@ func New(o Options) (*Kueue, error) {
 	d.connect(qm, 0)
 	k.newLocalQueueReconciler()
 	if o.PriorityBooster != nil {
-		if k.booster, err = k.newBooster(o.PriorityBooster); err != nil {
+		if k.booster, k.boostInterval, err = k.newBooster(o.PriorityBooster); err != nil {
 			return nil, err
 		}
 		k.boostWork = newWorkQueue()
