@@ -224,8 +224,8 @@ func read(t *testing.T, objs []client.Object) *Snapshot {
 func TestSnapshotState(t *testing.T) {
 	s := read(t, teamsCluster())
 	dir, st := writeAndLoad(t, s)
-	// The clock's origin is the oldest live Workload's creation (train, at t0+10s).
-	// The clock's 0 is the oldest live Workload's creation: now (t0 + 100 s) less nowSec.
+	// The clock's 0 is the oldest live Workload's creation (train, at t0 + 10 s): now (t0 + 100 s)
+	// less nowSec.
 	want := &state.State{APIVersion: state.APIVersion, Kind: state.Kind, KueueVersion: "v0.19.2", NowSec: 90, ClockOrigin: t0.Add(10 * time.Second).Format(time.RFC3339Nano),
 		Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile, History: state.HistoryFile,
 		Workloads: []state.Workload{
@@ -277,6 +277,9 @@ func TestSnapshotState(t *testing.T) {
 	}
 	if s.History == nil || len(s.History.Workloads) != 1 || s.History.Workloads[0].DurationSec != 60 {
 		t.Errorf("history: %+v, want the one finished workload, 60 s", s.History)
+	} else if h := s.History.Workloads[0]; h.SubmitTimeOffsetSec != -10 || h.Namespace != "team-a" {
+		// On the state's clock (0 at the oldest live Workload, t0 + 10 s): done was created at t0.
+		t.Errorf("history workload submitted at %g in %s, want -10 (on the state's clock) in team-a", h.SubmitTimeOffsetSec, h.Namespace)
 	}
 	if _, err := os.Stat(filepath.Join(dir, state.HistoryFile)); err != nil {
 		t.Error(err)

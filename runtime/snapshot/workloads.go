@@ -162,7 +162,7 @@ func (b *builder) workloads(live []*kueuewl.Summary) error {
 		return fmt.Errorf("snapshot: the state read from the cluster does not load (a kueuelab bug):\n%w", err)
 	}
 	b.snap.State, b.snap.Live = st, res
-	return b.history()
+	return b.history(at)
 }
 
 func mustMarshal(s *state.State) []byte {
@@ -190,12 +190,29 @@ func (b *builder) admission(a *kueuewl.Admission) *state.Admission {
 }
 
 // history is the finished Workloads, exactly as `trace import --from-cluster` reads them.
-func (b *builder) history() error {
+func (b *builder) history(at func(time.Time) float64) error {
 	var finished []kueuewl.Summary
+	var first time.Time
+	gone := 0
 	for _, it := range b.items {
-		if it.Finished != nil {
-			finished = append(finished, it)
+		if it.Finished == nil {
+			continue
 		}
+		// As a live one: its team's name as the namespace (a second LocalQueue of a namespace is a
+		// team of its own), so that a forecast counts its arrivals for its queue.
+		team := b.teamOf[it.Namespace+"/"+it.Queue]
+		if team == "" {
+			gone++
+			continue
+		}
+		it.Namespace = team
+		finished = append(finished, it)
+		if first.IsZero() || it.Created.Before(first) {
+			first = it.Created
+		}
+	}
+	if gone > 0 {
+		b.snap.warn("history: %d finished Workloads of LocalQueues the spec does not have are left out", gone)
 	}
 	if len(finished) == 0 {
 		return nil
@@ -206,6 +223,17 @@ func (b *builder) history() error {
 	}
 	if len(res.Workloads) == 0 {
 		return nil
+	}
+	// history.Build counts from the first finished workload's creation: put the history on the
+	// state's clock, where the live workloads are.
+	shift := math.Round(at(first)*1000) / 1000
+	for _, w := range res.Workloads {
+		w.SubmitTimeOffsetSec += shift
+	}
+	for _, js := range res.Jobs {
+		for _, j := range js {
+			j.SubmitTimeOffsetSec += shift
+		}
 	}
 	b.snap.History = res
 	b.snap.State.History = state.HistoryFile
