@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -18,6 +19,9 @@ import (
 // the state's history: what a forecast of a live cluster has, where nobody recorded the future.
 const ArrivalsHistory = "history"
 
+// minWindowSec is the shortest window a rate is fitted over.
+const minWindowSec = 3600
+
 // minShapeDays is the shortest window whose own hourly counts make the day's shape (each hour
 // seen at least twice); a shorter one takes the generator's.
 const minShapeDays = 2
@@ -29,15 +33,19 @@ const minShapeDays = 2
 // hourly rates when it spans minShapeDays or more, else the generator profile's. A queue's level
 // has a Gamma posterior: the prior one arrival's worth of the generator's rate split evenly over
 // the queues (so a queue never seen still submits now and then), the evidence the workloads it
-// submitted in the window (finished or alive) over the window's shape-weighted exposure. Every
+// submitted in the window (finished or alive; the first workload seen opens the window and is not
+// counted) over the window's shape-weighted exposure. No hour is below 1 % of the busiest. Every
 // run draws a level from that posterior (the rate's own uncertainty), then the arrivals; each is
 // a copy of a workload the queue submitted in the window (every queue's when it has fewer than
 // minGroup), its work drawn from the run's duration curve like a pending workload's.
 type ArrivalFit struct {
 	// WindowSec is the span of the evidence: from the first workload seen to the state's instant.
 	WindowSec float64 `json:"windowSec"`
-	// Seen counts the workloads the window holds (finished, admitted and pending).
-	Seen int `json:"seen"`
+	// Seen counts the workloads the window holds (finished, admitted and pending), the first of
+	// which opens it and is not counted as an arrival; Unmapped those of namespaces that map to
+	// no queue of the spec (left out).
+	Seen     int `json:"seen"`
+	Unmapped int `json:"unmapped,omitempty"`
 	// DayShape says where the hourly shape comes from: "history" or "generator prior".
 	DayShape string `json:"dayShape"`
 	// HourlyMultipliers is the shape, hour 0 first (UTC for a cluster's snapshot, trace hours for
@@ -69,6 +77,8 @@ type arrivalModel struct {
 	offset float64
 	nowSec float64
 	queues []queueModel
+	// prefix starts the drawn arrivals' ids (no workload of the state has it).
+	prefix string
 	// jobs are the job records of the workloads the arrivals copy (the live ones have them; a
 	// history's finished ones need none: their shape is their pod groups).
 	jobs map[string][]*trace.Job
@@ -93,21 +103,35 @@ func (in *input) fitArrivals() (*arrivalModel, error) {
 			seen = append(seen, tw)
 		}
 	}
-	m := &arrivalModel{nowSec: now, jobs: in.tr.Jobs}
-	start := now
+	m := &arrivalModel{nowSec: now, jobs: in.tr.Jobs, prefix: arrivalPrefix(seen, in.tr.Workloads)}
+	queueOf := map[*trace.Workload]string{}
+	var first *trace.Workload
 	byQueue := map[string][]*trace.Workload{}
+	for _, t := range in.spec.Teams {
+		byQueue[t.Name] = nil
+	}
 	for _, w := range seen {
-		start = math.Min(start, w.SubmitTimeOffsetSec)
 		q, err := in.spec.TeamOf(w.Namespace)
 		if err != nil {
-			return nil, fmt.Errorf("forecast: arrivals: workload %s: %w", w.WorkloadID, err)
+			m.fit.Unmapped++ // a queue the spec does not have: it submits nothing more here
+			continue
 		}
+		queueOf[w] = q
 		byQueue[q] = append(byQueue[q], w)
-	}
-	for _, t := range in.spec.Teams {
-		if _, ok := byQueue[t.Name]; !ok {
-			byQueue[t.Name] = nil
+		if first == nil || w.SubmitTimeOffsetSec < first.SubmitTimeOffsetSec ||
+			(w.SubmitTimeOffsetSec == first.SubmitTimeOffsetSec && w.WorkloadID < first.WorkloadID) {
+			first = w
 		}
+	}
+	if first == nil {
+		return nil, fmt.Errorf("forecast: --arrivals history: the state %s has seen no workload of its queues to fit arrivals to: use --arrivals none", in.st.Trace)
+	}
+	// The window opens at the first workload seen, which is not counted in it (a Poisson
+	// process's count over (first, now]), so that a short history does not make a burst.
+	start := first.SubmitTimeOffsetSec
+	if now-start < minWindowSec {
+		return nil, fmt.Errorf("forecast: --arrivals history: the state has seen workloads over %s only (from the first one, %s, to now): a rate needs an hour at least; use --arrivals none",
+			time.Duration((now-start)*float64(time.Second)).Round(time.Second), first.WorkloadID)
 	}
 	// The clock's 0 as a time of day: a cluster's origin in UTC, else a midnight.
 	if in.st.ClockOrigin != "" {
@@ -124,10 +148,14 @@ func (in *input) fitArrivals() (*arrivalModel, error) {
 	}
 	var count, exposure [24]float64
 	gen.AddExposure(&exposure, start+m.offset, now+m.offset)
-	for _, w := range seen {
-		count[gen.HourOf(w.SubmitTimeOffsetSec+m.offset)]++
+	counted := map[string]int{}
+	for w, q := range queueOf {
+		if w != first {
+			count[gen.HourOf(w.SubmitTimeOffsetSec+m.offset)]++
+			counted[q]++
+		}
 	}
-	m.fit = ArrivalFit{WindowSec: now - start, Seen: len(seen), DayShape: "generator prior"}
+	m.fit.WindowSec, m.fit.Seen, m.fit.DayShape = now-start, len(queueOf), "generator prior"
 	copy(m.shape[:], p.Arrival.HourlyMultipliers)
 	if m.fit.WindowSec >= minShapeDays*day {
 		m.fit.DayShape = "history"
@@ -135,14 +163,16 @@ func (in *input) fitArrivals() (*arrivalModel, error) {
 			m.shape[h] = count[h] / exposure[h]
 		}
 	}
-	// Mean 1 over the day, and no hour without arrivals at all: an hour the window saw none in
-	// may still see one.
+	// No hour without arrivals at all (an hour the window saw none in may still see one), then
+	// mean 1 over the day.
+	peak := slices.Max(m.shape[:])
 	mean := 0.0
-	for _, x := range m.shape {
-		mean += x / 24
+	for h := range m.shape {
+		m.shape[h] = math.Max(m.shape[h], 0.01*peak)
+		mean += m.shape[h] / 24
 	}
 	for h := range m.shape {
-		m.shape[h] = math.Max(m.shape[h]/mean, 0.01)
+		m.shape[h] /= mean
 	}
 	m.fit.HourlyMultipliers = m.shape[:]
 	e := 0.0 // the window's exposure weighted by the shape
@@ -150,17 +180,39 @@ func (in *input) fitArrivals() (*arrivalModel, error) {
 		e += exposure[h] * m.shape[h]
 	}
 	prior := 1 / (p.Arrival.MeanInterArrivalSec * float64(len(byQueue))) // a queue's level
+	var all []*trace.Workload
+	for w := range queueOf {
+		all = append(all, w)
+	}
+	trace.SortWorkloads(all)
 	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
 		own := byQueue[q]
-		qm := queueModel{name: q, alpha: 1 + float64(len(own)), beta: 1/prior + e, pool: own}
+		qm := queueModel{name: q, alpha: 1 + float64(counted[q]), beta: 1/prior + e, pool: own}
 		row := QueueArrivals{Queue: q, Seen: len(own), PerHour: qm.alpha / qm.beta * 3600, Shapes: len(own)}
 		if len(own) < minGroup {
-			qm.pool, row.Shapes, row.Pooled = seen, len(seen), true
+			qm.pool, row.Shapes, row.Pooled = all, len(all), true
 		}
 		m.fit.Queues = append(m.fit.Queues, row)
 		m.queues = append(m.queues, qm)
 	}
 	return m, nil
+}
+
+// arrivalPrefix is a prefix for the drawn arrivals' ids that no workload of ws or more has.
+func arrivalPrefix(ws ...[]*trace.Workload) string {
+	for n := 0; ; n++ {
+		prefix := "arrival-"
+		if n > 0 {
+			prefix = fmt.Sprintf("arrival%d-", n)
+		}
+		taken := false
+		for _, list := range ws {
+			taken = taken || slices.ContainsFunc(list, func(w *trace.Workload) bool { return strings.HasPrefix(w.WorkloadID, prefix) })
+		}
+		if !taken {
+			return prefix
+		}
+	}
 }
 
 // draw is one run's arrivals from the state's instant to until: their workloads, sorted by
@@ -191,7 +243,7 @@ func (m *arrivalModel) draw(until float64, hist *durations, rng *rand.Rand) ([]*
 			scaled, srcJobs := trace.WithDuration(src, m.jobs[src.WorkloadID], d)
 			w := *scaled
 			k++
-			w.WorkloadID = fmt.Sprintf("arrival-%s-%d", q.name, k)
+			w.WorkloadID = fmt.Sprintf("%s%s-%d", m.prefix, q.name, k)
 			w.Namespace, w.SubmitTimeOffsetSec = q.name, t
 			js := make([]*trace.Job, len(srcJobs))
 			for i, j := range srcJobs {

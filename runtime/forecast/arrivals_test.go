@@ -34,8 +34,9 @@ func arrivalInput(t *testing.T, origin string, now, liveAt float64, ats ...float
 	return in
 }
 
-// TestFitArrivals derives each fit by hand: a queue's rate is (1 + what it submitted) over (the
-// prior's exposure, 30 s x 3 queues, + the window's exposure weighted by the day's shape).
+// TestFitArrivals derives each fit by hand: a queue's rate is (1 + what it submitted after the
+// first workload seen, which opens the window) over (the prior's exposure, 30 s x 3 queues, + the
+// window's exposure weighted by the day's shape).
 func TestFitArrivals(t *testing.T) {
 	p, err := gen.DefaultProfile()
 	if err != nil {
@@ -61,7 +62,7 @@ func TestFitArrivals(t *testing.T) {
 			e += 3600 * prior[h] / mean
 		}
 		want := map[string]QueueArrivals{
-			"team-a": {Queue: "team-a", Seen: 30, PerHour: 31 / (90 + e) * 3600, Shapes: 30},
+			"team-a": {Queue: "team-a", Seen: 30, PerHour: 30 / (90 + e) * 3600, Shapes: 30}, // h0 opens the window
 			"team-b": {Queue: "team-b", Seen: 1, PerHour: 2 / (90 + e) * 3600, Shapes: 31, Pooled: true},
 			"team-c": {Queue: "team-c", Seen: 0, PerHour: 1 / (90 + e) * 3600, Shapes: 31, Pooled: true},
 		}
@@ -77,15 +78,13 @@ func TestFitArrivals(t *testing.T) {
 	})
 
 	t.Run("three days from 09:30 UTC: the window's own shape", func(t *testing.T) {
-		// One arrival in each of the hours 09:00-16:59 UTC of three days, the first the live
-		// workload's (team-b) at the clock's 0, 09:30: the window's three days cover every hour of
-		// the day for three hours.
+		// The live workload (team-b) opens the window at the clock's 0, 09:30 UTC; team-a submits
+		// once in each of the hours 09:00-16:59 of three days (the first at 09:50). The window's
+		// three days cover every hour of the day for three hours.
 		var ats []float64
 		for d := range 3 {
 			for h := 9; h < 17; h++ {
-				if d > 0 || h > 9 {
-					ats = append(ats, float64(d*86400)+float64(h-9)*3600)
-				}
+				ats = append(ats, float64(d*86400)+float64(h-9)*3600+1200)
 			}
 		}
 		m, err := arrivalInput(t, "2026-12-07T09:30:00Z", 3*86400, 0, ats...).fitArrivals()
@@ -95,19 +94,29 @@ func TestFitArrivals(t *testing.T) {
 		if m.fit.DayShape != "history" {
 			t.Fatalf("day shape from %s", m.fit.DayShape)
 		}
-		// Eight hours at one rate, sixteen at none: 24/8 = 3 each, 0.01 (the floor) the others.
+		// Eight hours at one rate r, sixteen at none, raised to the floor 0.01 r: the day's mean
+		// is (8 + 16 x 0.01) r / 24 = 0.34 r, so the multipliers are 1/0.34 and 0.01/0.34.
 		for h, x := range m.fit.HourlyMultipliers {
-			want := 0.01
+			want := 0.01 / 0.34
 			if h >= 9 && h < 17 {
-				want = 3
+				want = 1 / 0.34
 			}
 			if math.Abs(x-want) > 1e-12 {
 				t.Errorf("hour %02d: multiplier %g, want %g", h, x, want)
 			}
 		}
-		e := 3 * 3600 * (8*3 + 16*0.01)
-		if q := m.fit.Queues[0]; q.Queue != "team-a" || q.Seen != 23 || math.Abs(q.PerHour-24/(90+e)*3600) > 1e-9 {
-			t.Errorf("team-a: %+v, want %g/h", q, 24/(90+e)*3600)
+		e := 3 * 3600 * 24.0 // every hour three times, the multipliers summing to 24
+		if q := m.fit.Queues[0]; q.Queue != "team-a" || q.Seen != 24 || math.Abs(q.PerHour-25/(90+e)*3600) > 1e-9 {
+			t.Errorf("team-a: %+v, want %g/h", q, 25/(90+e)*3600)
+		}
+		if q := m.fit.Queues[1]; q.Queue != "team-b" || q.Seen != 1 || math.Abs(q.PerHour-1/(90+e)*3600) > 1e-9 {
+			t.Errorf("team-b: %+v, want %g/h: its one workload opened the window", q, 1/(90+e)*3600)
+		}
+	})
+
+	t.Run("too short a window", func(t *testing.T) {
+		if _, err := arrivalInput(t, "", 1800, 1800, 0, 600).fitArrivals(); err == nil || !strings.Contains(err.Error(), "over 30m0s only") {
+			t.Errorf("a 30-minute window: %v, want a refusal", err)
 		}
 	})
 }

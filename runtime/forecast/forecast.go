@@ -216,6 +216,9 @@ func loadKueueConfig(path string) (sim.KueueConfig, error) {
 	if fields["apiVersion"] != "config.kueue.x-k8s.io/v1beta2" || fields["kind"] != "Configuration" {
 		return sim.KueueConfig{}, fmt.Errorf("%s: apiVersion %v kind %v: want config.kueue.x-k8s.io/v1beta2 Configuration", path, fields["apiVersion"], fields["kind"])
 	}
+	if _, ok := fields["priorityBooster"]; ok {
+		return sim.KueueConfig{}, fmt.Errorf("%s: priorityBooster: not a field of Kueue's Configuration", path)
+	}
 	delete(fields, "apiVersion")
 	delete(fields, "kind")
 	k, err := sim.KueueConfigFromFields(fields)
