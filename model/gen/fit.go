@@ -577,7 +577,7 @@ func hourlyRates(ts []float64, inBurst []bool) [24]float64 {
 // HourOf is the hour of day of t ≥ 0 seconds on a clock whose 0 is a midnight (a trace's).
 func HourOf(t float64) int { return int(math.Mod(t, secondsPerDay) / secondsPerHour) }
 
-// addExposure adds the interval [a, b) to the seconds spent in each hour of day.
+// AddExposure adds the interval [a, b) to the seconds spent in each hour of day.
 func AddExposure(e *[24]float64, a, b float64) {
 	for a < b {
 		end := math.Min(b, (math.Floor(a/secondsPerHour)+1)*secondsPerHour)

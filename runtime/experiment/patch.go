@@ -442,19 +442,9 @@ func (p *patcher) setQuota(s *SetQuota) error {
 				continue
 			}
 			matched++
-			quota, had := fq.Resources[s.Resource]
-			if !had && s.NominalQuota == nil {
-				return fmt.Errorf("set.resource: queue %s has no %s quota on flavor %s; give nominalQuota to add one", q.Name, s.Resource, s.Flavor)
+			if err := s.apply(fq, "queue "+q.Name); err != nil {
+				return err
 			}
-			if s.NominalQuota != nil {
-				quota.NominalQuota = *s.NominalQuota
-			}
-			quota.BorrowingLimit = limit(quota.BorrowingLimit, s.BorrowingLimit)
-			quota.LendingLimit = limit(quota.LendingLimit, s.LendingLimit)
-			if fq.Resources == nil {
-				fq.Resources = map[string]cluster.Quota{}
-			}
-			fq.Resources[s.Resource] = quota
 		}
 	}
 	if matched == 0 {
@@ -497,10 +487,15 @@ func (p *patcher) setCohortQuota(s *SetQuota) error {
 		c.Quotas = append(c.Quotas, cluster.FlavorQuota{Flavor: s.Flavor, Resources: map[string]cluster.Quota{}})
 		j = len(c.Quotas) - 1
 	}
-	fq := &c.Quotas[j]
+	return s.apply(&c.Quotas[j], "cohort "+c.Name)
+}
+
+// apply makes s's change to the quota of its resource in fq, whose owner (a queue or a cohort)
+// errors name.
+func (s *SetQuota) apply(fq *cluster.FlavorQuota, owner string) error {
 	quota, had := fq.Resources[s.Resource]
 	if !had && s.NominalQuota == nil {
-		return fmt.Errorf("set.resource: cohort %s has no %s quota on flavor %s; give nominalQuota to add one", c.Name, s.Resource, s.Flavor)
+		return fmt.Errorf("set.resource: %s has no %s quota on flavor %s; give nominalQuota to add one", owner, s.Resource, s.Flavor)
 	}
 	if s.NominalQuota != nil {
 		quota.NominalQuota = *s.NominalQuota

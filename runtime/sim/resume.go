@@ -420,10 +420,12 @@ func (p *podRole) resumeProgress(ns string, r *state.Workload) {
 		}
 		if r.Phase == state.Admitted {
 			// A role whose pods make more than one pod set (a one-role trace workload rendered as
-			// a launcher and workers) has an entry per pod set: its pods take all their nodes, and
-			// continue from the one with the most work left, as the state writer picked it.
+			// a launcher and workers) has an entry per pod set: its pods take all their nodes, in
+			// the pod sets' order, and continue from the one with the most work left, as the state
+			// writer picks a pod set's. (A role's pods are alike, so which pod takes which of its
+			// nodes does not matter.)
 			p.pins[key] = append(p.pins[key], rp.Nodes...)
-			if sn, ok := p.resumed[key]; !ok || rp.RemainingSec+rp.PauseSec > sn.RemainingSec+sn.PauseSec {
+			if sn, ok := p.resumed[key]; !ok || rp.RemainingSec > sn.RemainingSec {
 				p.resumed[key] = engine.Snapshot{RemainingSec: rp.RemainingSec, CheckpointSec: rp.CheckpointSec, SinceCheckpointSec: rp.SinceCheckpointSec, PauseSec: rp.PauseSec}
 			}
 		} else if rp.CheckpointSec > 0 {
