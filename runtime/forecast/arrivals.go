@@ -198,7 +198,7 @@ func (in *input) fitArrivals() (*arrivalModel, error) {
 	return m, nil
 }
 
-// arrivalPrefix is a prefix for the drawn arrivals' ids that no workload of ws or more has.
+// arrivalPrefix is a prefix for the drawn arrivals' ids that no workload of the lists ws has.
 func arrivalPrefix(ws ...[]*trace.Workload) string {
 	for n := 0; ; n++ {
 		prefix := "arrival-"
