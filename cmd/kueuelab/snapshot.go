@@ -29,7 +29,7 @@ func newSnapshotCmd() *cobra.Command {
   history.jsonl    the finished Workloads, as trace import --from-cluster writes them (only when
                    there are any)
 
-Times are seconds since the oldest live Workload's creation, or, on kueuelab's local cluster while
+Times are seconds since the oldest Workload's creation (live or finished), or, on kueuelab's local cluster while
 a replay runs (its ConfigMap kube-system/kueuelab-clock), the replay's trace seconds. Whatever the
 spec cannot express is a warning on standard error (and in cluster.yaml's header), or an error when
 it would change Kueue's decisions with no honest approximation (two resource groups in a queue,

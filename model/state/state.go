@@ -63,7 +63,8 @@ type State struct {
 	// KueueVersion is the version of the Kueue whose state this is.
 	KueueVersion string `yaml:"kueueVersion,omitempty"`
 	// NowSec is the snapshot's instant, on the clock of every time in the file and of the trace's
-	// submit offsets (a replay's trace time; a cluster's seconds since its oldest live Workload).
+	// submit offsets (a replay's trace time; a cluster's seconds since its oldest Workload's
+	// creation, live or finished).
 	NowSec float64 `yaml:"nowSec"`
 	// ClockOrigin, when set, is the wall-clock instant (RFC 3339) at 0 on that clock: a cluster
 	// snapshot's. Without it the clock is trace time, whose 0 is a midnight (the generator's days

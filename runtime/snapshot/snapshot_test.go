@@ -224,16 +224,16 @@ func read(t *testing.T, objs []client.Object) *Snapshot {
 func TestSnapshotState(t *testing.T) {
 	s := read(t, teamsCluster())
 	dir, st := writeAndLoad(t, s)
-	// The clock's 0 is the oldest live Workload's creation (train, at t0 + 10 s): now (t0 + 100 s)
-	// less nowSec.
-	want := &state.State{APIVersion: state.APIVersion, Kind: state.Kind, KueueVersion: "v0.19.2", NowSec: 90, ClockOrigin: t0.Add(10 * time.Second).Format(time.RFC3339Nano),
+	// The clock's 0 is the oldest Workload's creation, the finished done's at t0 (the oldest live
+	// one, train, was created at t0 + 10 s): now (t0 + 100 s) less nowSec.
+	want := &state.State{APIVersion: state.APIVersion, Kind: state.Kind, KueueVersion: "v0.19.2", NowSec: 100, ClockOrigin: t0.Format(time.RFC3339Nano),
 		Trace: state.TraceFile, Arrivals: state.ArrivalsNone, Cluster: state.ClusterFile, History: state.HistoryFile,
 		Workloads: []state.Workload{
-			{ID: "team-a-job-train", Phase: state.Admitted, CreatedSec: 0, AdmittedSec: ptr.To(10.0), RemainingSec: ptr.To(520.0), MaxExecutionSec: ptr.To(3000.0),
+			{ID: "team-a-job-train", Phase: state.Admitted, CreatedSec: 10, AdmittedSec: ptr.To(20.0), RemainingSec: ptr.To(520.0), MaxExecutionSec: ptr.To(3000.0),
 				Admission: &state.Admission{ClusterQueue: "team-a", PodSets: []state.PodSetFlav{{Name: "main", Count: 1,
 					Flavors: map[string]string{"cpu": "h100-sxm", "memory": "h100-sxm", "nvidia.com/gpu": "h100-sxm"}}}}},
-			{ID: "team-b-job-wait", Phase: state.Pending, CreatedSec: 20},
-			{ID: "team-b-b-spill-job-spill", Phase: state.Pending, CreatedSec: 30, QueuedSec: ptr.To(40.0), RemainingSec: ptr.To(120.0)},
+			{ID: "team-b-job-wait", Phase: state.Pending, CreatedSec: 30},
+			{ID: "team-b-b-spill-job-spill", Phase: state.Pending, CreatedSec: 40, QueuedSec: ptr.To(50.0), RemainingSec: ptr.To(120.0)},
 		}}
 	if d := cmp.Diff(want, st); d != "" {
 		t.Errorf("state (-want +got):\n%s", d)
@@ -258,9 +258,9 @@ func TestSnapshotState(t *testing.T) {
 		submit, dur    float64
 		gpus           int
 	}{
-		{"team-a-job-train", "team-a", trace.IntentPerformance, 0, 600, 8},
-		{"team-b-job-wait", "team-b", trace.IntentEco, 20, PlaceholderDurationSec, 16},
-		{"team-b-b-spill-job-spill", "team-b-b-spill", trace.IntentStandard, 30, 120, 4},
+		{"team-a-job-train", "team-a", trace.IntentPerformance, 10, 600, 8},
+		{"team-b-job-wait", "team-b", trace.IntentEco, 30, PlaceholderDurationSec, 16},
+		{"team-b-b-spill-job-spill", "team-b-b-spill", trace.IntentStandard, 40, 120, 4},
 	} {
 		w := got[c.id]
 		if w == nil {
@@ -277,9 +277,9 @@ func TestSnapshotState(t *testing.T) {
 	}
 	if s.History == nil || len(s.History.Workloads) != 1 || s.History.Workloads[0].DurationSec != 60 {
 		t.Errorf("history: %+v, want the one finished workload, 60 s", s.History)
-	} else if h := s.History.Workloads[0]; h.SubmitTimeOffsetSec != -10 || h.Namespace != "team-a" {
-		// On the state's clock (0 at the oldest live Workload, t0 + 10 s): done was created at t0.
-		t.Errorf("history workload submitted at %g in %s, want -10 (on the state's clock) in team-a", h.SubmitTimeOffsetSec, h.Namespace)
+	} else if h := s.History.Workloads[0]; h.SubmitTimeOffsetSec != 0 || h.Namespace != "team-a" {
+		// On the state's clock, at its 0: done was created at t0.
+		t.Errorf("history workload submitted at %g in %s, want 0 (on the state's clock) in team-a", h.SubmitTimeOffsetSec, h.Namespace)
 	}
 	if _, err := os.Stat(filepath.Join(dir, state.HistoryFile)); err != nil {
 		t.Error(err)

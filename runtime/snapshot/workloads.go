@@ -62,7 +62,8 @@ func (b *builder) liveItems() []*kueuewl.Summary {
 
 // clockFor returns the function that puts a time on the snapshot's clock and the snapshot's now
 // on it. A replay's published trace clock is the clock when there is one (Kueue wrote its times
-// on it); otherwise seconds since the oldest live Workload's creation.
+// on it); otherwise seconds since the oldest Workload's creation, live or finished (a trace's
+// submit times are never negative, and the history is on the same clock).
 func (b *builder) clockFor(live []*kueuewl.Summary) (at func(time.Time) float64, now float64) {
 	if p := b.clock; p != nil {
 		now = p.Position.At(b.now)
@@ -79,7 +80,12 @@ func (b *builder) clockFor(live []*kueuewl.Summary) (at func(time.Time) float64,
 			origin = it.CreatedAt
 		}
 	}
-	b.snap.Clock = "seconds since the oldest live Workload's creation, " + origin.UTC().Format(time.RFC3339Nano)
+	for _, it := range b.items {
+		if it.Finished != nil && it.Created.Before(origin) {
+			origin = it.Created
+		}
+	}
+	b.snap.Clock = "seconds since the oldest Workload's creation, " + origin.UTC().Format(time.RFC3339Nano)
 	b.origin = origin.UTC().Format(time.RFC3339Nano)
 	return func(t time.Time) float64 { return t.Sub(origin).Seconds() }, b.now.Sub(origin).Seconds()
 }
