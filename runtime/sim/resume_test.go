@@ -85,31 +85,15 @@ func TestResumeReproducesTheRun(t *testing.T) {
 	tr := noHPO(generated(t, 150, 5))
 	s := spec(t, tight)
 	base := Config{Trace: tr, TraceName: "generated-150-seed-5", Spec: s, Seed: 1, Timing: DefaultTiming, WallClock: fixedWall()}
-	full := base
-	full.OutDir = t.TempDir()
-	if _, err := Run(context.Background(), full); err != nil {
-		t.Fatal(err)
-	}
-	want, err := results.Load(full.OutDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := runToEnd(t, base)
 	for _, at := range []float64{1800, 7200, 28800} {
 		t.Run(fmt.Sprint(at), func(t *testing.T) {
-			stop := base
-			stop.OutDir, stop.MaxTraceSec, stop.StateOut = t.TempDir(), at, t.TempDir()
-			if _, err := Run(context.Background(), stop); err == nil {
-				t.Fatal("a run stopped at the limit is incomplete, and says so")
-			}
-			st, err := state.Load(filepath.Join(stop.StateOut, state.StateFile))
+			st, dir := stateAt(t, base, at)
+			rest, err := trace.LoadWorkloads(context.Background(), filepath.Join(dir, st.Trace), trace.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rest, err := trace.LoadWorkloads(context.Background(), filepath.Join(stop.StateOut, st.Trace), trace.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs, err := rcluster.Load(filepath.Join(stop.StateOut, st.Cluster))
+			cs, err := rcluster.Load(filepath.Join(dir, st.Cluster))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,6 +164,34 @@ func TestResumeReproducesTheRun(t *testing.T) {
 			t.Logf("at %gs: %d pending, %d admitted, %d still to come", at, pending, admitted, len(rest.Workloads)-pending-admitted)
 		})
 	}
+}
+
+// runToEnd runs c to the end and loads its results.
+func runToEnd(t *testing.T, c Config) *results.Dir {
+	t.Helper()
+	c.OutDir = t.TempDir()
+	if _, err := Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	d, err := results.Load(c.OutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// stateAt runs c to trace time at and loads the state it writes there, and its directory.
+func stateAt(t *testing.T, c Config, at float64) (*state.State, string) {
+	t.Helper()
+	c.OutDir, c.MaxTraceSec, c.StateOut = t.TempDir(), at, t.TempDir()
+	if _, err := Run(context.Background(), c); err == nil {
+		t.Fatal("a run stopped at the limit is incomplete, and says so")
+	}
+	st, err := state.Load(filepath.Join(c.StateOut, state.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, c.StateOut
 }
 
 var (
@@ -259,24 +271,8 @@ func TestResumeOneRoleOfTwoPodSets(t *testing.T) {
 		`"pods":[{"role":"worker","replicas":2,"requests":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":"8"}}],"intentClass":"standard"}`
 	_, tr := testutil.WriteTrace(t, line)
 	base := Config{Trace: tr, TraceName: "hand", Spec: spec(t, tight), Seed: 1, Timing: DefaultTiming, WallClock: fixedWall()}
-	full := base
-	full.OutDir = t.TempDir()
-	if _, err := Run(context.Background(), full); err != nil {
-		t.Fatal(err)
-	}
-	want, err := results.Load(full.OutDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := base
-	stop.OutDir, stop.MaxTraceSec, stop.StateOut = t.TempDir(), 1000, t.TempDir()
-	if _, err := Run(context.Background(), stop); err == nil {
-		t.Fatal("a run stopped at the limit is incomplete, and says so")
-	}
-	st, err := state.Load(filepath.Join(stop.StateOut, state.StateFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := runToEnd(t, base)
+	st, _ := stateAt(t, base, 1000)
 	if len(st.Workloads) != 1 || len(st.Workloads[0].Progress) != 2 || st.Workloads[0].Progress[0].Role != st.Workloads[0].Progress[1].Role {
 		t.Fatalf("state %+v: want one workload with two pod sets of one role", st.Workloads)
 	}
