@@ -64,8 +64,8 @@ seen: per queue a Poisson process at its rate in the window from the first workl
 following the hour of day (the window's own hourly shape when it spans two days, else the
 generator's), each arrival a copy of a workload the queue submitted, its work drawn like a pending
 one's; the rate's uncertainty is in the runs, and a queue with little history leans on the
-generator's rate: the table says how many workloads each queue's fit had). --control-plane charges Kueue's own speed (default kueue,
-the built-in model; none for an infinitely fast Kueue).
+generator's rate: the table says how many workloads each queue's fit had). --control-plane
+charges Kueue's own speed (default kueue, the built-in model; none for an infinitely fast Kueue).
 
 --kubeconfig K (with --context C) snapshots that cluster first, as kueuelab snapshot does, into a
 temporary directory it removes afterwards. Without DIR or --kubeconfig it snapshots the cluster

@@ -287,11 +287,11 @@ func (e *Experiment) validate(root *yaml.Node, el *errList) {
 				el.add(v.Patch[j].line, fmt.Sprintf("%s.patch[%d]", p, j), "%v", err)
 			}
 		}
-		if v.KueueConfig != nil && v.KueueConfig.PriorityBooster != nil && e.Engine != results.EngineSim {
-			el.add(yamldoc.Line(root, yamldoc.Path{"variants", i, "kueueConfig", "priorityBooster"}), p+".kueueConfig.priorityBooster",
-				"the sim engine runs Kueue's kueue-priority-booster beside Kueue; the cluster engine does not (the booster reads the wall clock, which the trace clock would have to replace as it does in Kueue): use engine: sim")
-		}
 		if v.KueueConfig != nil {
+			if v.KueueConfig.PriorityBooster != nil && e.Engine != results.EngineSim {
+				el.add(yamldoc.Line(root, yamldoc.Path{"variants", i, "kueueConfig", "priorityBooster"}), p+".kueueConfig.priorityBooster",
+					"the sim engine runs Kueue's kueue-priority-booster beside Kueue; the cluster engine does not (the booster reads the wall clock, which the trace clock would have to replace as it does in Kueue): use engine: sim")
+			}
 			err := v.KueueConfig.check()
 			// A variant on another release is checked by that release's own kueuelab.
 			if rel, verr := e.KueueVersionOf(v); err == nil && verr == nil && e.Engine == results.EngineSim && rel.Name == sim.KueueVersion {

@@ -509,14 +509,19 @@ func (s *SetQuota) apply(fq *cluster.FlavorQuota, owner string) error {
 	return nil
 }
 
+// addCohort lists a cohort the spec does not have yet ("" is none), as Kueue creates a cohort a
+// queue or a cohort names.
+func (p *patcher) addCohort(name string) {
+	if name != "" && !slices.Contains(p.cohortNames(), name) {
+		p.s.Cohorts = append(p.s.Cohorts, cluster.Cohort{Name: name})
+	}
+}
+
 func (p *patcher) setCohort(c *SetCohort) error {
 	if c.Parent != nil {
-		// A cohort tree: both ends are added when unlisted, as Kueue creates a cohort a queue names.
-		for _, name := range []string{c.Cohort, *c.Parent} {
-			if name != "" && !slices.Contains(p.cohortNames(), name) {
-				p.s.Cohorts = append(p.s.Cohorts, cluster.Cohort{Name: name})
-			}
-		}
+		// A cohort tree: both ends are added when unlisted.
+		p.addCohort(c.Cohort)
+		p.addCohort(*c.Parent)
 		for i := range p.s.Cohorts {
 			if p.s.Cohorts[i].Name == c.Cohort {
 				p.s.Cohorts[i].Parent = *c.Parent
@@ -528,9 +533,7 @@ func (p *patcher) setCohort(c *SetCohort) error {
 	if err != nil {
 		return err
 	}
-	if c.Cohort != "" && !slices.Contains(p.cohortNames(), c.Cohort) {
-		p.s.Cohorts = append(p.s.Cohorts, cluster.Cohort{Name: c.Cohort})
-	}
+	p.addCohort(c.Cohort)
 	for _, q := range qs {
 		q.Cohort = c.Cohort
 	}
