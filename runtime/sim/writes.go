@@ -66,6 +66,8 @@ func (w *writes) send(changes []kueuelib.Change) (now []kueuelib.Change, answere
 			// evict a workload that runs longer than its timeout, which the harness's own
 			// runtimes (at most seconds) never do.
 			at = t
+		case c.By == kueuelib.ByRestore:
+			at = t
 		case c.By == kueuelib.ByBooster:
 			// The priority booster writes with a client of its own: Kueue sees its writes after
 			// the watch latency, and they take nothing from Kueue's budget.

@@ -53,7 +53,13 @@ func (st RestoredStatus) restore(wl *kueue.Workload) {
 func (k *Kueue) CreatePending(wl *kueue.Workload, st RestoredStatus) error {
 	wl.Generation = 1
 	st.restore(wl)
-	return k.CreateWorkload(wl)
+	return k.restore(wl)
+}
+
+// restore creates a Workload of the state a run resumes from.
+func (k *Kueue) restore(wl *kueue.Workload) error {
+	defer k.Store.as(ByRestore)()
+	return k.Store.Create(k.ctx, wl)
 }
 
 // CreateAdmitted creates wl as a Workload already admitted to ClusterQueue cq at time at, the way
@@ -110,7 +116,7 @@ func (k *Kueue) CreateAdmitted(wl *kueue.Workload, cq string, podsets []Restored
 		return fmt.Errorf("workload %s/%s: not admitted after its quota reservation (admission checks or a delayed topology request pending?)", wl.Namespace, wl.Name)
 	}
 	st.restore(wl)
-	if err := k.CreateWorkload(wl); err != nil {
+	if err := k.restore(wl); err != nil {
 		return err
 	}
 	if draOpts != nil {

@@ -53,6 +53,9 @@ const (
 	ByJobPodsReady
 	// ByBooster is the priority booster, a controller of its own with its own client.
 	ByBooster
+	// ByRestore is a resumed state's Workloads, which exist at its instant: Kueue's informers
+	// list them when it starts, nobody writes them.
+	ByRestore
 )
 
 // Store is the in-memory API server the sim gives Kueue's code as its client.Client. It holds the
