@@ -83,6 +83,30 @@ type State struct {
 	// the settings of the cluster's Kueue a forecast replays; without it the release's defaults.
 	KueueConfig string     `yaml:"kueueConfig,omitempty"`
 	Workloads   []Workload `yaml:"workloads"`
+	// Finished are the history's workloads as Kueue ran them: when each was admitted and when it
+	// finished. A backtest rebuilds the state at an earlier instant from them and the live
+	// workloads, and scores a forecast from there against what happened.
+	Finished []Past `yaml:"finished,omitempty"`
+}
+
+// Past is one finished workload of the history (its shape is the history trace's workload of
+// that id), on the state's clock.
+type Past struct {
+	ID         string  `yaml:"id"`
+	CreatedSec float64 `yaml:"createdSec"`
+	// AdmittedSec is when its last admission happened (nil: it finished without one, e.g. its job
+	// was deleted while it waited).
+	AdmittedSec *float64 `yaml:"admittedSec,omitempty"`
+	FinishedSec float64  `yaml:"finishedSec"`
+	// Admission is Kueue's last admission of it (nil when not admitted, or when the workload is
+	// several Workloads, an experiment's trials, with an admission each).
+	Admission *Admission `yaml:"admission,omitempty"`
+	// DurationSec is the duration its job declared (kueuelab.io/duration-sec), which a forecast
+	// at an instant while it lived would have known.
+	DurationSec *float64 `yaml:"durationSec,omitempty"`
+	// Evictions is how often Kueue evicted it: before its last admission it held quota at times
+	// the history does not keep.
+	Evictions int `yaml:"evictions,omitempty"`
 }
 
 // Metadata names the state.
@@ -225,16 +249,17 @@ func Parse(name string, data []byte) (*State, error) {
 	default:
 		add(yamldoc.Path{"arrivals"}, "%q: want %s or %s", s.Arrivals, ArrivalsNone, ArrivalsRecorded)
 	}
-	seen := map[string]int{}
+	// seen says where an id was first given, for duplicates.
+	seen := map[string]string{}
 	for i := range s.Workloads {
 		w := &s.Workloads[i]
 		at := func(f ...any) yamldoc.Path { return append(yamldoc.Path{"workloads", i}, f...) }
 		if w.ID == "" {
 			add(at("id"), "missing")
 		} else if j, dup := seen[w.ID]; dup {
-			add(at("id"), "%q is also workloads[%d]", w.ID, j)
+			add(at("id"), "%q is also %s", w.ID, j)
 		} else {
-			seen[w.ID] = i
+			seen[w.ID] = fmt.Sprintf("workloads[%d]", i)
 		}
 		if !finite(w.CreatedSec) || w.CreatedSec > s.NowSec {
 			add(at("createdSec"), "%g: want a time ≤ nowSec (%g)", w.CreatedSec, s.NowSec)
@@ -316,6 +341,45 @@ func Parse(name string, data []byte) (*State, error) {
 		default:
 			add(at("phase"), "%q: want %s or %s", w.Phase, Pending, Admitted)
 		}
+	}
+	for i := range s.Finished {
+		f := &s.Finished[i]
+		at := func(x ...any) yamldoc.Path { return append(yamldoc.Path{"finished", i}, x...) }
+		if f.ID == "" {
+			add(at("id"), "missing")
+		} else if j, dup := seen[f.ID]; dup {
+			add(at("id"), "%q is also %s", f.ID, j)
+		} else {
+			seen[f.ID] = fmt.Sprintf("finished[%d]", i)
+		}
+		if !finite(f.CreatedSec) || f.CreatedSec > s.NowSec {
+			add(at("createdSec"), "%g: want a time ≤ nowSec (%g)", f.CreatedSec, s.NowSec)
+		}
+		start := f.CreatedSec
+		if a := f.AdmittedSec; a != nil {
+			if !finite(*a) || *a < f.CreatedSec || *a > s.NowSec {
+				add(at("admittedSec"), "%g: want a time between createdSec and nowSec", *a)
+			}
+			start = *a
+		}
+		if !finite(f.FinishedSec) || f.FinishedSec < start || f.FinishedSec > s.NowSec {
+			add(at("finishedSec"), "%g: want a time between admittedSec (else createdSec) and nowSec", f.FinishedSec)
+		}
+		if f.Admission != nil {
+			if f.AdmittedSec == nil {
+				add(at("admission"), "an admission needs admittedSec")
+			}
+			checkAdmission(f.Admission, at("admission"), add)
+		}
+		if d := f.DurationSec; d != nil && (!finite(*d) || *d <= 0) {
+			add(at("durationSec"), "%g: want seconds > 0", *d)
+		}
+		if f.Evictions < 0 {
+			add(at("evictions"), "%d: want ≥ 0", f.Evictions)
+		}
+	}
+	if len(s.Finished) > 0 && s.History == "" {
+		add(yamldoc.Path{"finished"}, "needs history: the trace with the finished workloads' shapes")
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err

@@ -28,6 +28,20 @@ workloads:
   phase: Pending
   createdSec: 30
   parked: true
+history: history.jsonl
+finished:
+- id: h1
+  createdSec: 0
+  admittedSec: 2
+  finishedSec: 40
+  admission:
+    clusterQueue: q
+    podSets:
+    - {name: main, count: 1, flavors: {nvidia.com/gpu: h100}}
+  durationSec: 38
+- id: h2
+  createdSec: 5
+  finishedSec: 6
 `
 
 func TestParse(t *testing.T) {
@@ -50,7 +64,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(again.Workloads) != 2 || again.Find("a").Progress[0].RemainingSec != 50 {
+	if len(again.Workloads) != 2 || again.Find("a").Progress[0].RemainingSec != 50 || len(again.Finished) != 2 || *again.Finished[0].DurationSec != 38 {
 		t.Errorf("round trip: %+v", again)
 	}
 }
@@ -70,6 +84,12 @@ func TestParseErrors(t *testing.T) {
 		{"negative execution budget", "  parked: true", "  parked: true\n  maxExecutionSec: -5", "state.yaml:24: workloads[1].maxExecutionSec: -5: want seconds ≥ 0"},
 		{"duplicate id", "- id: b", "- id: a", `workloads[1].id: "a" is also workloads[0]`},
 		{"arrivals", "arrivals: none", "arrivals: some", `arrivals: "some": want none or recorded`},
+		{"finished before admitted", "finishedSec: 40", "finishedSec: 1", "state.yaml:29: finished[0].finishedSec: 1: want a time between admittedSec (else createdSec) and nowSec"},
+		{"finished after now", "finishedSec: 6", "finishedSec: 600", "finished[1].finishedSec: 600"},
+		{"finished id of a live one", "- id: h2", "- id: b", `state.yaml:35: finished[1].id: "b" is also workloads[1]`},
+		{"admission without a time", "  admittedSec: 2\n", "", "finished[0].admission: an admission needs admittedSec"},
+		{"finished without history", "history: history.jsonl\n", "", "finished: needs history"},
+		{"declared duration", "durationSec: 38", "durationSec: 0", "finished[0].durationSec: 0: want seconds > 0"},
 		{"clock origin", "nowSec: 100\n", "nowSec: 100\nclockOrigin: 2026-12-07 09:00\n", `state.yaml:4: clockOrigin: "2026-12-07 09:00": want an RFC 3339 time`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

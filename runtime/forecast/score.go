@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -15,12 +16,16 @@ type Score struct {
 	// beyond the horizon too).
 	Workloads int `json:"workloads"`
 	Inside    int `json:"inside"`
+	// Unscored counts the pending workloads left out: what happened to them is not known.
+	Unscored int `json:"unscored,omitempty"`
 	// Coverage is Inside/Workloads, with its 95% Wilson score interval.
 	Coverage     float64 `json:"coverage"`
 	CoverageLow  float64 `json:"coverageLow"`
 	CoverageHigh float64 `json:"coverageHigh"`
-	// MedianAbsErrSec is the median of |p50 - actual| over the workloads admitted in both.
+	// MedianAbsErrSec is the median of |p50 - actual| over the workloads admitted in both, and
+	// Within60 how many of them had it within 60 s: the exactness an oracle forecast is held to.
 	MedianAbsErrSec float64 `json:"medianAbsErrSec"`
+	Within60        int     `json:"within60s"`
 }
 
 // ScoreAgainst scores r with the results of the replay its state was taken from, run to the end:
@@ -34,9 +39,33 @@ func ScoreAgainst(r *Report, d *results.Dir) Score {
 			}
 		}
 	}
-	s := Score{Run: d.Path}
+	s := scoreTruth(r, actual, nil)
+	s.Run = d.Path
+	return s
+}
+
+// ScoreBacktest scores r, a forecast from a backtest's rebuilt state, with what the history says
+// happened after it; the workloads it does not know the admission of are left out.
+func ScoreBacktest(r *Report, bt *Backtest) Score {
+	s := scoreTruth(r, bt.Truth, bt.Unscored)
+	s.Run = fmt.Sprintf("history after %g s", bt.AtSec)
+	return s
+}
+
+// scoreTruth scores r's pending workloads but skip by actual, each one's time to admission
+// (absent: not admitted).
+func scoreTruth(r *Report, actual map[string]float64, skip []string) Score {
+	var s Score
+	skipped := map[string]bool{}
+	for _, id := range skip {
+		skipped[id] = true
+	}
 	var errs []float64
 	for _, w := range r.Workloads {
+		if skipped[w.ID] {
+			s.Unscored++
+			continue
+		}
 		s.Workloads++
 		a, admitted := actual[w.ID]
 		if !admitted || a > r.HorizonSec {
@@ -47,7 +76,11 @@ func ScoreAgainst(r *Report, d *results.Dir) Score {
 			s.Inside++
 		}
 		if w.P50 != nil && !math.IsInf(a, 1) {
-			errs = append(errs, math.Abs(*w.P50-a))
+			e := math.Abs(*w.P50 - a)
+			errs = append(errs, e)
+			if e <= 60 {
+				s.Within60++
+			}
 		}
 	}
 	if s.Workloads > 0 {

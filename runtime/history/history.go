@@ -164,6 +164,12 @@ func identity(it *kueuewl.Summary) (key, id string) {
 	return key, id
 }
 
+// WorkloadID is the trace workload id Build gives the logical workload a Workload belongs to.
+func WorkloadID(it *kueuewl.Summary) string {
+	_, id := identity(it)
+	return id
+}
+
 // LiveOptions say how Live places a live Workload in time and class.
 type LiveOptions struct {
 	// Submit is the Workload's creation in trace seconds; Duration its duration (the caller's

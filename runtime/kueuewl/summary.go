@@ -55,6 +55,9 @@ type Summary struct {
 	// counted from its current admission, before it deactivates it (the job's
 	// kueue.x-k8s.io/max-exec-time-seconds label sets the spec field).
 	MaxExecSec *float64
+	// Evictions is how often Kueue evicted it (status.schedulingStats, else 1 when it carries an
+	// Evicted condition): its admissions before the last are not in its conditions.
+	Evictions int
 }
 
 // Admission is a Workload's status.admission.
@@ -123,6 +126,14 @@ func Summarize(wl *kueue.Workload) Summary {
 		// Below zero when Kueue has not yet deactivated a workload past its limit: none left.
 		left := math.Max(float64(*m-ptr.Deref(wl.Status.AccumulatedPastExecutionTimeSeconds, 0)), 0)
 		s.MaxExecSec = &left
+	}
+	if st := wl.Status.SchedulingStats; st != nil {
+		for _, e := range st.Evictions {
+			s.Evictions += int(e.Count)
+		}
+	}
+	if s.Evictions == 0 && meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted) != nil {
+		s.Evictions = 1
 	}
 	s.CreatedAt = wl.CreationTimestamp.Time
 	if v, ok := wl.Annotations[PreciseCreationAnnotation]; ok {

@@ -135,10 +135,15 @@ func evicted(at time.Duration) wlOpt {
 	}
 }
 
-func finished(admit, end time.Duration) wlOpt {
+// finished ends an admitted Workload (status.admission and QuotaReserved stay, as Kueue leaves
+// them) after Kueue evicted it evictions times.
+func finished(end time.Duration, evictions int32) wlOpt {
 	return func(w *kueue.Workload) {
-		w.Status.Conditions = append(w.Status.Conditions, cond(kueue.WorkloadQuotaReserved, "QuotaReserved", admit),
-			cond(kueue.WorkloadFinished, kueue.WorkloadFinishedReasonSucceeded, end))
+		w.Status.Conditions = append(w.Status.Conditions, cond(kueue.WorkloadFinished, kueue.WorkloadFinishedReasonSucceeded, end))
+		if evictions > 0 {
+			w.Status.SchedulingStats = &kueue.SchedulingStats{Evictions: []kueue.WorkloadSchedulingStatsEviction{
+				{Reason: kueue.WorkloadEvictedByPreemption, Count: evictions}}}
+		}
 	}
 }
 
@@ -178,7 +183,7 @@ func teamsCluster() []client.Object {
 			}),
 		workload("team-b", "wait", "b-lq", 30*time.Second, 16, withPriority("low", 10)),
 		workload("team-b", "spill", "b-spill", 40*time.Second, 4, withPriority("mid", 500), duration("120"), evicted(50*time.Second)),
-		workload("team-a", "done", "a-lq", 0, 2, finished(5*time.Second, 65*time.Second)),
+		workload("team-a", "done", "a-lq", 0, 2, duration("50"), admitted("team-a", "gpu-h100", 5*time.Second), finished(65*time.Second, 2)),
 		workload("team-a", "off", "a-lq", 5*time.Second, 2, func(w *kueue.Workload) { w.Spec.Active = ptr.To(false) }),
 	}
 }
@@ -234,7 +239,11 @@ func TestSnapshotState(t *testing.T) {
 					Flavors: map[string]string{"cpu": "h100-sxm", "memory": "h100-sxm", "nvidia.com/gpu": "h100-sxm"}}}}},
 			{ID: "team-b-job-wait", Phase: state.Pending, CreatedSec: 30},
 			{ID: "team-b-b-spill-job-spill", Phase: state.Pending, CreatedSec: 40, QueuedSec: ptr.To(50.0), RemainingSec: ptr.To(120.0)},
-		}}
+		},
+		Finished: []state.Past{{ID: "team-a-job-done", CreatedSec: 0, AdmittedSec: ptr.To(5.0), FinishedSec: 65, DurationSec: ptr.To(50.0), Evictions: 2,
+			Admission: &state.Admission{ClusterQueue: "team-a", PodSets: []state.PodSetFlav{{Name: "main", Count: 1,
+				Flavors: map[string]string{"cpu": "h100-sxm", "memory": "h100-sxm", "nvidia.com/gpu": "h100-sxm"}}}}}},
+	}
 	if d := cmp.Diff(want, st); d != "" {
 		t.Errorf("state (-want +got):\n%s", d)
 	}

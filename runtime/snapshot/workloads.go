@@ -1,11 +1,13 @@
 package snapshot
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/kueuelab/kueuelab/model/importer"
 	"github.com/kueuelab/kueuelab/model/state"
 	"github.com/kueuelab/kueuelab/render/contract"
 	"github.com/kueuelab/kueuelab/runtime/history"
@@ -243,5 +245,60 @@ func (b *builder) history(at func(time.Time) float64) error {
 	}
 	b.snap.History = res
 	b.snap.State.History = state.HistoryFile
+	b.snap.State.Finished = b.past(finished, res, at)
 	return nil
+}
+
+// past is the finished workloads' record for backtests: per history workload, when its Workload
+// was created, admitted and finished, on the state's clock, with Kueue's admission. An
+// experiment's trials, several Workloads under one id, span the first creation to the last finish
+// and have no one admission.
+func (b *builder) past(finished []kueuewl.Summary, res *importer.Result, at func(time.Time) float64) []state.Past {
+	ms := func(t time.Time) float64 { return math.Round(at(t)*1000) / 1000 }
+	kept := map[string]bool{}
+	for _, w := range res.Workloads {
+		kept[w.WorkloadID] = true
+	}
+	byID := map[string][]*kueuewl.Summary{}
+	var order []string
+	for i := range finished {
+		it := &finished[i]
+		id := history.WorkloadID(it)
+		if !kept[id] {
+			continue
+		}
+		if byID[id] == nil {
+			order = append(order, id)
+		}
+		byID[id] = append(byID[id], it)
+	}
+	var out []state.Past
+	for _, id := range order {
+		its := byID[id]
+		p := state.Past{ID: id, CreatedSec: math.Inf(1)}
+		for _, it := range its {
+			p.CreatedSec = math.Min(p.CreatedSec, ms(it.CreatedAt))
+			p.FinishedSec = math.Max(p.FinishedSec, ms(*it.Finished))
+			if it.Admitted != nil && (p.AdmittedSec == nil || ms(*it.Admitted) < *p.AdmittedSec) {
+				a := ms(*it.Admitted)
+				p.AdmittedSec = &a
+			}
+			p.Evictions += it.Evictions
+		}
+		// Conditions are kept to the second, the precise creation to the nanosecond.
+		if a := p.AdmittedSec; a != nil {
+			*a = math.Max(*a, p.CreatedSec)
+		}
+		p.FinishedSec = math.Max(p.FinishedSec, *cmp.Or(p.AdmittedSec, &p.CreatedSec))
+		if len(its) == 1 {
+			if a := its[0].Admission; a != nil && p.AdmittedSec != nil {
+				p.Admission = b.admission(a)
+			}
+			if d, ok := history.DurationOf(its[0]); ok {
+				p.DurationSec = &d
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }

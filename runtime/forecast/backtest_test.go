@@ -1,0 +1,184 @@
+package forecast
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kueuelab/kueuelab/model/state"
+	"github.com/kueuelab/kueuelab/model/trace"
+	"github.com/kueuelab/kueuelab/runtime/snapshot"
+)
+
+// pastState is a snapshot at 2,000 s of small's queue, written by hand: two 8-GPU holders ran
+// from 50 s to 1,000 s (h1 declared 950 s), p waited from 100 s for them and ran to 1,500 s, e
+// was evicted once and last admitted at 1,600 s, gone was deleted at 600 s without an admission,
+// old ran before them all, late came at 1,200 s, and live, created at 1,800 s, still waits.
+const pastState = `apiVersion: kueuelab.io/v1alpha1
+kind: ClusterState
+nowSec: 2000
+clockOrigin: "2026-12-07T00:00:00Z"
+trace: workloads.jsonl
+cluster: cluster.yaml
+history: history.jsonl
+arrivals: none
+workloads:
+- {id: live, phase: Pending, createdSec: 1800}
+finished:
+- {id: old, createdSec: 0, admittedSec: 0, finishedSec: 40, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+- {id: h1, createdSec: 10, admittedSec: 50, finishedSec: 1000, durationSec: 950, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+- {id: h2, createdSec: 10, admittedSec: 50, finishedSec: 1000, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+- {id: p, createdSec: 100, admittedSec: 1000, finishedSec: 1500, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+- {id: e, createdSec: 200, admittedSec: 1600, finishedSec: 1700, evictions: 1, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+- {id: gone, createdSec: 300, finishedSec: 600}
+- {id: late, createdSec: 1200, admittedSec: 1200, finishedSec: 1300, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+`
+
+func writePast(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	gpu := func(id string, at, d float64, gpus int) string {
+		return handWorkload(id, "single_gpu_training", at, d, 1, gpus)
+	}
+	files := map[string]string{
+		state.StateFile:   pastState,
+		state.ClusterFile: small,
+		state.TraceFile:   gpu("live", 1800, snapshot.PlaceholderDurationSec, 8),
+		state.HistoryFile: strings.Join([]string{gpu("old", 0, 40, 8), gpu("h1", 10, 950, 8), gpu("h2", 10, 950, 8), gpu("p", 100, 500, 8),
+			gpu("e", 200, 100, 4), gpu("gone", 300, 300, 2), gpu("late", 1200, 100, 4)}, "\n") + "\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestRebuildAt: the state at 500 s, derived by hand from pastState.
+func TestRebuildAt(t *testing.T) {
+	src := writePast(t)
+	for _, tc := range []struct {
+		name   string
+		oracle bool
+		// remaining: the work left each workload alive at 500 s has in the rebuilt state (-1: none,
+		// drawn); dur: its trace duration.
+		remaining, dur map[string]float64
+	}{
+		{"as a snapshot then", false, map[string]float64{"h1": 500, "h2": -1, "p": -1, "e": -1, "gone": -1},
+			map[string]float64{"h1": 950, "h2": 3600, "p": 3600, "e": 3600, "gone": 3600, "late": 100, "live": 3600}},
+		{"oracle", true, map[string]float64{"h1": 500, "h2": 500, "p": 500, "e": 100, "gone": 300},
+			map[string]float64{"h1": 950, "h2": 950, "p": 500, "e": 100, "gone": 300, "late": 100, "live": 3600}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := t.TempDir()
+			bt, err := RebuildAt(context.Background(), src, 500, dst, BacktestOptions{Oracle: tc.oracle})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &Backtest{AtSec: 500, NowSec: 2000, Pending: 3, Admitted: 2, History: 1, Later: 2, Unscored: []string{"e", "gone"},
+				Truth: map[string]float64{"p": 500}}
+			if d := cmp.Diff(want, bt); d != "" {
+				t.Errorf("backtest (-want +got):\n%s", d)
+			}
+			st, err := state.Load(filepath.Join(dst, state.StateFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.NowSec != 500 || st.Arrivals != state.ArrivalsRecorded || st.History != state.HistoryFile || st.ClockOrigin != "2026-12-07T00:00:00Z" {
+				t.Errorf("state: now %g, arrivals %s, history %q, origin %q", st.NowSec, st.Arrivals, st.History, st.ClockOrigin)
+			}
+			var ids []string
+			for _, w := range st.Workloads {
+				ids = append(ids, w.ID)
+				want := map[string]state.Phase{"h1": state.Admitted, "h2": state.Admitted}[w.ID]
+				if want == "" {
+					want = state.Pending
+				}
+				if w.Phase != want {
+					t.Errorf("%s: %s, want %s", w.ID, w.Phase, want)
+				}
+				got := -1.0
+				if w.RemainingSec != nil {
+					got = *w.RemainingSec
+				}
+				if got != tc.remaining[w.ID] {
+					t.Errorf("%s: remaining %g, want %g", w.ID, got, tc.remaining[w.ID])
+				}
+			}
+			if !slices.Equal(ids, []string{"h1", "h2", "p", "e", "gone"}) {
+				t.Errorf("state workloads %v, want h1 h2 p e gone", ids)
+			}
+			tr, err := trace.LoadWorkloads(context.Background(), filepath.Join(dst, state.TraceFile), trace.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tr.Workloads {
+				if w.DurationSec != tc.dur[w.WorkloadID] {
+					t.Errorf("trace %s: duration %g, want %g", w.WorkloadID, w.DurationSec, tc.dur[w.WorkloadID])
+				}
+			}
+			if len(tr.Workloads) != 7 {
+				t.Errorf("trace has %d workloads, want the 5 alive at 500 s and the 2 after", len(tr.Workloads))
+			}
+		})
+	}
+}
+
+// TestBacktestOracleScores: from the state at 500 s with every run known, the sim admits p when
+// the holders finish, at 1,000 s as the history says, but for the second the holders' restored
+// pods take to start again (the state has no pods, only their work left); e and gone are not
+// scored. Without the oracle h1's declared work is known and the rest drawn from old's history.
+func TestBacktestOracleScores(t *testing.T) {
+	src := writePast(t)
+	for _, oracle := range []bool{true, false} {
+		dst := t.TempDir()
+		bt, err := RebuildAt(context.Background(), src, 500, dst, BacktestOptions{Oracle: oracle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		arrivals := state.ArrivalsRecorded
+		if !oracle {
+			arrivals = state.ArrivalsNone
+		}
+		rep, err := Run(context.Background(), Options{Dir: dst, Repeats: 2, Seed: 1, HorizonSec: bt.NowSec - bt.AtSec, Arrivals: arrivals})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := ScoreBacktest(rep, bt)
+		if s.Workloads != 1 || s.Unscored != 2 {
+			t.Errorf("oracle %v: score %+v, want 1 workload, 2 unscored", oracle, s)
+		}
+		known, drawn := 1, 4
+		if oracle {
+			known, drawn = 5, 0
+			if s.Within60 != 1 || s.MedianAbsErrSec < 1 || s.MedianAbsErrSec > 2 {
+				t.Errorf("oracle: score %+v: want p within 60 s, 1-2 s late", s)
+			}
+		}
+		if rep.Known != known || rep.Drawn != drawn || rep.History != 1 {
+			t.Errorf("oracle %v: %d known, %d drawn from %d finished, want %d, %d from 1", oracle, rep.Known, rep.Drawn, rep.History, known, drawn)
+		}
+	}
+}
+
+func TestParseAt(t *testing.T) {
+	st := &state.State{NowSec: 7200, ClockOrigin: "2026-12-07T00:00:00Z"}
+	for in, want := range map[string]float64{"-1h": 3600, "600": 600, "30m": 1800, "2026-12-07T01:30:00Z": 5400} {
+		got, err := ParseAt(in, st)
+		if err != nil || got != want {
+			t.Errorf("%s: %g %v, want %g", in, got, err, want)
+		}
+	}
+	if _, err := ParseAt("yesterday", st); err == nil || !strings.Contains(err.Error(), "RFC 3339") {
+		t.Errorf("yesterday: %v", err)
+	}
+	if _, err := ParseAt("2026-12-07T01:30:00Z", &state.State{NowSec: 7200}); err == nil || !strings.Contains(err.Error(), "no wall time") {
+		t.Errorf("a wall time on a replay's clock: %v", err)
+	}
+}
