@@ -10,6 +10,8 @@
 #   hack/kueue-harness/run.sh                       # 5 runs of the baseline config into results/kueue-harness/baseline
 #   CONFIG=tas RUNS=5 OUT=/tmp/h hack/kueue-harness/run.sh
 #   PATCH_QPS=300/500 hack/kueue-harness/run.sh     # minimalkueue's client at QPS 300 / burst 500
+#   GENERATOR=hack/kueue-harness/configs/low-rate/generator.yaml hack/kueue-harness/run.sh
+#                                                   # a generator file of one's own (CONFIG: its directory's name)
 #
 # envtest runs the tools cache's etcd and kube-apiserver (`kueuelab tools path`): Kubernetes
 # v1.36.2 as Kueue's ENVTEST_K8S_VERSION 1.36 asks, etcd v3.5.21 (envtest's 1.36 assets ship 3.6).
@@ -21,6 +23,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 KUEUE_VERSION=${KUEUE_VERSION:-$(cd "$repo" && go list -m -f '{{.Version}}' sigs.k8s.io/kueue)}
 CONFIG=${CONFIG:-baseline}
+GENERATOR=${GENERATOR:-}
+if [ -n "$GENERATOR" ]; then
+  GENERATOR=$(realpath "$GENERATOR")
+  CONFIG=$(basename "$(dirname "$GENERATOR")")
+fi
 RUNS=${RUNS:-5}
 PATCH_QPS=${PATCH_QPS:-}
 OUT=${OUT:-$repo/results/kueue-harness/$CONFIG${PATCH_QPS:+-qps${PATCH_QPS/\//-}}}
@@ -54,7 +61,7 @@ if [ ! -x "$work/bin/runner" ] || [ ! -x "$work/bin/minimalkueue" ]; then
     go build -o "$work/bin/minimalkueue" ./test/performance/scheduler/minimalkueue)
 fi
 
-gen=$work/kueue/test/performance/scheduler/configs/$CONFIG/generator.yaml
+gen=${GENERATOR:-$work/kueue/test/performance/scheduler/configs/$CONFIG/generator.yaml}
 [ -f "$gen" ] || { echo "kueue-harness: no config $CONFIG ($gen)" >&2; exit 1; }
 extra=()
 timeout=10m

@@ -10,6 +10,11 @@
 // workloads. Kueue's harness runs them as Workloads without pods in wall time; here a millisecond
 // of theirs is a millisecond of trace time, and each workload is a one-pod batch Job.
 //
+// With -generator, the classes' counts, creation intervals, runtimes and requests are read from a
+// harness generator file of the baseline's structure (its cohorts, queues, quotas, preemption and
+// three priorities), so that a config that moves the load, as hack/kueue-harness/configs/low-rate,
+// is written as the same trace and spec.
+//
 // With -arrivals, each workload is submitted when Kueue's harness saw it created in a run of its
 // own (the first_event_us column of the wlTimes.csv that hack/kueue-harness writes): the harness's
 // generator creates workloads from sleeping goroutines whose create calls stretch the nominal
@@ -18,9 +23,11 @@
 //
 //	go run ./hack/kueueperf -out /tmp/kueueperf   # writes trace.jsonl and cluster.yaml
 //	go run ./hack/kueueperf -out /tmp/kp1 -arrivals results/kueue-harness/baseline/run-1/wlTimes.csv
+//	go run ./hack/kueueperf -out /tmp/kplow -generator hack/kueue-harness/configs/low-rate/generator.yaml
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"flag"
@@ -32,6 +39,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kueuelab/kueuelab/model/fielderr"
 	"github.com/kueuelab/kueuelab/model/trace"
@@ -62,7 +71,18 @@ func main() {
 	out := flag.String("out", "kueueperf", "output directory")
 	scale := flag.Int("scale", 1, "divide every class's workload count by this (a smaller run of the same shape)")
 	arrivals := flag.String("arrivals", "", "a harness run's wlTimes.csv: submit each workload when the harness saw it created")
+	generator := flag.String("generator", "", "a harness generator file of the baseline's structure: its classes' counts, intervals, runtimes and requests")
 	flag.Parse()
+	if *generator != "" {
+		data, err := os.ReadFile(*generator)
+		if err == nil {
+			classes, err = readGenerator(*generator, data)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kueueperf:", err)
+			os.Exit(1)
+		}
+	}
 	var at map[string]float64
 	if *arrivals != "" {
 		f, err := os.Open(*arrivals)
@@ -267,4 +287,74 @@ cohorts:
   eco: {value: 50}
 `)
 	return b.String()
+}
+
+// generatorFile is the part of Kueue's harness generator config (test/performance/scheduler's
+// generator.yaml) this command reads.
+type generatorFile struct {
+	Cohorts []struct {
+		ClassName  string `yaml:"className"`
+		Count      int    `yaml:"count"`
+		QueuesSets []struct {
+			ClassName           string `yaml:"className"`
+			Count               int    `yaml:"count"`
+			NominalQuota        int    `yaml:"nominalQuota"`
+			BorrowingLimit      int    `yaml:"borrowingLimit"`
+			ReclaimWithinCohort string `yaml:"reclaimWithinCohort"`
+			WithinClusterQueue  string `yaml:"withinClusterQueue"`
+			WorkloadsSets       []struct {
+				Count              int     `yaml:"count"`
+				CreationIntervalMs float64 `yaml:"creationIntervalMs"`
+				Workloads          []struct {
+					ClassName string  `yaml:"className"`
+					RuntimeMs float64 `yaml:"runtimeMs"`
+					Priority  int     `yaml:"priority"`
+					Request   int     `yaml:"request"`
+				} `yaml:"workloads"`
+			} `yaml:"workloadsSets"`
+		} `yaml:"queuesSets"`
+	} `yaml:"cohorts"`
+}
+
+// readGenerator reads a generator file's classes. The structure must be the baseline's (the
+// trace's ids, the spec and the harness's names follow it); what may differ is each class's
+// count, creation interval, runtime and request.
+func readGenerator(name string, data []byte) ([]class, error) {
+	var g generatorFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&g); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	bad := func(field, format string, args ...any) error {
+		return fielderr.New(name, 0, field, format+" (the baseline's structure: 5 cohorts of 6 ClusterQueues, quota 20 borrowing 100, "+
+			"reclaimWithinCohort Any, withinClusterQueue LowerPriority, workload sets small/50, medium/100, large/200 of one workload each)", args...)
+	}
+	if len(g.Cohorts) != 1 || g.Cohorts[0].Count != cohorts || len(g.Cohorts[0].QueuesSets) != 1 {
+		return nil, bad("cohorts", "want one cohort class of %d cohorts with one queue set", cohorts)
+	}
+	qs := g.Cohorts[0].QueuesSets[0]
+	if qs.Count != queuesPerCohort || qs.NominalQuota != nominalCPU || qs.BorrowingLimit != borrowCPU ||
+		qs.ReclaimWithinCohort != "Any" || qs.WithinClusterQueue != "LowerPriority" {
+		return nil, bad("cohorts[0].queuesSets[0]", "count %d, quota %d, borrowing %d, %s, %s", qs.Count, qs.NominalQuota, qs.BorrowingLimit, qs.ReclaimWithinCohort, qs.WithinClusterQueue)
+	}
+	if len(qs.WorkloadsSets) != len(classes) {
+		return nil, bad("cohorts[0].queuesSets[0].workloadsSets", "%d sets, want %d", len(qs.WorkloadsSets), len(classes))
+	}
+	out := make([]class, len(classes))
+	for i, ws := range qs.WorkloadsSets {
+		field := fmt.Sprintf("cohorts[0].queuesSets[0].workloadsSets[%d]", i)
+		want := classes[i]
+		prio := map[string]int{"small": 50, "medium": 100, "large": 200}[want.name]
+		if len(ws.Workloads) != 1 || ws.Workloads[0].ClassName != want.name || ws.Workloads[0].Priority != prio {
+			return nil, bad(field, "want one workload of class %s, priority %d", want.name, prio)
+		}
+		w := ws.Workloads[0]
+		if ws.Count < 1 || !(ws.CreationIntervalMs >= 0) || !(w.RuntimeMs > 0) || w.Request < 1 {
+			return nil, bad(field, "count %d, interval %g ms, runtime %g ms, request %d: want a count, an interval ≥ 0, a runtime and a request > 0",
+				ws.Count, ws.CreationIntervalMs, w.RuntimeMs, w.Request)
+		}
+		out[i] = class{name: want.name, count: ws.Count, intervalMs: ws.CreationIntervalMs, runtimeMs: w.RuntimeMs, cpu: w.Request, intent: want.intent}
+	}
+	return out, nil
 }
