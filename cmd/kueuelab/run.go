@@ -37,7 +37,7 @@ type runFlags struct {
 	sim                                                 simFlags
 	speedup                                             results.Speedup
 	qps                                                 float64
-	timeout, stall                                      time.Duration
+	timeout, stall, until                               time.Duration
 	keep, keepCluster                                   bool
 	genJobs                                             int
 	genSpan                                             time.Duration
@@ -89,8 +89,15 @@ and stops it at the end (--keep-cluster leaves it running); a cluster that was a
 left running. Queues, flavors and nodes of another cluster spec on it are replaced.
 
 A run exits non-zero when a workload was rejected by the API server (the first rejection is
-named), when it stopped before every workload finished (--timeout, Ctrl-C, or a stall: nothing
-changed for --stall-timeout), or when results could not be written.
+named), when it stopped before every workload finished (--timeout, --until, Ctrl-C, or a stall:
+nothing changed for --stall-timeout), or when results could not be written.
+
+--until T stops the replay at trace time T, once everything due then has happened, and leaves
+the cluster in that state: the objects stay (--keep), and the trace clock's ConfigMap says where
+the replay stopped, so that kueuelab snapshot reads the state at T on the trace clock and a
+forecast from it can be scored (forecast --score) against a run of the same trace to the end.
+On the local cluster it needs --keep-cluster. On the sim engine it is --sim-max-trace (with
+--state-out for the state).
 
 --gen-jobs N generates an N-workload trace with the default profile (saved as trace.jsonl in --out)
 instead of reading --trace; --gen-span spreads its submissions over that much trace time.
@@ -128,6 +135,7 @@ instead: a kueuelab binary linking it, built from this source tree into the cach
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this wall time (0: no limit)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the submitted objects on the cluster")
 	fl.BoolVar(&f.keepCluster, "keep-cluster", false, "leave a local cluster this run started running at the end")
+	fl.DurationVar(&f.until, "until", 0, "stop the replay at this trace time and leave the cluster in that state (for kueuelab snapshot); sim engine: --sim-max-trace")
 	fl.DurationVar(&f.stall, "stall-timeout", 5*time.Minute, "end the run when nothing changed for this wall time while work is pending")
 	fl.StringVar(&f.mapping, "mapping", "", "mapping file choosing the kind per family")
 	fl.Float64Var(&f.qps, "qps", 50, "create calls per second the runner may make")
@@ -155,6 +163,18 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if (f.tracePath == "") == (f.genJobs == 0) {
 		return errors.New("give exactly one of --trace and --gen-jobs")
+	}
+	if f.until < 0 {
+		return fmt.Errorf("--until %s: want a trace time > 0", f.until)
+	}
+	if f.until > 0 && f.engine == results.EngineSim {
+		if cmd.Flags().Changed("sim-max-trace") {
+			return errors.New("--until and --sim-max-trace are one limit: give one")
+		}
+		f.sim.maxTrace = f.until
+	}
+	if f.until > 0 && f.engine == results.EngineCluster && f.kubeconfig == "" && !f.keepCluster {
+		return errors.New("--until leaves the local cluster in the state at that time for a snapshot: give --keep-cluster too")
 	}
 	if err := f.sim.check(f.engine, cmd.Flags()); err != nil {
 		return err
@@ -230,6 +250,13 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		eng = ce
 	}
 	_, err = replay.Run(ctx, eng, in)
+	if f.until > 0 && f.engine == results.EngineCluster {
+		kc := f.kubeconfig
+		if kc == "" {
+			kc = "$(kueuelab cluster kubeconfig --name " + f.name + ")"
+		}
+		fmt.Fprintf(out, "the cluster holds the state at trace time %s: `kueuelab snapshot --kubeconfig %s --out DIR` reads it\n", f.until, kc)
+	}
 	return err
 }
 
@@ -239,7 +266,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 func (f *runFlags) clusterEngine(cmd *cobra.Command, spec *rcluster.Spec) (eng *runner.Engine, done func(), err error) {
 	ctx, out := cmd.Context(), cmd.OutOrStdout()
 	eng = &runner.Engine{Cluster: runner.InProcess{Speedup: f.speedup, ClockTrace: f.clockTrace},
-		StallTimeout: f.stall, Keep: f.keep, QPS: f.qps}
+		StallTimeout: f.stall, Keep: f.keep, QPS: f.qps, UntilSec: f.until.Seconds()}
 	done = func() {}
 	if f.kubeconfig == "" {
 		for _, fl := range []string{"agent", "kueue-metrics", "scheduler-metrics", "inexact"} {

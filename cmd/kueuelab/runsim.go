@@ -55,7 +55,7 @@ func (s *simFlags) check(engine results.Engine, fl *pflag.FlagSet) error {
 		}
 	}
 	if s.stateOut != "" && s.maxTrace <= 0 {
-		errs = append(errs, errors.New("--state-out: the state is taken at --sim-max-trace; give it"))
+		errs = append(errs, errors.New("--state-out: the state is taken at --sim-max-trace (or --until); give it"))
 	}
 	if s.cycle < 0 || s.podStart < 0 || s.maxTrace < 0 {
 		errs = append(errs, errors.New("--sim-cycle, --sim-pod-start and --sim-max-trace must be ≥ 0"))

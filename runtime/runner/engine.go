@@ -24,10 +24,11 @@ type Engine struct {
 	// an agent in this process: the trace clock then runs on wall time at Cluster.Speedup, which
 	// must be a number.
 	AgentInCluster bool
-	// StallTimeout, Keep and QPS are Config's.
+	// StallTimeout, Keep, QPS and UntilSec are Config's (UntilSec implies Keep).
 	StallTimeout time.Duration
 	Keep         bool
 	QPS          float64
+	UntilSec     float64
 }
 
 // errWallClockSpeedup is the error of an in-cluster agent with an unbounded speedup.
@@ -86,7 +87,8 @@ func (e *Engine) config(ctx context.Context, in replay.Inputs) (Config, error) {
 		}
 	}
 	cfg.Trace, cfg.TraceName, cfg.Mapping, cfg.Faults = tr, name, in.Mapping, in.Faults
-	cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Keep, cfg.QPS = in.Timeout, e.StallTimeout, in.OutDir, e.Keep, e.QPS
+	cfg.Timeout, cfg.StallTimeout, cfg.OutDir, cfg.Keep, cfg.QPS = in.Timeout, e.StallTimeout, in.OutDir, e.Keep || e.UntilSec > 0, e.QPS
+	cfg.UntilSec = e.UntilSec
 	cfg.Progress, cfg.TTY, cfg.Out = in.Progress, in.TTY, in.Out
 	return cfg, nil
 }

@@ -69,6 +69,11 @@ type Config struct {
 	OutDir string
 	// Keep leaves the submitted objects on the cluster at the end.
 	Keep bool
+	// UntilSec, when > 0, ends the replay at that trace time, once everything due then has
+	// happened: nothing later is submitted or driven, and the objects stay as they are (it needs
+	// Keep), so that a snapshot reads the cluster's state at that instant on the trace clock
+	// the run publishes.
+	UntilSec float64
 	// Prune deletes the cluster-side objects of other specs before applying this one (Kueue
 	// queues, flavors and kueuelab's KWOK nodes): set for kueuelab's own local cluster only.
 	Prune bool
@@ -140,6 +145,14 @@ func (c *Config) check() error {
 	}
 	if c.OutDir == "" {
 		errs = append(errs, errors.New("no output directory"))
+	}
+	switch {
+	case c.UntilSec < 0 || math.IsNaN(c.UntilSec) || math.IsInf(c.UntilSec, 0):
+		errs = append(errs, fmt.Errorf("until %g: want a trace time > 0", c.UntilSec))
+	case c.UntilSec > 0 && !c.Keep:
+		errs = append(errs, errors.New("until: the state at that time is the cluster's objects, which the run then leaves: it needs Keep"))
+	case c.UntilSec > 0 && c.Clock != nil && !c.Clock.HoldsEnabled():
+		errs = append(errs, errors.New("until: a clock on wall time (an agent in the cluster) does not stop at a trace time"))
 	}
 	if c.QPS == 0 {
 		c.QPS = 50
@@ -346,6 +359,13 @@ func (r *run) replay(runCtx, parent context.Context, cancelRun context.CancelFun
 	r.sub.arm()
 	smp.arm()
 	r.faults.arm()
+	var until <-chan struct{}
+	if r.cfg.UntilSec > 0 {
+		// Fired, it keeps the clock at its time until the clock stops.
+		a := r.clk.NewAlarm("until", simclock.OrderLimit)
+		a.Set(r.cfg.UntilSec)
+		until = a.C()
+	}
 	r.clk.Start(runCtx)
 	if r.cfg.Timeout > 0 {
 		var cancelT context.CancelFunc
@@ -358,7 +378,7 @@ func (r *run) replay(runCtx, parent context.Context, cancelRun context.CancelFun
 	go func() { defer bg.Done(); smp.run(runCtx) }()
 
 	prog := r.cfg.progress(len(r.plan.records))
-	incomplete, loopErr := waitDone(runCtx, parent, r.cfg, r.rec, prog, r.clk, driverErr, r.w.loop, r.follow.controlPlane())
+	incomplete, loopErr := waitDone(runCtx, parent, r.cfg, r.rec, prog, r.clk, driverErr, r.w.loop, r.follow.controlPlane(), until)
 	r.clk.Stop()
 	cancelRun()
 	bg.Wait()
@@ -480,7 +500,7 @@ func clockMeta(clk *simclock.Clock) results.Meta {
 // waitDone shows progress until every workload is terminal or the run must stop, and returns
 // why the run is incomplete ("" when it is not), and the preemption loop that ended it, if one did.
 func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder, prog *results.Progress, clk *simclock.Clock,
-	agentErr <-chan error, loop <-chan error, cp *controlPlane) (string, error) {
+	agentErr <-chan error, loop <-chan error, cp *controlPlane, until <-chan struct{}) (string, error) {
 	var fatal <-chan error
 	if cp != nil {
 		fatal = cp.fatal
@@ -499,6 +519,8 @@ func waitDone(runCtx, parent context.Context, cfg *Config, rec *results.Recorder
 			return describe(rec, "the control plane failed: "+err.Error()), nil
 		case err := <-loop:
 			return describe(rec, err.Error()), err
+		case <-until:
+			return describe(rec, fmt.Sprintf("stopped at trace time %gs (until)", cfg.UntilSec)), nil
 		case <-runCtx.Done():
 			why := "interrupted"
 			if parent.Err() == nil && cfg.Timeout > 0 {

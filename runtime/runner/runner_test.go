@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -28,6 +29,7 @@ import (
 	"github.com/kueuelab/kueuelab/render"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
+	"github.com/kueuelab/kueuelab/runtime/agent"
 	rtcluster "github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/kueuewl"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -823,3 +825,39 @@ func TestReplacementPodForgetsTheFailedOnesEnd(t *testing.T) {
 		t.Errorf("%d late steps (worst %.0f s: %s), want none", n, worst, what)
 	}
 }
+
+// TestConfigUntil: a stop at a trace time leaves the objects (it needs Keep) on a clock that
+// stops (not one on wall time), and is a time.
+func TestConfigUntil(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		until float64
+		keep  bool
+		wall  bool
+		want  string
+	}{
+		{"without keep", 3600, false, false, "until: the state at that time is the cluster's objects, which the run then leaves: it needs Keep"},
+		{"negative", -1, true, false, "until -1: want a trace time > 0"},
+		{"wall clock", 3600, true, true, "until: a clock on wall time (an agent in the cluster) does not stop at a trace time"},
+		{"fine", 3600, true, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := simclock.New(simclock.Options{})
+			if tc.wall {
+				clk = simclock.New(simclock.Options{Disabled: true, MaxRate: 100})
+			}
+			cfg := &Config{REST: &rest.Config{}, Trace: genTrace(t, 3, 7), Spec: &rcluster.Spec{}, Clock: clk, OutDir: t.TempDir(),
+				Agent: nopAgent{}, UntilSec: tc.until, Keep: tc.keep}
+			err := cfg.check()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("check: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// nopAgent stands in for the in-process agent where a test only checks a Config.
+type nopAgent struct{}
+
+func (nopAgent) Run(context.Context) error { return nil }
+func (nopAgent) Snapshot() agent.Snapshot  { return agent.Snapshot{} }

@@ -42,7 +42,7 @@ func TestStallEndsTheRunAndSaysWhy(t *testing.T) {
 	clk.Hold(simclock.Key{Kind: simclock.KindKueue, ID: "kueue"})
 	cfg := &Config{StallTimeout: 300 * time.Millisecond}
 
-	why, loopErr := waitDone(ctx, t.Context(), cfg, rec, nil, clk, nil, nil, nil)
+	why, loopErr := waitDone(ctx, t.Context(), cfg, rec, nil, clk, nil, nil, nil, nil)
 	if loopErr != nil || ctx.Err() != nil {
 		t.Fatalf("waitDone: loop %v, context %v; want the stall to end it", loopErr, ctx.Err())
 	}

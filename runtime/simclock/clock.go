@@ -713,6 +713,7 @@ const (
 	OrderTimer                   // Kueue's timers
 	OrderSubmission              // the runner's submissions
 	OrderSample                  // the time series rows: the state once everything at t happened
+	OrderLimit                   // a run's end at a trace time: after its last row
 )
 
 // Alarm is one participant's next event. It fires when trace time reaches its time and then keeps
