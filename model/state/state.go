@@ -105,8 +105,10 @@ type Past struct {
 	// at an instant while it lived would have known.
 	DurationSec *float64 `yaml:"durationSec,omitempty"`
 	// Evictions is how often Kueue evicted it: before its last admission it held quota at times
-	// the history does not keep.
-	Evictions int `yaml:"evictions,omitempty"`
+	// the history does not keep. RequeuedSec is when Kueue last queued it again after an
+	// eviction: from then to its last admission it waited.
+	Evictions   int      `yaml:"evictions,omitempty"`
+	RequeuedSec *float64 `yaml:"requeuedSec,omitempty"`
 }
 
 // Metadata names the state.
@@ -376,6 +378,14 @@ func Parse(name string, data []byte) (*State, error) {
 		}
 		if f.Evictions < 0 {
 			add(at("evictions"), "%d: want ≥ 0", f.Evictions)
+		}
+		if r := f.RequeuedSec; r != nil {
+			switch {
+			case f.Evictions == 0:
+				add(at("requeuedSec"), "a workload never evicted is never requeued")
+			case !finite(*r) || *r < f.CreatedSec || *r > f.FinishedSec || (f.AdmittedSec != nil && *r > *f.AdmittedSec):
+				add(at("requeuedSec"), "%g: want a time between createdSec and admittedSec (else finishedSec)", *r)
+			}
 		}
 	}
 	if len(s.Finished) > 0 && s.History == "" {

@@ -232,6 +232,12 @@ func (b *backtest) past(p *state.Past, w *trace.Workload, jobs []*trace.Job) {
 	}
 	b.bt.Pending++
 	sw := state.Workload{ID: p.ID, Phase: state.Pending, CreatedSec: p.CreatedSec}
+	// Requeued by the instant and admitted after it: it waited then, since its last eviction,
+	// which Kueue orders it by (the requeue time stands in for the eviction's).
+	requeued := p.RequeuedSec != nil && *p.RequeuedSec <= b.at
+	if requeued {
+		sw.QueuedSec = p.RequeuedSec
+	}
 	switch {
 	case b.oracle:
 		sw.RemainingSec = positive(run)
@@ -241,7 +247,7 @@ func (b *backtest) past(p *state.Past, w *trace.Workload, jobs []*trace.Job) {
 	b.st.Workloads = append(b.st.Workloads, sw)
 	b.shape(b.out, w, jobs, p.CreatedSec, b.placeholder(p.DurationSec, run))
 	switch {
-	case p.AdmittedSec == nil || p.Evictions > 0:
+	case p.AdmittedSec == nil || (p.Evictions > 0 && !requeued):
 		b.bt.Unscored = append(b.bt.Unscored, p.ID)
 	default:
 		b.bt.Truth[p.ID] = *p.AdmittedSec - b.at

@@ -17,8 +17,9 @@ import (
 
 // pastState is a snapshot at 2,000 s of small's queue, written by hand: two 8-GPU holders ran
 // from 50 s to 1,000 s (h1 declared 950 s), p waited from 100 s for them and ran to 1,500 s, e
-// was evicted once and last admitted at 1,600 s, gone was deleted at 600 s without an admission,
-// old ran before them all, late came at 1,200 s, and live, created at 1,800 s, still waits.
+// was evicted, requeued at 700 s and last admitted at 1,600 s, r was evicted twice, requeued at
+// 400 s and admitted at 1,300 s, gone was deleted at 600 s without an admission, old ran before
+// them all, late came at 1,200 s, and live, created at 1,800 s, still waits.
 const pastState = `apiVersion: kueuelab.io/v1alpha1
 kind: ClusterState
 nowSec: 2000
@@ -34,7 +35,8 @@ finished:
 - {id: h1, createdSec: 10, admittedSec: 50, finishedSec: 1000, durationSec: 950, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
 - {id: h2, createdSec: 10, admittedSec: 50, finishedSec: 1000, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
 - {id: p, createdSec: 100, admittedSec: 1000, finishedSec: 1500, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
-- {id: e, createdSec: 200, admittedSec: 1600, finishedSec: 1700, evictions: 1, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+- {id: e, createdSec: 200, admittedSec: 1600, finishedSec: 1700, evictions: 1, requeuedSec: 700, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+- {id: r, createdSec: 250, admittedSec: 1300, finishedSec: 1400, evictions: 2, requeuedSec: 400, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
 - {id: gone, createdSec: 300, finishedSec: 600}
 - {id: late, createdSec: 1200, admittedSec: 1200, finishedSec: 1300, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
 `
@@ -50,7 +52,7 @@ func writePast(t *testing.T) string {
 		state.ClusterFile: small,
 		state.TraceFile:   gpu("live", 1800, snapshot.PlaceholderDurationSec, 8),
 		state.HistoryFile: strings.Join([]string{gpu("old", 0, 40, 8), gpu("h1", 10, 950, 8), gpu("h2", 10, 950, 8), gpu("p", 100, 500, 8),
-			gpu("e", 200, 100, 4), gpu("gone", 300, 300, 2), gpu("late", 1200, 100, 4)}, "\n") + "\n",
+			gpu("e", 200, 100, 4), gpu("r", 250, 100, 8), gpu("gone", 300, 300, 2), gpu("late", 1200, 100, 4)}, "\n") + "\n",
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
@@ -70,10 +72,10 @@ func TestRebuildAt(t *testing.T) {
 		// drawn); dur: its trace duration.
 		remaining, dur map[string]float64
 	}{
-		{"as a snapshot then", false, map[string]float64{"h1": 500, "h2": -1, "p": -1, "e": -1, "gone": -1},
-			map[string]float64{"h1": 950, "h2": 3600, "p": 3600, "e": 3600, "gone": 3600, "late": 100, "live": 3600}},
-		{"oracle", true, map[string]float64{"h1": 500, "h2": 500, "p": 500, "e": 100, "gone": 300},
-			map[string]float64{"h1": 950, "h2": 950, "p": 500, "e": 100, "gone": 300, "late": 100, "live": 3600}},
+		{"as a snapshot then", false, map[string]float64{"h1": 500, "h2": -1, "p": -1, "e": -1, "r": -1, "gone": -1},
+			map[string]float64{"h1": 950, "h2": 3600, "p": 3600, "e": 3600, "r": 3600, "gone": 3600, "late": 100, "live": 3600}},
+		{"oracle", true, map[string]float64{"h1": 500, "h2": 500, "p": 500, "e": 100, "r": 100, "gone": 300},
+			map[string]float64{"h1": 950, "h2": 950, "p": 500, "e": 100, "r": 100, "gone": 300, "late": 100, "live": 3600}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := t.TempDir()
@@ -81,8 +83,8 @@ func TestRebuildAt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := &Backtest{AtSec: 500, NowSec: 2000, Pending: 3, Admitted: 2, History: 1, Later: 2, Unscored: []string{"e", "gone"},
-				Truth: map[string]float64{"p": 500}}
+			want := &Backtest{AtSec: 500, NowSec: 2000, Pending: 4, Admitted: 2, History: 1, Later: 2, Unscored: []string{"e", "gone"},
+				Truth: map[string]float64{"p": 500, "r": 800}}
 			if d := cmp.Diff(want, bt); d != "" {
 				t.Errorf("backtest (-want +got):\n%s", d)
 			}
@@ -110,9 +112,12 @@ func TestRebuildAt(t *testing.T) {
 				if got != tc.remaining[w.ID] {
 					t.Errorf("%s: remaining %g, want %g", w.ID, got, tc.remaining[w.ID])
 				}
+				if q := w.QueuedSec; (w.ID == "r") != (q != nil) || (q != nil && *q != 400) {
+					t.Errorf("%s: queued at %v, want r only, at its requeue, 400 s", w.ID, q)
+				}
 			}
-			if !slices.Equal(ids, []string{"h1", "h2", "p", "e", "gone"}) {
-				t.Errorf("state workloads %v, want h1 h2 p e gone", ids)
+			if !slices.Equal(ids, []string{"h1", "h2", "p", "e", "r", "gone"}) {
+				t.Errorf("state workloads %v, want h1 h2 p e r gone", ids)
 			}
 			tr, err := trace.LoadWorkloads(context.Background(), filepath.Join(dst, state.TraceFile), trace.Options{})
 			if err != nil {
@@ -123,17 +128,18 @@ func TestRebuildAt(t *testing.T) {
 					t.Errorf("trace %s: duration %g, want %g", w.WorkloadID, w.DurationSec, tc.dur[w.WorkloadID])
 				}
 			}
-			if len(tr.Workloads) != 7 {
-				t.Errorf("trace has %d workloads, want the 5 alive at 500 s and the 2 after", len(tr.Workloads))
+			if len(tr.Workloads) != 8 {
+				t.Errorf("trace has %d workloads, want the 6 alive at 500 s and the 2 after", len(tr.Workloads))
 			}
 		})
 	}
 }
 
 // TestBacktestOracleScores: from the state at 500 s with every run known, the sim admits p when
-// the holders finish, at 1,000 s as the history says, but for the second the holders' restored
-// pods take to start again (the state has no pods, only their work left); e and gone are not
-// scored. Without the oracle h1's declared work is known and the rest drawn from old's history.
+// the holders finish, at 1,000 s as the history says, and r, queued behind e and gone, when they
+// have finished, at 1,300 s: each some seconds late, as Kueue retries a workload it found
+// inadmissible on its 1 s requeue batch (r's wait starts a second late with p's). e and gone are
+// not scored. Without the oracle h1's declared work is known and the rest drawn from old's history.
 func TestBacktestOracleScores(t *testing.T) {
 	src := writePast(t)
 	for _, oracle := range []bool{true, false} {
@@ -151,14 +157,14 @@ func TestBacktestOracleScores(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := ScoreBacktest(rep, bt)
-		if s.Workloads != 1 || s.Unscored != 2 {
-			t.Errorf("oracle %v: score %+v, want 1 workload, 2 unscored", oracle, s)
+		if s.Workloads != 2 || s.Unscored != 2 {
+			t.Errorf("oracle %v: score %+v, want 2 workloads, 2 unscored", oracle, s)
 		}
-		known, drawn := 1, 4
+		known, drawn := 1, 5
 		if oracle {
-			known, drawn = 5, 0
-			if s.Within60 != 1 || s.MedianAbsErrSec < 1 || s.MedianAbsErrSec > 2 {
-				t.Errorf("oracle: score %+v: want p within 60 s, 1-2 s late", s)
+			known, drawn = 6, 0
+			if s.Within60 != 2 || s.MedianAbsErrSec < 1 || s.MedianAbsErrSec > 3 {
+				t.Errorf("oracle: score %+v: want p and r within 60 s, 1-3 s late", s)
 			}
 		}
 		if rep.Known != known || rep.Drawn != drawn || rep.History != 1 {

@@ -56,8 +56,11 @@ type Summary struct {
 	// kueue.x-k8s.io/max-exec-time-seconds label sets the spec field).
 	MaxExecSec *float64
 	// Evictions is how often Kueue evicted it (status.schedulingStats, else 1 when it carries an
-	// Evicted condition): its admissions before the last are not in its conditions.
+	// Evicted condition): its admissions before the last are not in its conditions. Requeued is
+	// when Kueue last queued it again after an eviction, where its conditions say (every eviction
+	// a waitForPodsReady timeout); nil otherwise.
 	Evictions int
+	Requeued  *time.Time
 }
 
 // Admission is a Workload's status.admission.
@@ -127,13 +130,24 @@ func Summarize(wl *kueue.Workload) Summary {
 		left := math.Max(float64(*m-ptr.Deref(wl.Status.AccumulatedPastExecutionTimeSeconds, 0)), 0)
 		s.MaxExecSec = &left
 	}
+	// Kueue turns Requeued False at a waitForPodsReady eviction and True when it requeues the
+	// Workload after the backoff; a preemption leaves it True, so its time says when the last
+	// eviction ended only where every eviction was a PodsReady timeout.
+	byTimeout := 0
 	if st := wl.Status.SchedulingStats; st != nil {
 		for _, e := range st.Evictions {
 			s.Evictions += int(e.Count)
+			if e.Reason == kueue.WorkloadEvictedByPodsReadyTimeout {
+				byTimeout += int(e.Count)
+			}
 		}
 	}
 	if s.Evictions == 0 && meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted) != nil {
 		s.Evictions = 1
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadRequeued); c != nil && c.Status == metav1.ConditionTrue && s.Evictions > 0 && byTimeout == s.Evictions {
+		t := c.LastTransitionTime.Time
+		s.Requeued = &t
 	}
 	s.CreatedAt = wl.CreationTimestamp.Time
 	if v, ok := wl.Annotations[PreciseCreationAnnotation]; ok {

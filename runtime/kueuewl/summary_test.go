@@ -99,3 +99,40 @@ func TestListWorkloadsFallsBackToV1beta1(t *testing.T) {
 	}
 	checkSummary(t, got[0], "job-y", "y", "eco", 1, 5, 8, false)
 }
+
+// TestSummarizeEvictions: the evictions counted from schedulingStats (else an Evicted condition),
+// and the Requeued condition's time taken as the last requeue only where every eviction was a
+// PodsReady timeout (Kueue leaves Requeued True through a preemption).
+func TestSummarizeEvictions(t *testing.T) {
+	requeued := metav1.Condition{Type: kueue.WorkloadRequeued, Status: metav1.ConditionTrue, Reason: "BackoffFinished", LastTransitionTime: at(6)}
+	evicted := metav1.Condition{Type: kueue.WorkloadEvicted, Status: metav1.ConditionFalse, Reason: "QuotaReserved", LastTransitionTime: at(7)}
+	stats := func(reasons ...string) *kueue.SchedulingStats {
+		s := &kueue.SchedulingStats{}
+		for _, r := range reasons {
+			s.Evictions = append(s.Evictions, kueue.WorkloadSchedulingStatsEviction{Reason: r, Count: 2})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name      string
+		stats     *kueue.SchedulingStats
+		conds     []metav1.Condition
+		evictions int
+		requeued  bool
+	}{
+		{"never evicted", nil, []metav1.Condition{requeued}, 0, false},
+		{"PodsReady timeouts", stats(kueue.WorkloadEvictedByPodsReadyTimeout), []metav1.Condition{requeued, evicted}, 2, true},
+		{"a preemption too", stats(kueue.WorkloadEvictedByPodsReadyTimeout, kueue.WorkloadEvictedByPreemption), []metav1.Condition{requeued, evicted}, 4, false},
+		{"no stats, an Evicted condition", nil, []metav1.Condition{requeued, evicted}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := workloadV1beta2()
+			wl.Status.SchedulingStats = tc.stats
+			wl.Status.Conditions = append(wl.Status.Conditions, tc.conds...)
+			s := Summarize(wl)
+			if s.Evictions != tc.evictions || (s.Requeued != nil) != tc.requeued || (s.Requeued != nil && !s.Requeued.Equal(at(6).Time)) {
+				t.Errorf("evictions %d, requeued %v; want %d, requeued %v (at 6 s)", s.Evictions, s.Requeued, tc.evictions, tc.requeued)
+			}
+		})
+	}
+}

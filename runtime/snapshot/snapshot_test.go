@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,7 +143,7 @@ func finished(end time.Duration, evictions int32) wlOpt {
 		w.Status.Conditions = append(w.Status.Conditions, cond(kueue.WorkloadFinished, kueue.WorkloadFinishedReasonSucceeded, end))
 		if evictions > 0 {
 			w.Status.SchedulingStats = &kueue.SchedulingStats{Evictions: []kueue.WorkloadSchedulingStatsEviction{
-				{Reason: kueue.WorkloadEvictedByPreemption, Count: evictions}}}
+				{Reason: kueue.WorkloadEvictedByPodsReadyTimeout, Count: evictions}}}
 		}
 	}
 }
@@ -183,7 +184,10 @@ func teamsCluster() []client.Object {
 			}),
 		workload("team-b", "wait", "b-lq", 30*time.Second, 16, withPriority("low", 10)),
 		workload("team-b", "spill", "b-spill", 40*time.Second, 4, withPriority("mid", 500), duration("120"), evicted(50*time.Second)),
-		workload("team-a", "done", "a-lq", 0, 2, duration("50"), admitted("team-a", "gpu-h100", 5*time.Second), finished(65*time.Second, 2)),
+		workload("team-a", "done", "a-lq", 0, 2, duration("50"), admitted("team-a", "gpu-h100", 5*time.Second), finished(65*time.Second, 2),
+			func(w *kueue.Workload) { // requeued at 3 s after its second PodsReady timeout
+				w.Status.Conditions = append(w.Status.Conditions, cond(kueue.WorkloadRequeued, "Preempted", 3*time.Second))
+			}),
 		workload("team-a", "off", "a-lq", 5*time.Second, 2, func(w *kueue.Workload) { w.Spec.Active = ptr.To(false) }),
 	}
 }
@@ -240,7 +244,7 @@ func TestSnapshotState(t *testing.T) {
 			{ID: "team-b-job-wait", Phase: state.Pending, CreatedSec: 30},
 			{ID: "team-b-b-spill-job-spill", Phase: state.Pending, CreatedSec: 40, QueuedSec: ptr.To(50.0), RemainingSec: ptr.To(120.0)},
 		},
-		Finished: []state.Past{{ID: "team-a-job-done", CreatedSec: 0, AdmittedSec: ptr.To(5.0), FinishedSec: 65, DurationSec: ptr.To(50.0), Evictions: 2,
+		Finished: []state.Past{{ID: "team-a-job-done", CreatedSec: 0, AdmittedSec: ptr.To(5.0), FinishedSec: 65, DurationSec: ptr.To(50.0), Evictions: 2, RequeuedSec: ptr.To(3.0),
 			Admission: &state.Admission{ClusterQueue: "team-a", PodSets: []state.PodSetFlav{{Name: "main", Count: 1,
 				Flavors: map[string]string{"cpu": "h100-sxm", "memory": "h100-sxm", "nvidia.com/gpu": "h100-sxm"}}}}}},
 	}
@@ -286,15 +290,17 @@ func TestSnapshotState(t *testing.T) {
 	}
 	if s.History == nil || len(s.History.Workloads) != 1 || s.History.Workloads[0].DurationSec != 60 {
 		t.Errorf("history: %+v, want the one finished workload, 60 s", s.History)
-	} else if h := s.History.Workloads[0]; h.SubmitTimeOffsetSec != 0 || h.Namespace != "team-a" {
-		// On the state's clock, at its 0: done was created at t0.
-		t.Errorf("history workload submitted at %g in %s, want 0 (on the state's clock) in team-a", h.SubmitTimeOffsetSec, h.Namespace)
+	} else if h := s.History.Workloads[0]; h.SubmitTimeOffsetSec != 0 || h.Namespace != "team-a" || h.IntentClass != trace.IntentEco {
+		// On the state's clock, at its 0: done was created at t0. It has no priority (0): the
+		// live workloads' three take the spec's classes, and 0 is nearest low's 10, eco.
+		t.Errorf("history workload submitted at %g in %s, intent %q, want 0 (on the state's clock) in team-a, eco", h.SubmitTimeOffsetSec, h.Namespace, h.IntentClass)
 	}
 	if _, err := os.Stat(filepath.Join(dir, state.HistoryFile)); err != nil {
 		t.Error(err)
 	}
 	for _, w := range []string{"ResourceFlavor/gpu-h100: metadata.name", "LocalQueue/team-b/b-spill", "WorkloadPriorityClass/nobody",
-		"ClusterQueue/team-b: spec.namespaceSelector tier=research: dropped", "1 deactivated", "1 of 3 live workloads carry no kueuelab.io/duration-sec"} {
+		"ClusterQueue/team-b: spec.namespaceSelector tier=research: dropped", "1 deactivated", "1 of 3 live workloads carry no kueuelab.io/duration-sec",
+		"the history's other priorities map to the nearest class"} {
 		if !strings.Contains(strings.Join(s.Warnings, "\n"), w) {
 			t.Errorf("no warning with %q in:\n%s", w, strings.Join(s.Warnings, "\n"))
 		}
@@ -462,7 +468,10 @@ func TestSnapshotTraceClock(t *testing.T) {
 	epoch := t0
 	pub := kueueclock.Published{Epoch: epoch, Running: true,
 		Position: simclock.Position{Now: 500, Base: t0.Add(30 * time.Second), Rate: 2, Cap: 700}}
-	objs := append(teamsCluster(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kueueclock.PublishedNamespace, Name: kueueclock.PublishedName}, Data: pub.Data()})
+	objs := append(teamsCluster(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kueueclock.PublishedNamespace, Name: kueueclock.PublishedName}, Data: pub.Data()},
+		// Another run's: one created before this replay's start, one finished after where it stands.
+		workload("team-a", "older", "a-lq", -100*time.Second, 2),
+		workload("team-a", "ahead", "a-lq", 30*time.Second, 2, admitted("team-a", "gpu-h100", 40*time.Second), finished(900*time.Second, 0)))
 	s := read(t, objs) // wall now = t0+100s: 70 s after the position at rate 2, capped at 700
 	if s.State.NowSec != 640 {
 		t.Errorf("nowSec %g, want 500 + 70×2 = 640", s.State.NowSec)
@@ -477,6 +486,14 @@ func TestSnapshotTraceClock(t *testing.T) {
 	}
 	if !strings.Contains(s.Clock, "trace seconds") {
 		t.Errorf("clock %q", s.Clock)
+	}
+	if s.State.Find("team-a-job-older") != nil || len(s.State.Finished) != 1 || s.State.Finished[0].ID != "team-a-job-done" {
+		t.Errorf("live %+v, finished %+v: want older and ahead, another run's, left out", s.State.Workloads, s.State.Finished)
+	}
+	for _, w := range []string{"1 live ones created outside the published replay's clock", "1 finished Workloads outside the published replay's clock"} {
+		if !strings.Contains(strings.Join(s.Warnings, "\n"), w) {
+			t.Errorf("no warning %q in:\n%s", w, strings.Join(s.Warnings, "\n"))
+		}
 	}
 }
 
@@ -554,5 +571,50 @@ func TestSnapshotTimeSlicedGPUs(t *testing.T) {
 				t.Errorf("rendered back, the time-sliced node advertises %s GPUs, want 32", q.String())
 			}
 		}
+	}
+}
+
+// TestSnapshotHistoryPriorities: a cluster with nothing live keeps its finished workloads'
+// priorities as the spec's classes, and the history's workloads take them, as a backtest of its
+// past needs.
+func TestSnapshotHistoryPriorities(t *testing.T) {
+	var objs []client.Object
+	for _, o := range teamsCluster() {
+		if _, wl := o.(*kueue.Workload); !wl {
+			objs = append(objs, o)
+		}
+	}
+	objs = append(objs,
+		workload("team-a", "f1", "a-lq", 0, 2, withPriority("high", 1000), admitted("team-a", "gpu-h100", 5*time.Second), finished(65*time.Second, 0)),
+		workload("team-a", "f2", "a-lq", 10*time.Second, 2, withPriority("low", 10), admitted("team-a", "gpu-h100", 15*time.Second), finished(75*time.Second, 0)))
+	s := read(t, objs)
+	pc := s.Spec.PriorityClasses
+	if pc.Performance == nil || pc.Performance.Name != "high" || *pc.Performance.Value != 1000 || pc.Standard == nil || pc.Standard.Name != "low" || *pc.Standard.Value != 10 {
+		t.Errorf("priority classes %+v %+v, want high (1000) as performance and low (10) as standard", pc.Performance, pc.Standard)
+	}
+	intents := map[string]string{}
+	for _, w := range s.History.Workloads {
+		intents[w.WorkloadID] = w.Intent()
+	}
+	if want := map[string]string{"team-a-job-f1": trace.IntentPerformance, "team-a-job-f2": trace.IntentStandard}; !maps.Equal(intents, want) {
+		t.Errorf("history intents %v, want %v", intents, want)
+	}
+}
+
+// TestSnapshotRequeueOffTheClock: a Requeued condition dated before its Workload was created is
+// not on Kueue's clock (a replay's Kueue writes it at the wall time): no requeuedSec, said so.
+func TestSnapshotRequeueOffTheClock(t *testing.T) {
+	objs := append(teamsCluster(), workload("team-a", "f1", "a-lq", 30*time.Second, 2, admitted("team-a", "gpu-h100", 40*time.Second),
+		finished(70*time.Second, 1), func(w *kueue.Workload) {
+			w.Status.Conditions = append(w.Status.Conditions, cond(kueue.WorkloadRequeued, "BackoffFinished", 10*time.Second))
+		}))
+	s := read(t, objs)
+	for _, p := range s.State.Finished {
+		if p.ID == "team-a-job-f1" && (p.Evictions != 1 || p.RequeuedSec != nil) {
+			t.Errorf("f1: %d evictions, requeued at %v, want 1 and no time", p.Evictions, p.RequeuedSec)
+		}
+	}
+	if w := strings.Join(s.Warnings, "\n"); !strings.Contains(w, "1 evicted workloads' Requeued condition is outside their life") {
+		t.Errorf("no warning of the requeue in:\n%s", w)
 	}
 }

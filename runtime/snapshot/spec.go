@@ -608,13 +608,31 @@ func (b *builder) topology() {
 // priorities maps the live workloads' priorities to the spec's three intent classes, keeping each
 // priority's value (Kueue orders and preempts by the value) and its class's name. The spec has
 // three classes, so more than three distinct priorities among the live workloads cannot be kept.
+// The finished workloads' priorities join them where all fit in three, so that the history (its
+// arrivals, a backtest's past) keeps its priorities too.
 func (b *builder) priorities(live []*kueuewl.Summary) {
 	names := map[int32]string{}
-	for _, it := range live {
+	add := func(it *kueuewl.Summary) {
 		v := priority(it)
 		if names[v] == "" {
 			names[v] = it.Priority
 		}
+	}
+	for _, it := range live {
+		add(it)
+	}
+	withHistory := maps.Clone(names)
+	for i := range b.items {
+		if it := &b.items[i]; it.Finished != nil {
+			if _, ok := withHistory[priority(it)]; !ok {
+				withHistory[priority(it)] = it.Priority
+			}
+		}
+	}
+	if len(withHistory) <= 3 {
+		names = withHistory
+	} else if len(names) <= 3 {
+		b.snap.warn("Workload priorities: the finished workloads have more than the spec's three classes beside the live ones': the history's other priorities map to the nearest class")
 	}
 	values := slices.Sorted(maps.Keys(names))
 	slices.Reverse(values)
@@ -655,7 +673,7 @@ func (b *builder) priorities(live []*kueuewl.Summary) {
 	}
 	for _, w := range b.q.PriorityClasses {
 		if !used[w.Name] {
-			b.snap.warn("WorkloadPriorityClass/%s: left out (value %d): no live workload has it, and the spec has three classes", w.Name, w.Value)
+			b.snap.warn("WorkloadPriorityClass/%s: left out (value %d): no workload, live or finished, has it, and the spec has three classes", w.Name, w.Value)
 		}
 	}
 	for _, intent := range []string{trace.IntentPerformance, trace.IntentStandard, trace.IntentEco} {

@@ -18,7 +18,7 @@ import (
 // team. The others are counted in warnings.
 func (b *builder) liveItems() []*kueuewl.Summary {
 	var live []*kueuewl.Summary
-	inactive, noQueue := 0, map[string]int{}
+	inactive, noQueue, offClock := 0, map[string]int{}, 0
 	for i := range b.items {
 		it := &b.items[i]
 		switch {
@@ -26,6 +26,9 @@ func (b *builder) liveItems() []*kueuewl.Summary {
 			continue
 		case it.Inactive:
 			inactive++
+			continue
+		case !b.onClock(it.CreatedAt):
+			offClock++
 			continue
 		}
 		if _, ok := b.teamOf[it.Namespace+"/"+it.Queue]; !ok {
@@ -36,6 +39,9 @@ func (b *builder) liveItems() []*kueuewl.Summary {
 	}
 	if inactive > 0 {
 		b.snap.warn("Workloads: %d deactivated (spec.active false) left out: Kueue neither queues nor admits them", inactive)
+	}
+	if offClock > 0 {
+		b.snap.warn("Workloads: %d live ones created outside the published replay's clock (before its start or after where it stopped: another run's) left out", offClock)
 	}
 	for _, q := range sortedKeys(noQueue) {
 		b.snap.warn("Workloads: %d on LocalQueue %s, which the spec has not, left out", noQueue[q], q)
@@ -60,6 +66,18 @@ func (b *builder) liveItems() []*kueuewl.Summary {
 		return 0
 	})
 	return live
+}
+
+// onClock says whether t can be a time of the replay whose trace clock the cluster publishes:
+// between its start and where it stands. Every time is, when the cluster publishes none.
+func (b *builder) onClock(t time.Time) bool {
+	p := b.clock
+	if p == nil {
+		return true
+	}
+	x := p.Trace(t)
+	// Conditions have one-second resolution.
+	return x >= -1 && x <= p.Position.At(b.now)+1
 }
 
 // clockFor returns the function that puts a time on the snapshot's clock and the snapshot's now
@@ -201,7 +219,7 @@ func (b *builder) admission(a *kueuewl.Admission) *state.Admission {
 func (b *builder) history(at func(time.Time) float64) error {
 	var finished []kueuewl.Summary
 	var first time.Time
-	gone := 0
+	gone, offClock := 0, 0
 	for _, it := range b.items {
 		if it.Finished == nil {
 			continue
@@ -213,6 +231,10 @@ func (b *builder) history(at func(time.Time) float64) error {
 			gone++
 			continue
 		}
+		if !b.onClock(it.Created) || !b.onClock(*it.Finished) {
+			offClock++
+			continue
+		}
 		it.Namespace = team
 		finished = append(finished, it)
 		if first.IsZero() || it.Created.Before(first) {
@@ -221,6 +243,9 @@ func (b *builder) history(at func(time.Time) float64) error {
 	}
 	if gone > 0 {
 		b.snap.warn("history: %d finished Workloads of LocalQueues the spec does not have are left out", gone)
+	}
+	if offClock > 0 {
+		b.snap.warn("history: %d finished Workloads outside the published replay's clock (another run's) left out", offClock)
 	}
 	if len(finished) == 0 {
 		return nil
@@ -231,6 +256,22 @@ func (b *builder) history(at func(time.Time) float64) error {
 	}
 	if len(res.Workloads) == 0 {
 		return nil
+	}
+	// The spec's classes are the cluster's priorities (priorities): each finished workload takes
+	// its value's, as a live one does, rather than a guess from its class's name.
+	intent := map[string]string{}
+	for i := range finished {
+		if in, ok := b.intentFor(priority(&finished[i])); ok {
+			intent[history.WorkloadID(&finished[i])] = in
+		}
+	}
+	for _, w := range res.Workloads {
+		if in, ok := intent[w.WorkloadID]; ok {
+			w.IntentClass = in
+			for _, j := range res.Jobs[w.WorkloadID] {
+				j.IntentClass = in
+			}
+		}
 	}
 	// history.Build counts from the first finished workload's creation: put the history on the
 	// state's clock, where the live workloads are.
@@ -273,6 +314,8 @@ func (b *builder) past(finished []kueuewl.Summary, res *importer.Result, at func
 		byID[id] = append(byID[id], it)
 	}
 	var out []state.Past
+	badRequeue, later := 0, 0
+	now := b.snap.State.NowSec
 	for _, id := range order {
 		its := byID[id]
 		p := state.Past{ID: id, CreatedSec: math.Inf(1)}
@@ -284,12 +327,27 @@ func (b *builder) past(finished []kueuewl.Summary, res *importer.Result, at func
 				p.AdmittedSec = &a
 			}
 			p.Evictions += it.Evictions
+			if it.Requeued != nil && (p.RequeuedSec == nil || ms(*it.Requeued) > *p.RequeuedSec) {
+				r := ms(*it.Requeued)
+				p.RequeuedSec = &r
+			}
 		}
 		// Conditions are kept to the second, the precise creation to the nanosecond.
 		if a := p.AdmittedSec; a != nil {
 			*a = math.Max(*a, p.CreatedSec)
 		}
 		p.FinishedSec = math.Max(p.FinishedSec, *cmp.Or(p.AdmittedSec, &p.CreatedSec))
+		// A requeue outside its life (conditions have one-second resolution) is a time not on
+		// Kueue's clock: unknown, as a replay's Kueue writes this condition at the wall time.
+		if r := p.RequeuedSec; r != nil {
+			end := *cmp.Or(p.AdmittedSec, &p.FinishedSec)
+			if *r < p.CreatedSec-1 || *r > end+1 {
+				p.RequeuedSec = nil
+				badRequeue++
+			} else {
+				*r = math.Min(math.Max(*r, p.CreatedSec), end)
+			}
+		}
 		if len(its) == 1 {
 			if a := its[0].Admission; a != nil && p.AdmittedSec != nil {
 				p.Admission = b.admission(a)
@@ -298,7 +356,39 @@ func (b *builder) past(finished []kueuewl.Summary, res *importer.Result, at func
 				p.DurationSec = &d
 			}
 		}
+		if p.FinishedSec > now {
+			// Kueue wrote its times on another clock than the snapshot's: a replay before the
+			// one whose trace clock the cluster publishes.
+			later++
+			continue
+		}
 		out = append(out, p)
 	}
+	if later > 0 {
+		b.snap.warn("history: %d finished workloads end after the snapshot's instant (times of another replay's clock): left out of the finished records a backtest reads", later)
+	}
+	if badRequeue > 0 {
+		b.snap.warn("history: %d evicted workloads' Requeued condition is outside their life (not on Kueue's clock): when they last waited is not known, a backtest leaves them unscored", badRequeue)
+	}
 	return out
+}
+
+// intentFor is the spec's class of a priority value: its own, else the class of the nearest value
+// the spec keeps (false when it keeps none).
+func (b *builder) intentFor(v int32) (string, bool) {
+	if in, ok := b.intentOf[v]; ok {
+		return in, true
+	}
+	best, found := int64(0), false
+	var in string
+	for kv, ki := range b.intentOf {
+		d := int64(kv) - int64(v)
+		if d < 0 {
+			d = -d
+		}
+		if !found || d < best || (d == best && ki < in) {
+			best, in, found = d, ki, true
+		}
+	}
+	return in, found
 }

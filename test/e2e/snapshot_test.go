@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"path/filepath"
 	"strings"
@@ -150,41 +149,6 @@ func TestSnapshot(t *testing.T) {
 	if past == nil || past.AdmittedSec == nil || past.Admission == nil || past.Admission.PodSets[0].Flavors["nvidia.com/gpu"] != "h100-sxm" ||
 		past.FinishedSec < *past.AdmittedSec || past.FinishedSec > a.CreatedSec+1 {
 		t.Fatalf("finished record of %s-job-done: %+v, want its admission on h100-sxm and a finish before runs was created", ns, past)
-	}
-	// A backtest at the last pending Job's creation: runs admitted (its work left from its
-	// duration annotation), both waits pending and still pending at the snapshot, done history.
-	last := 0.0
-	for _, p := range mine[state.Pending] {
-		last = math.Max(last, p.CreatedSec)
-	}
-	btDir := t.TempDir()
-	bt, err := forecast.RebuildAt(fctx, dir, last, btDir, forecast.BacktestOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	past0, err := state.Load(filepath.Join(btDir, state.StateFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	phases := map[string]state.Phase{}
-	for _, w := range past0.Workloads {
-		if strings.HasPrefix(w.ID, ns+"-") {
-			phases[w.ID] = w.Phase
-			if w.ID == a.ID && (w.RemainingSec == nil || math.Abs(*w.RemainingSec-(3600-(last-*a.AdmittedSec))) > 1e-3) {
-				t.Errorf("runs at %g s: remaining %v, want 3600 less its %g s since admission", last, w.RemainingSec, last-*a.AdmittedSec)
-			}
-		}
-	}
-	want := map[string]state.Phase{a.ID: state.Admitted, ns + "-job-waits-1": state.Pending, ns + "-job-waits-2": state.Pending}
-	if !maps.Equal(phases, want) {
-		t.Errorf("backtest state at %g s: %v, want %v", last, phases, want)
-	}
-	btRep, err := forecast.Run(fctx, forecast.Options{Dir: btDir, Repeats: 2, Seed: 1, Arrivals: state.ArrivalsNone, HorizonSec: bt.NowSec - bt.AtSec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sc := forecast.ScoreBacktest(btRep, bt); sc.Workloads < 2 {
-		t.Errorf("backtest score %+v: want at least the 2 pending Jobs of %s scored", sc, ns)
 	}
 
 	// A user who may list Kueue's objects and nothing else.
