@@ -205,7 +205,6 @@ check is Kueue's decisions from an API's state. A workload evicted at some time 
 				if bt, err = forecast.RebuildAt(cmd.Context(), o.Dir, atSec, dir, forecast.BacktestOptions{Oracle: oracle}); err != nil {
 					return err
 				}
-				src = o.Dir
 				o.Dir, o.HorizonSec = dir, math.Min(o.HorizonSec, bt.NowSec-bt.AtSec)
 				if o.Arrivals == "" && !oracle {
 					o.Arrivals = state.ArrivalsNone

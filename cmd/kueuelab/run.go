@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,7 +97,8 @@ nothing changed for --stall-timeout), or when results could not be written.
 the cluster in that state: the objects stay (--keep), and the trace clock's ConfigMap says where
 the replay stopped, so that kueuelab snapshot reads the state at T on the trace clock and a
 forecast from it can be scored (forecast --score) against a run of the same trace to the end.
-On the local cluster it needs --keep-cluster. On the sim engine it is --sim-max-trace (with
+Kueue stays on the trace clock, standing still at T. It needs kueuelab's local cluster (whose
+Kueue runs on the trace clock) and --keep-cluster. On the sim engine it is --sim-max-trace (with
 --state-out for the state).
 
 --gen-jobs N generates an N-workload trace with the default profile (saved as trace.jsonl in --out)
@@ -173,8 +175,13 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		}
 		f.sim.maxTrace = f.until
 	}
-	if f.until > 0 && f.engine == results.EngineCluster && f.kubeconfig == "" && !f.keepCluster {
-		return errors.New("--until leaves the local cluster in the state at that time for a snapshot: give --keep-cluster too")
+	if f.until > 0 && f.engine == results.EngineCluster {
+		switch {
+		case f.kubeconfig != "":
+			return errors.New("--until: the state is read on the replay's trace clock, which only the local cluster's Kueue runs on (a cluster behind --kubeconfig keeps wall time)")
+		case !f.keepCluster:
+			return errors.New("--until leaves the local cluster in the state at that time for a snapshot: give --keep-cluster too")
+		}
 	}
 	if err := f.sim.check(f.engine, cmd.Flags()); err != nil {
 		return err
@@ -249,8 +256,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		defer done()
 		eng = ce
 	}
-	_, err = replay.Run(ctx, eng, in)
-	if f.until > 0 && f.engine == results.EngineCluster {
+	res, err := replay.Run(ctx, eng, in)
+	if f.until > 0 && f.engine == results.EngineCluster && res != nil && strings.Contains(res.Summary.Incomplete, "(until)") {
 		kc := f.kubeconfig
 		if kc == "" {
 			kc = "$(kueuelab cluster kubeconfig --name " + f.name + ")"

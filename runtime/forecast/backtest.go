@@ -44,10 +44,11 @@ type Backtest struct {
 
 // BacktestOptions say how the past is rebuilt.
 type BacktestOptions struct {
-	// Oracle gives every workload alive at the instant the work it actually had left (its run in
-	// the history), as a replay's own state knows it: what is left to the forecast is Kueue's
-	// decisions. Otherwise a workload's work is known only where its job declared it
-	// (kueuelab.io/duration-sec), as a snapshot taken at the instant would have had it.
+	// Oracle gives every finished workload alive at the instant the work it actually had left
+	// (its run in the history), as a replay's own state knows it, and the forecast the recorded
+	// arrivals: what is left to it is Kueue's decisions. Workloads still live at the snapshot keep
+	// what the snapshot knows of them. Otherwise a workload's work is known only where its job
+	// declared it (kueuelab.io/duration-sec), as a snapshot taken at the instant would have had it.
 	Oracle bool
 }
 
@@ -92,7 +93,7 @@ func RebuildAt(ctx context.Context, src string, atSec float64, dst string, o Bac
 		return nil, err
 	}
 	if len(st.Finished) == 0 {
-		return nil, fmt.Errorf("backtest: %s has no finished workloads' records (state finished:): take the snapshot with this kueuelab", src)
+		return nil, fmt.Errorf("backtest: %s has no finished workloads' records (state finished:): no history to rebuild the past from (or a snapshot taken by an older kueuelab)", src)
 	}
 	if !(atSec < st.NowSec) || math.IsInf(atSec, 0) {
 		return nil, fmt.Errorf("backtest: instant %g s: want a time before the snapshot's, %g s on its clock", atSec, st.NowSec)
@@ -224,7 +225,8 @@ func (b *backtest) past(p *state.Past, w *trace.Workload, jobs []*trace.Job) {
 			left := p.FinishedSec - b.at
 			sw.RemainingSec = positive(left)
 		case p.DurationSec != nil:
-			sw.RemainingSec = positive(*p.DurationSec - (b.at - adm))
+			// Run past what it declared: a snapshot then would have known nothing (drawn).
+			sw.RemainingSec = left(*p.DurationSec - (b.at - adm))
 		}
 		b.st.Workloads = append(b.st.Workloads, sw)
 		b.shape(b.out, w, jobs, p.CreatedSec, b.placeholder(p.DurationSec, run))
@@ -285,7 +287,7 @@ func (b *backtest) live(lw *state.Workload, now float64, w *trace.Workload, jobs
 		sw := state.Workload{ID: lw.ID, Phase: state.Admitted, CreatedSec: lw.CreatedSec, AdmittedSec: lw.AdmittedSec,
 			Admission: lw.Admission, MaxExecutionSec: lw.MaxExecutionSec, Conditions: conds}
 		if declared != nil {
-			sw.RemainingSec = positive(*declared - (b.at - *lw.AdmittedSec))
+			sw.RemainingSec = left(*declared - (b.at - *lw.AdmittedSec))
 		}
 		b.st.Workloads = append(b.st.Workloads, sw)
 		b.shape(b.out, w, jobs, lw.CreatedSec, 0)
@@ -312,6 +314,14 @@ func (b *backtest) live(lw *state.Workload, now float64, w *trace.Workload, jobs
 	case lw.Phase == state.Admitted:
 		b.bt.Truth[lw.ID] = *lw.AdmittedSec - b.at
 	}
+}
+
+// left is work left x, nil when none is (a workload past its declared duration).
+func left(x float64) *float64 {
+	if !(x > 0) {
+		return nil
+	}
+	return positive(x)
 }
 
 func positive(x float64) *float64 {

@@ -16,7 +16,7 @@ import (
 )
 
 // pastState is a snapshot at 2,000 s of small's queue, written by hand: two 8-GPU holders ran
-// from 50 s to 1,000 s (h1 declared 950 s), p waited from 100 s for them and ran to 1,500 s, e
+// from 50 s to 1,000 s (h1 declared 900 s, and ran 950), p waited from 100 s for them and ran to 1,500 s, e
 // was evicted, requeued at 700 s and last admitted at 1,600 s, r was evicted twice, requeued at
 // 400 s and admitted at 1,300 s, gone was deleted at 600 s without an admission, old ran before
 // them all, late came at 1,200 s, and live, created at 1,800 s, still waits.
@@ -32,7 +32,7 @@ workloads:
 - {id: live, phase: Pending, createdSec: 1800}
 finished:
 - {id: old, createdSec: 0, admittedSec: 0, finishedSec: 40, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
-- {id: h1, createdSec: 10, admittedSec: 50, finishedSec: 1000, durationSec: 950, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+- {id: h1, createdSec: 10, admittedSec: 50, finishedSec: 1000, durationSec: 900, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
 - {id: h2, createdSec: 10, admittedSec: 50, finishedSec: 1000, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
 - {id: p, createdSec: 100, admittedSec: 1000, finishedSec: 1500, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
 - {id: e, createdSec: 200, admittedSec: 1600, finishedSec: 1700, evictions: 1, requeuedSec: 700, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
@@ -72,8 +72,8 @@ func TestRebuildAt(t *testing.T) {
 		// drawn); dur: its trace duration.
 		remaining, dur map[string]float64
 	}{
-		{"as a snapshot then", false, map[string]float64{"h1": 500, "h2": -1, "p": -1, "e": -1, "r": -1, "gone": -1},
-			map[string]float64{"h1": 950, "h2": 3600, "p": 3600, "e": 3600, "r": 3600, "gone": 3600, "late": 100, "live": 3600}},
+		{"as a snapshot then", false, map[string]float64{"h1": 450, "h2": -1, "p": -1, "e": -1, "r": -1, "gone": -1},
+			map[string]float64{"h1": 900, "h2": 3600, "p": 3600, "e": 3600, "r": 3600, "gone": 3600, "late": 100, "live": 3600}},
 		{"oracle", true, map[string]float64{"h1": 500, "h2": 500, "p": 500, "e": 100, "r": 100, "gone": 300},
 			map[string]float64{"h1": 950, "h2": 950, "p": 500, "e": 100, "r": 100, "gone": 300, "late": 100, "live": 3600}},
 	} {
@@ -170,6 +170,89 @@ func TestBacktestOracleScores(t *testing.T) {
 		if rep.Known != known || rep.Drawn != drawn || rep.History != 1 {
 			t.Errorf("oracle %v: %d known, %d drawn from %d finished, want %d, %d from 1", oracle, rep.Known, rep.Drawn, rep.History, known, drawn)
 		}
+	}
+}
+
+// pastLive is a snapshot at 2,000 s whose past is in its live workloads: la admitted at 400 s
+// with 100 s left now (1,700 s of work in all), lp admitted at 1,900 s with 50 s left, lq evicted
+// at 800 s and waiting again, lw waiting since 460 s.
+const pastLive = `apiVersion: kueuelab.io/v1alpha1
+kind: ClusterState
+nowSec: 2000
+trace: workloads.jsonl
+cluster: cluster.yaml
+history: history.jsonl
+arrivals: none
+workloads:
+- id: la
+  phase: Admitted
+  createdSec: 300
+  admittedSec: 400
+  remainingSec: 100
+  admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}
+  conditions: [{type: PodsReady, status: "True", reason: Started, sinceSec: 450}]
+- id: lp
+  phase: Admitted
+  createdSec: 400
+  admittedSec: 1900
+  remainingSec: 50
+  admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}
+- id: lq
+  phase: Pending
+  createdSec: 450
+  queuedSec: 800
+  conditions: [{type: Evicted, status: "True", reason: Preempted, sinceSec: 800}]
+- {id: lw, phase: Pending, createdSec: 460}
+finished:
+- {id: old, createdSec: 0, admittedSec: 0, finishedSec: 40, admission: {clusterQueue: q, podSets: [{name: main, count: 1, flavors: {cpu: h100-sxm, memory: h100-sxm, nvidia.com/gpu: h100-sxm}}]}}
+`
+
+// TestRebuildAtLive: the state at 500 s of pastLive, derived by hand: la admitted with 1,600 s
+// left and its PodsReady condition; lp pending (admitted at 1,900 s: 1,400 s later) with all its
+// 150 s of work; lq pending but unscored (its eviction after the instant: where it stood then is
+// not known), without its later queue time and condition; lw pending, never admitted.
+func TestRebuildAtLive(t *testing.T) {
+	dir := t.TempDir()
+	gpu := func(id string, at float64) string { return handWorkload(id, "single_gpu_training", at, 3600, 1, 8) }
+	for name, body := range map[string]string{state.StateFile: pastLive, state.ClusterFile: small,
+		state.TraceFile:   strings.Join([]string{gpu("la", 300), gpu("lp", 400), gpu("lq", 450), gpu("lw", 460)}, "\n") + "\n",
+		state.HistoryFile: handWorkload("old", "single_gpu_training", 0, 40, 1, 8) + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := t.TempDir()
+	bt, err := RebuildAt(context.Background(), dir, 500, dst, BacktestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Backtest{AtSec: 500, NowSec: 2000, Pending: 3, Admitted: 1, History: 1, Unscored: []string{"lq"}, Truth: map[string]float64{"lp": 1400}}
+	if d := cmp.Diff(want, bt); d != "" {
+		t.Errorf("backtest (-want +got):\n%s", d)
+	}
+	st, err := state.Load(filepath.Join(dst, state.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := st.Index()
+	if la := idx["la"]; la == nil || la.Phase != state.Admitted || la.RemainingSec == nil || *la.RemainingSec != 1600 || len(la.Conditions) != 1 {
+		t.Errorf("la: %+v, want admitted, 1,600 s left, its PodsReady condition", la)
+	}
+	if lp := idx["lp"]; lp == nil || lp.Phase != state.Pending || lp.RemainingSec == nil || *lp.RemainingSec != 150 || lp.Admission != nil {
+		t.Errorf("lp: %+v, want pending with its 150 s of work", lp)
+	}
+	if lq := idx["lq"]; lq == nil || lq.Phase != state.Pending || lq.QueuedSec != nil || len(lq.Conditions) != 0 {
+		t.Errorf("lq: %+v, want pending, neither its later queue time nor its later condition", lq)
+	}
+	// At 420 s, before la's pods were ready: no PodsReady condition yet.
+	if _, err := RebuildAt(context.Background(), dir, 420, dst, BacktestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = state.Load(filepath.Join(dst, state.StateFile)); err != nil {
+		t.Fatal(err)
+	}
+	if la := st.Index()["la"]; la == nil || *la.RemainingSec != 1680 || len(la.Conditions) != 0 {
+		t.Errorf("la at 420 s: %+v, want 1,680 s left, no condition", la)
 	}
 }
 

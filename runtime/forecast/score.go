@@ -52,8 +52,8 @@ func ScoreBacktest(r *Report, bt *Backtest) Score {
 	return s
 }
 
-// scoreTruth scores r's pending workloads but skip by actual, each one's time to admission
-// (absent: not admitted).
+// scoreTruth scores r's pending workloads, leaving out those in skip, against actual: each one's
+// time to admission (absent: not admitted).
 func scoreTruth(r *Report, actual map[string]float64, skip []string) Score {
 	var s Score
 	skipped := map[string]bool{}

@@ -341,6 +341,16 @@ func (fl *Follower) Detach() {
 	fl.f.detach()
 }
 
+// Freeze stops following and leaves Kueue on the trace clock, standing still where it stopped:
+// a replay that ends at a trace time leaves the cluster in the state there, and a Kueue back on
+// wall time would fire the timers due by then (a waitForPodsReady timeout of pods the stopped
+// agent no longer drives). The next replay's Attach takes Kueue up again.
+func (fl *Follower) Freeze() {
+	p := fl.clk.Position()
+	fl.clk.Follow(nil)
+	fl.f.publish(simclock.Position{Now: p.At(time.Now()), Base: time.Now(), Cap: math.Inf(1)})
+}
+
 // Publish implements simclock.Follower.
 func (fl *Follower) Publish(p simclock.Position) { fl.f.publish(p) }
 

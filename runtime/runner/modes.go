@@ -154,7 +154,7 @@ func (f *holdFollower) watching(ctx context.Context, w *watcher) error {
 	w.sched = newSettler("kube-scheduler", f.cfg.Clock, simclock.KindSchedule, settleInterval, scheck)
 	f.settlers = []*settler{w.kueue, w.sched}
 	if f.cfg.KueueClock != "" {
-		fl, err := followKueue(ctx, f.cfg.KueueClock, f.cfg.Clock, w.kueue.poke)
+		fl, err := followKueue(ctx, f.cfg.KueueClock, f.cfg.Clock, w.kueue.poke, f.cfg.UntilSec > 0)
 		if err != nil {
 			return err
 		}
@@ -166,8 +166,9 @@ func (f *holdFollower) watching(ctx context.Context, w *watcher) error {
 	return nil
 }
 
-// followKueue makes the local Kueue run on the trace clock and checks that it does.
-func followKueue(ctx context.Context, path string, clk *simclock.Clock, settled func()) (*kueueclock.Follower, error) {
+// followKueue makes the local Kueue run on the trace clock and checks that it does. At the end
+// Kueue returns to wall time, or, frozen, stays on the trace clock where it stopped.
+func followKueue(ctx context.Context, path string, clk *simclock.Clock, settled func(), frozen bool) (*kueueclock.Follower, error) {
 	file, err := kueueclock.Open(path)
 	if err != nil {
 		return nil, err
@@ -175,7 +176,11 @@ func followKueue(ctx context.Context, path string, clk *simclock.Clock, settled 
 	fl := kueueclock.Attach(ctx, file, clk, settled)
 	go func() {
 		<-ctx.Done()
-		fl.Detach()
+		if frozen {
+			fl.Freeze()
+		} else {
+			fl.Detach()
+		}
 		_ = file.Close()
 	}()
 	if err := fl.WaitFollowing(ctx, kueueFollowTimeout); err != nil {

@@ -153,6 +153,8 @@ func (c *Config) check() error {
 		errs = append(errs, errors.New("until: the state at that time is the cluster's objects, which the run then leaves: it needs Keep"))
 	case c.UntilSec > 0 && c.Clock != nil && !c.Clock.HoldsEnabled():
 		errs = append(errs, errors.New("until: a clock on wall time (an agent in the cluster) does not stop at a trace time"))
+	case c.UntilSec > 0 && c.KueueClock == "":
+		errs = append(errs, errors.New("until: this cluster's Kueue keeps wall time, so the state it leaves is not on the replay's trace clock: kueuelab's local cluster only"))
 	}
 	if c.QPS == 0 {
 		c.QPS = 50

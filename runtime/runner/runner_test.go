@@ -827,19 +827,21 @@ func TestReplacementPodForgetsTheFailedOnesEnd(t *testing.T) {
 }
 
 // TestConfigUntil: a stop at a trace time leaves the objects (it needs Keep) on a clock that
-// stops (not one on wall time), and is a time.
+// stops (not one on wall time), with a Kueue on that clock, and is a time.
 func TestConfigUntil(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		until float64
-		keep  bool
-		wall  bool
-		want  string
+		name       string
+		until      float64
+		keep       bool
+		wall       bool
+		kueueClock string
+		want       string
 	}{
-		{"without keep", 3600, false, false, "until: the state at that time is the cluster's objects, which the run then leaves: it needs Keep"},
-		{"negative", -1, true, false, "until -1: want a trace time > 0"},
-		{"wall clock", 3600, true, true, "until: a clock on wall time (an agent in the cluster) does not stop at a trace time"},
-		{"fine", 3600, true, false, ""},
+		{"without keep", 3600, false, false, "kueue.clock", "until: the state at that time is the cluster's objects, which the run then leaves: it needs Keep"},
+		{"negative", -1, true, false, "kueue.clock", "until -1: want a trace time > 0"},
+		{"wall clock", 3600, true, true, "kueue.clock", "until: a clock on wall time (an agent in the cluster) does not stop at a trace time"},
+		{"Kueue on wall time", 3600, true, false, "", "until: this cluster's Kueue keeps wall time"},
+		{"fine", 3600, true, false, "kueue.clock", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := simclock.New(simclock.Options{})
@@ -847,7 +849,7 @@ func TestConfigUntil(t *testing.T) {
 				clk = simclock.New(simclock.Options{Disabled: true, MaxRate: 100})
 			}
 			cfg := &Config{REST: &rest.Config{}, Trace: genTrace(t, 3, 7), Spec: &rcluster.Spec{}, Clock: clk, OutDir: t.TempDir(),
-				Agent: nopAgent{}, UntilSec: tc.until, Keep: tc.keep}
+				Agent: nopAgent{}, UntilSec: tc.until, Keep: tc.keep, KueueClock: tc.kueueClock}
 			err := cfg.check()
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("check: %v, want %q", err, tc.want)

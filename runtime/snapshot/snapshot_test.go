@@ -471,7 +471,12 @@ func TestSnapshotTraceClock(t *testing.T) {
 	objs := append(teamsCluster(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kueueclock.PublishedNamespace, Name: kueueclock.PublishedName}, Data: pub.Data()},
 		// Another run's: one created before this replay's start, one finished after where it stands.
 		workload("team-a", "older", "a-lq", -100*time.Second, 2),
-		workload("team-a", "ahead", "a-lq", 30*time.Second, 2, admitted("team-a", "gpu-h100", 40*time.Second), finished(900*time.Second, 0)))
+		workload("team-a", "ahead", "a-lq", 30*time.Second, 2, admitted("team-a", "gpu-h100", 40*time.Second), finished(900*time.Second, 0)),
+		// This run's, evicted by a PodsReady timeout: its Requeued time is not on the replay's clock.
+		workload("team-a", "requeued", "a-lq", 30*time.Second, 2, admitted("team-a", "gpu-h100", 40*time.Second), finished(60*time.Second, 1),
+			func(w *kueue.Workload) {
+				w.Status.Conditions = append(w.Status.Conditions, cond(kueue.WorkloadRequeued, "BackoffFinished", 35*time.Second))
+			}))
 	s := read(t, objs) // wall now = t0+100s: 70 s after the position at rate 2, capped at 700
 	if s.State.NowSec != 640 {
 		t.Errorf("nowSec %g, want 500 + 70×2 = 640", s.State.NowSec)
@@ -487,10 +492,12 @@ func TestSnapshotTraceClock(t *testing.T) {
 	if !strings.Contains(s.Clock, "trace seconds") {
 		t.Errorf("clock %q", s.Clock)
 	}
-	if s.State.Find("team-a-job-older") != nil || len(s.State.Finished) != 1 || s.State.Finished[0].ID != "team-a-job-done" {
-		t.Errorf("live %+v, finished %+v: want older and ahead, another run's, left out", s.State.Workloads, s.State.Finished)
+	if s.State.Find("team-a-job-older") != nil || len(s.State.Finished) != 2 || s.State.Finished[0].ID != "team-a-job-done" ||
+		s.State.Finished[1].ID != "team-a-job-requeued" || s.State.Finished[1].Evictions != 1 || s.State.Finished[1].RequeuedSec != nil {
+		t.Errorf("live %+v, finished %+v: want older and ahead, another run's, left out, and requeued without its requeue time", s.State.Workloads, s.State.Finished)
 	}
-	for _, w := range []string{"1 live ones created outside the published replay's clock", "1 finished Workloads outside the published replay's clock"} {
+	for _, w := range []string{"1 live ones created outside the published replay's clock", "1 finished Workloads outside the published replay's clock",
+		"2 evicted workloads' Requeued condition is at the wall time"} {
 		if !strings.Contains(strings.Join(s.Warnings, "\n"), w) {
 			t.Errorf("no warning %q in:\n%s", w, strings.Join(s.Warnings, "\n"))
 		}

@@ -623,10 +623,13 @@ func (b *builder) priorities(live []*kueuewl.Summary) {
 	}
 	withHistory := maps.Clone(names)
 	for i := range b.items {
-		if it := &b.items[i]; it.Finished != nil {
-			if _, ok := withHistory[priority(it)]; !ok {
-				withHistory[priority(it)] = it.Priority
-			}
+		it := &b.items[i]
+		// The history keeps these (history): of the spec's queues, on the snapshot's clock.
+		if _, ok := b.teamOf[it.Namespace+"/"+it.Queue]; !ok || it.Finished == nil || !b.onClock(it.CreatedAt) || !b.onClock(*it.Finished) {
+			continue
+		}
+		if _, ok := withHistory[priority(it)]; !ok {
+			withHistory[priority(it)] = it.Priority
 		}
 	}
 	if len(withHistory) <= 3 {

@@ -184,11 +184,14 @@ func (b *builder) workloads(live []*kueuewl.Summary) error {
 	if overdue > 0 {
 		b.snap.warn("Workloads: %d admitted workloads have run longer than their %s: no remainingSec, which a forecast draws", overdue, contract.DurationSec)
 	}
+	b.snap.State, b.snap.Live = st, res
+	if err := b.history(at); err != nil {
+		return err
+	}
 	if _, err := state.Parse("state.yaml (snapshot)", mustMarshal(st)); err != nil {
 		return fmt.Errorf("snapshot: the state read from the cluster does not load (a kueuelab bug):\n%w", err)
 	}
-	b.snap.State, b.snap.Live = st, res
-	return b.history(at)
+	return nil
 }
 
 func mustMarshal(s *state.State) []byte {
@@ -231,7 +234,7 @@ func (b *builder) history(at func(time.Time) float64) error {
 			gone++
 			continue
 		}
-		if !b.onClock(it.Created) || !b.onClock(*it.Finished) {
+		if !b.onClock(it.CreatedAt) || !b.onClock(*it.Finished) {
 			offClock++
 			continue
 		}
@@ -300,12 +303,19 @@ func (b *builder) past(finished []kueuewl.Summary, res *importer.Result, at func
 	for _, w := range res.Workloads {
 		kept[w.WorkloadID] = true
 	}
+	live := b.snap.State.Index()
 	byID := map[string][]*kueuewl.Summary{}
 	var order []string
+	shared := 0
 	for i := range finished {
 		it := &finished[i]
 		id := history.WorkloadID(it)
 		if !kept[id] {
+			continue
+		}
+		if live[id] != nil {
+			// An experiment with a trial finished and one live: the live trial is the workload.
+			shared++
 			continue
 		}
 		if byID[id] == nil {
@@ -314,7 +324,7 @@ func (b *builder) past(finished []kueuewl.Summary, res *importer.Result, at func
 		byID[id] = append(byID[id], it)
 	}
 	var out []state.Past
-	badRequeue, later := 0, 0
+	badRequeue, later, replayRequeue := 0, 0, 0
 	now := b.snap.State.NowSec
 	for _, id := range order {
 		its := byID[id]
@@ -337,8 +347,13 @@ func (b *builder) past(finished []kueuewl.Summary, res *importer.Result, at func
 			*a = math.Max(*a, p.CreatedSec)
 		}
 		p.FinishedSec = math.Max(p.FinishedSec, *cmp.Or(p.AdmittedSec, &p.CreatedSec))
-		// A requeue outside its life (conditions have one-second resolution) is a time not on
-		// Kueue's clock: unknown, as a replay's Kueue writes this condition at the wall time.
+		// Kueue writes the Requeued condition at the wall time, not on its clock (it leaves the
+		// time to SetStatusCondition): on a replay's clock it says nothing. Elsewhere a requeue
+		// outside the workload's life (conditions have one-second resolution) is not Kueue's.
+		if b.clock != nil && p.RequeuedSec != nil {
+			p.RequeuedSec = nil
+			replayRequeue++
+		}
 		if r := p.RequeuedSec; r != nil {
 			end := *cmp.Or(p.AdmittedSec, &p.FinishedSec)
 			if *r < p.CreatedSec-1 || *r > end+1 {
@@ -364,8 +379,14 @@ func (b *builder) past(finished []kueuewl.Summary, res *importer.Result, at func
 		}
 		out = append(out, p)
 	}
+	if shared > 0 {
+		b.snap.warn("history: %d finished Workloads share their workload id with a live one (an experiment's trials): left out of the finished records a backtest reads", shared)
+	}
 	if later > 0 {
 		b.snap.warn("history: %d finished workloads end after the snapshot's instant (times of another replay's clock): left out of the finished records a backtest reads", later)
+	}
+	if replayRequeue > 0 {
+		b.snap.warn("history: %d evicted workloads' Requeued condition is at the wall time (Kueue does not write it on a replay's clock): when they last waited is not known, a backtest leaves them unscored", replayRequeue)
 	}
 	if badRequeue > 0 {
 		b.snap.warn("history: %d evicted workloads' Requeued condition is outside their life (not on Kueue's clock): when they last waited is not known, a backtest leaves them unscored", badRequeue)
