@@ -666,6 +666,8 @@ func (c *Clock) jump(t float64, w time.Time) {
 	if len(c.alarms) == 0 {
 		return
 	}
+	// The follower (Kueue) reads the new time before anyone an alarm wakes can act at it.
+	c.publish(w)
 	order := c.alarms[0].order
 	for len(c.alarms) > 0 && c.alarms[0].t <= c.now && c.alarms[0].order == order {
 		a := heap.Pop(&c.alarms).(*Alarm)
