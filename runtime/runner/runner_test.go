@@ -487,6 +487,30 @@ func TestWatcherIgnoresForeignWorkloads(t *testing.T) {
 	}
 }
 
+// TestWatcherIgnoresAnEarlierRunsObjects: a finished Workload and a running pod of an earlier
+// run, there at the watch's first list under the names and labels of this run's first workload,
+// are not its: nothing is recorded; this run's own Workload of that owner, created later, is.
+func TestWatcherIgnoresAnEarlierRunsObjects(t *testing.T) {
+	w, rec, p := watchFixture(t)
+	top := batchJobs(t, p, 1)[0].objects[0]
+	old := kueueWorkload(top, "Job", 1, cond("Finished", "Succeeded", 1))
+	oldPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: top.GetName() + "-old", Namespace: top.GetNamespace(), UID: "pod-old",
+		Labels: map[string]string{contract.WorkloadLabel: top.GetName()}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	w.markBefore(old)
+	w.onWorkload(old, false)
+	w.markBefore(oldPod)
+	w.onPod(oldPod, false)
+	if n := rec.Events(); n != 0 {
+		t.Fatalf("%d events recorded of an earlier run's objects: %+v", n, rec.Records()[0])
+	}
+	mine := kueueWorkload(top, "Job", 1)
+	mine.UID = "uid-mine"
+	w.onWorkload(mine, false)
+	if n := rec.Events(); n != 1 {
+		t.Errorf("%d events of this run's own Workload, want its creation", n)
+	}
+}
+
 func TestSamplerAggregates(t *testing.T) {
 	p, _ := testPlan(t, 40, "examples/clusters/small.yaml")
 	s := &sampler{plan: p}

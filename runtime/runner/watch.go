@@ -78,10 +78,12 @@ type watcher struct {
 	byWL       map[types.UID]*unit
 	pods       map[string]*podState // by namespace/name
 	unsched    map[types.UID]bool   // pods the scheduler rejected (parked), over all units
-	late       lateStats
-	changed    time.Time     // wall time of the last informer event
-	faults     faultObserver // nil without fault injection
-	resync     *resyncer     // nil: orphaned pods are held for, their owners not asked to resync
+	// before holds the Workloads and pods that existed before the run (markBefore).
+	before  map[types.UID]bool
+	late    lateStats
+	changed time.Time     // wall time of the last informer event
+	faults  faultObserver // nil without fault injection
+	resync  *resyncer     // nil: orphaned pods are held for, their owners not asked to resync
 	// guard sees every event the watcher emits; loop receives the first preemption loop it finds
 	// (results.LoopGuard): the run ends with it.
 	guard results.LoopGuard
@@ -202,7 +204,7 @@ func (l *lateStats) add(d float64, what string) {
 
 func newWatcher(p *plan, rec *results.Recorder, clk *simclock.Clock, tr *trials) *watcher {
 	return &watcher{plan: p, rec: rec, clk: clk, trials: tr, units: map[string]*unit{}, byWL: map[types.UID]*unit{},
-		pods: map[string]*podState{}, unsched: map[types.UID]bool{}, loop: make(chan error, 1)}
+		pods: map[string]*podState{}, unsched: map[types.UID]bool{}, before: map[types.UID]bool{}, loop: make(chan error, 1)}
 }
 
 // start runs informers on Workloads and pods (in the run's namespaces) and nodes, and returns
@@ -240,15 +242,27 @@ func (w *watcher) start(ctx context.Context, rc *rest.Config, scheme *runtime.Sc
 	if err != nil {
 		return nil, fmt.Errorf("watch nodes: %w", err)
 	}
-	if _, err := wlInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { w.onWorkload(o, false) },
+	// What the first list holds was there before the run: an earlier run's Workloads and pods
+	// of the same names (being deleted as it ended) are not this run's.
+	if _, err := wlInf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o any, initial bool) {
+			if initial {
+				w.markBefore(o)
+			}
+			w.onWorkload(o, false)
+		},
 		UpdateFunc: func(_, o any) { w.onWorkload(o, false) },
 		DeleteFunc: func(o any) { w.onWorkload(o, true) },
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { w.onPod(o, false) },
+	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o any, initial bool) {
+			if initial {
+				w.markBefore(o)
+			}
+			w.onPod(o, false)
+		},
 		UpdateFunc: func(_, o any) { w.onPod(o, false) },
 		DeleteFunc: func(o any) { w.onPod(o, true) },
 	}); err != nil {
@@ -356,7 +370,7 @@ func (w *watcher) onWorkload(o any, deleted bool) {
 	}
 	u := w.byWL[wl.UID]
 	if u == nil {
-		if deleted {
+		if deleted || w.before[wl.UID] {
 			return
 		}
 		id, tr, ok := w.resolve(wl)
@@ -582,6 +596,16 @@ func (w *watcher) conditions(u *unit, wl *kueue.Workload, now float64) {
 	}
 }
 
+// markBefore notes an object that existed before the run (its watch's first list): not the run's,
+// whatever its owner's name and labels say.
+func (w *watcher) markBefore(o any) {
+	if m, ok := o.(metav1.Object); ok {
+		w.mu.Lock()
+		w.before[m.GetUID()] = true
+		w.mu.Unlock()
+	}
+}
+
 // podUnit maps a pod to its unit, creating the unit if its Workload was not seen yet.
 func (w *watcher) podUnit(p *corev1.Pod) *unit {
 	id, ok := w.plan.byLabel[p.Namespace+"/"+p.Labels[contract.WorkloadLabel]]
@@ -628,6 +652,9 @@ func (w *watcher) onPod(o any, deleted bool) {
 		st = nil
 	}
 	if st == nil {
+		if w.before[p.UID] {
+			return
+		}
 		u := w.podUnit(p)
 		if u == nil {
 			return
