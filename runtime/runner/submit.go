@@ -257,6 +257,10 @@ func (s *submitter) create(ctx context.Context, o client.Object, owner string) e
 		}
 		if ctx.Err() != nil || !apiretry.Transient(err) {
 			s.releaseOwner(owner)
+			if apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create %s %s/%s: %w (an earlier run's, left by --keep or --until: delete it, or start the local cluster afresh with `kueuelab cluster down --purge`)",
+					kindOf(o), o.GetNamespace(), o.GetName(), err)
+			}
 			return fmt.Errorf("create %s %s/%s: %w", kindOf(o), o.GetNamespace(), o.GetName(), err)
 		}
 		s.mu.Lock()
