@@ -116,6 +116,15 @@ func rebuildAt(file string, line int, jobs []*Job, rates work.Rates) (*Workload,
 	return w, e
 }
 
+// ByID indexes the trace's workloads by workload id.
+func (t *Trace) ByID() map[string]*Workload {
+	m := make(map[string]*Workload, len(t.Workloads))
+	for _, w := range t.Workloads {
+		m[w.WorkloadID] = w
+	}
+	return m
+}
+
 // SortWorkloads orders workloads by submit time, ties by id.
 func SortWorkloads(ws []*Workload) {
 	slices.SortStableFunc(ws, func(a, b *Workload) int {

@@ -468,3 +468,25 @@ func appendJSONEscaped(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// WriteFile writes ws to path as a trace, each workload followed by its job records in jobs.
+func WriteFile(path string, ws []*Workload, jobs map[string][]*Job) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if err := f.WriteWorkload(w); err != nil {
+			return errors.Join(fmt.Errorf("write trace %s: %w", path, err), f.Close())
+		}
+		for _, j := range jobs[w.WorkloadID] {
+			if err := f.WriteJob(j); err != nil {
+				return errors.Join(fmt.Errorf("write trace %s: %w", path, err), f.Close())
+			}
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write trace %s: %w", path, err)
+	}
+	return nil
+}

@@ -316,3 +316,35 @@ func TestCreateBadPath(t *testing.T) {
 		t.Fatalf("error %v does not name the path", err)
 	}
 }
+
+// TestWriteFileRoundTrip: WriteFile writes each workload with its job records (or, without
+// them, alone), and LoadWorkloads, indexed by ByID, reads back the same workloads and jobs.
+func TestWriteFileRoundTrip(t *testing.T) {
+	ws, jobs := genTrace(5, 3)
+	byWorkload := map[string][]*Job{}
+	for i, w := range ws {
+		byWorkload[w.WorkloadID] = jobs[i]
+	}
+	for _, js := range []map[string][]*Job{byWorkload, nil} {
+		path := filepath.Join(t.TempDir(), "t.jsonl.gz")
+		if err := WriteFile(path, ws, js); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := LoadWorkloads(t.Context(), path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tr.ByID()
+		if len(got) != len(ws) {
+			t.Fatalf("read %d workloads, want %d", len(got), len(ws))
+		}
+		for _, w := range ws {
+			if g := got[w.WorkloadID]; g == nil || g.DurationSec != w.DurationSec || len(tr.Jobs[w.WorkloadID]) != len(js[w.WorkloadID]) {
+				t.Errorf("%s: read %+v with %d jobs, want duration %g and %d jobs", w.WorkloadID, g, len(tr.Jobs[w.WorkloadID]), w.DurationSec, len(js[w.WorkloadID]))
+			}
+		}
+	}
+	if err := WriteFile(filepath.Join(t.TempDir(), "missing", "t.jsonl"), ws, nil); err == nil || !strings.Contains(err.Error(), "create trace") {
+		t.Errorf("a trace in a missing directory: %v", err)
+	}
+}

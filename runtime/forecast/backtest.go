@@ -3,7 +3,6 @@ package forecast
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -115,14 +114,7 @@ func RebuildAt(ctx context.Context, src string, atSec float64, dst string, o Bac
 		Source:       fmt.Sprintf("backtest at %g s of %s", atSec, cmp.Or(st.Source, src)),
 		KueueVersion: st.KueueVersion, NowSec: atSec, ClockOrigin: st.ClockOrigin, Trace: state.TraceFile, Cluster: state.ClusterFile,
 		Arrivals: state.ArrivalsRecorded, KueueConfig: st.KueueConfig}
-	index := func(tr *trace.Trace) map[string]*trace.Workload {
-		m := make(map[string]*trace.Workload, len(tr.Workloads))
-		for _, w := range tr.Workloads {
-			m[w.WorkloadID] = w
-		}
-		return m
-	}
-	histByID, liveByID := index(hist), index(live)
+	histByID, liveByID := hist.ByID(), live.ByID()
 	for i := range st.Finished {
 		p := &st.Finished[i]
 		w := histByID[p.ID]
@@ -352,24 +344,18 @@ func (b *backtest) write(src, dst string, st *state.State) error {
 		}
 	}
 	trace.SortWorkloads(b.out.Workloads)
-	if err := writeTraceFile(filepath.Join(dst, state.TraceFile), b.out, b.jobs); err != nil {
-		return err
+	if err := trace.WriteFile(filepath.Join(dst, state.TraceFile), b.out.Workloads, b.jobs); err != nil {
+		return fmt.Errorf("backtest: %w", err)
 	}
 	if len(b.hist.Workloads) > 0 {
 		trace.SortWorkloads(b.hist.Workloads)
 		b.st.History = state.HistoryFile
-		if err := writeTraceFile(filepath.Join(dst, state.HistoryFile), b.hist, b.jobs); err != nil {
-			return err
+		if err := trace.WriteFile(filepath.Join(dst, state.HistoryFile), b.hist.Workloads, b.jobs); err != nil {
+			return fmt.Errorf("backtest: %w", err)
 		}
 	}
 	slices.SortStableFunc(b.st.Workloads, func(x, y state.Workload) int {
-		if x.CreatedSec != y.CreatedSec {
-			if x.CreatedSec < y.CreatedSec {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(x.ID, y.ID)
+		return cmp.Or(cmp.Compare(x.CreatedSec, y.CreatedSec), strings.Compare(x.ID, y.ID))
 	})
 	data, err := state.Marshal(b.st)
 	if err != nil {
@@ -382,22 +368,4 @@ func (b *backtest) write(src, dst string, st *state.State) error {
 		return fmt.Errorf("backtest: %w", err)
 	}
 	return nil
-}
-
-func writeTraceFile(path string, tr *trace.Trace, jobs map[string][]*trace.Job) error {
-	f, err := trace.Create(path)
-	if err != nil {
-		return fmt.Errorf("backtest: %w", err)
-	}
-	for _, w := range tr.Workloads {
-		if err := f.WriteWorkload(w); err != nil {
-			return errors.Join(fmt.Errorf("backtest: %w", err), f.Close())
-		}
-		for _, j := range jobs[w.WorkloadID] {
-			if err := f.WriteJob(j); err != nil {
-				return errors.Join(fmt.Errorf("backtest: %w", err), f.Close())
-			}
-		}
-	}
-	return f.Close()
 }

@@ -181,10 +181,7 @@ func load(ctx context.Context, dir string) (*input, error) {
 		}
 		finished = h.Workloads
 	}
-	in.byID = map[string]*trace.Workload{}
-	for _, w := range in.tr.Workloads {
-		in.byID[w.WorkloadID] = w
-	}
+	in.byID = in.tr.ByID()
 	running := map[*trace.Workload]float64{}
 	for _, w := range st.Workloads {
 		if tw := in.byID[w.ID]; tw != nil && w.Phase == state.Admitted {

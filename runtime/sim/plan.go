@@ -243,11 +243,7 @@ type memSource struct {
 }
 
 func newMemSource(tr *trace.Trace) memSource {
-	m := memSource{tr: tr, byID: make(map[string]*trace.Workload, len(tr.Workloads))}
-	for _, w := range tr.Workloads {
-		m.byID[w.WorkloadID] = w
-	}
-	return m
+	return memSource{tr: tr, byID: tr.ByID()}
 }
 
 func (m memSource) fetch(it *item) (*trace.Workload, []*trace.Job, error) {

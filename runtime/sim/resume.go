@@ -209,10 +209,7 @@ func (s *sim) writeState(dir string, tr *trace.Trace) (skipped []string, err err
 	}
 	keep := map[string]bool{}
 	parked := s.kq.Parked()
-	traceByID := map[string]*trace.Workload{}
-	for _, w := range tr.Workloads {
-		traceByID[w.WorkloadID] = w
-	}
+	traceByID := tr.ByID()
 	var trials []*trace.Workload
 	jobs := maps.Clone(tr.Jobs)
 	for _, id := range slices.Sorted(maps.Keys(byID)) {
@@ -275,12 +272,12 @@ func (s *sim) writeState(dir string, tr *trace.Trace) (skipped []string, err err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	if err := writeTrace(filepath.Join(dir, state.TraceFile), out, jobs); err != nil {
-		return nil, err
+	if err := trace.WriteFile(filepath.Join(dir, state.TraceFile), out.Workloads, jobs); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
 	}
 	if st.History != "" {
-		if err := writeTrace(filepath.Join(dir, state.HistoryFile), history, nil); err != nil {
-			return nil, err
+		if err := trace.WriteFile(filepath.Join(dir, state.HistoryFile), history.Workloads, nil); err != nil {
+			return nil, fmt.Errorf("state: %w", err)
 		}
 	}
 	spec, err := yaml.Marshal(s.cfg.Spec)
@@ -445,24 +442,6 @@ func (p *podRole) checkpointed(w *kwl) (float64, bool) {
 		}
 	}
 	return left, found && left > 0
-}
-
-func writeTrace(path string, tr *trace.Trace, jobs map[string][]*trace.Job) error {
-	f, err := trace.Create(path)
-	if err != nil {
-		return fmt.Errorf("state: %w", err)
-	}
-	for _, w := range tr.Workloads {
-		if err := f.WriteWorkload(w); err != nil {
-			return errors.Join(fmt.Errorf("state: %w", err), f.Close())
-		}
-		for _, j := range jobs[w.WorkloadID] {
-			if err := f.WriteJob(j); err != nil {
-				return errors.Join(fmt.Errorf("state: %w", err), f.Close())
-			}
-		}
-	}
-	return f.Close()
 }
 
 // saveState writes the state at the limit to Config.StateOut and says what it left out.
