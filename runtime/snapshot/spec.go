@@ -624,8 +624,10 @@ func (b *builder) priorities(live []*kueuewl.Summary) {
 	withHistory := maps.Clone(names)
 	for i := range b.items {
 		it := &b.items[i]
-		// The history keeps these (history): of the spec's queues, on the snapshot's clock.
-		if _, ok := b.teamOf[it.Namespace+"/"+it.Queue]; !ok || it.Finished == nil || !b.onClock(it.CreatedAt) || !b.onClock(*it.Finished) {
+		if it.Finished == nil {
+			continue
+		}
+		if _, kept := b.historyTeam(it); !kept {
 			continue
 		}
 		if _, ok := withHistory[priority(it)]; !ok {

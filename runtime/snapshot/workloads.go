@@ -68,6 +68,16 @@ func (b *builder) liveItems() []*kueuewl.Summary {
 	return live
 }
 
+// historyTeam is the team of a finished Workload ("" when the spec has not its LocalQueue) and
+// whether the history keeps it: of a team, on the snapshot's clock.
+func (b *builder) historyTeam(it *kueuewl.Summary) (string, bool) {
+	team := b.teamOf[it.Namespace+"/"+it.Queue]
+	return team, team != "" && b.onClock(it.CreatedAt) && b.onClock(*it.Finished)
+}
+
+// millis rounds seconds to the millisecond, as the state keeps its times.
+func millis(x float64) float64 { return math.Round(x*1000) / 1000 }
+
 // onClock says whether t can be a time of the replay whose trace clock the cluster publishes:
 // between its start and where it stands. Every time is, when the cluster publishes none.
 func (b *builder) onClock(t time.Time) bool {
@@ -113,13 +123,12 @@ func (b *builder) clockFor(live []*kueuewl.Summary) (at func(time.Time) float64,
 // workloads builds the live trace, the state and the history.
 func (b *builder) workloads(live []*kueuewl.Summary) error {
 	at, now := b.clockFor(live)
-	ms := func(x float64) float64 { return math.Round(x*1000) / 1000 }
 	created := make([]float64, len(live))
 	for i, it := range live {
-		created[i] = ms(at(it.CreatedAt))
+		created[i] = millis(at(it.CreatedAt))
 		now = math.Max(now, created[i])
 	}
-	now = ms(now)
+	now = millis(now)
 	items := make([]kueuewl.Summary, len(live))
 	index := map[*kueuewl.Summary]int{}
 	for i, it := range live {
@@ -152,11 +161,11 @@ func (b *builder) workloads(live []*kueuewl.Summary) error {
 		if a := it.Admission; a != nil && it.Admitted != nil {
 			w.Phase = state.Admitted
 			// Conditions are kept to the second, the precise creation to the nanosecond.
-			adm := math.Min(now, math.Max(created[i], ms(at(*it.Admitted))))
+			adm := math.Min(now, math.Max(created[i], millis(at(*it.Admitted))))
 			w.AdmittedSec = &adm
 			w.Admission = b.admission(a)
 			if known {
-				if left := ms(dur - (now - adm)); left > 0 {
+				if left := millis(dur - (now - adm)); left > 0 {
 					w.RemainingSec = &left
 				} else {
 					overdue++
@@ -164,11 +173,11 @@ func (b *builder) workloads(live []*kueuewl.Summary) error {
 			}
 		} else {
 			if it.QueuedAt != nil {
-				q := math.Min(now, math.Max(created[i], ms(at(*it.QueuedAt))))
+				q := math.Min(now, math.Max(created[i], millis(at(*it.QueuedAt))))
 				w.QueuedSec = &q
 			}
 			if known {
-				d := ms(dur)
+				d := millis(dur)
 				w.RemainingSec = &d
 			}
 		}
@@ -229,12 +238,12 @@ func (b *builder) history(at func(time.Time) float64) error {
 		}
 		// As a live one: its team's name as the namespace (a second LocalQueue of a namespace is a
 		// team of its own), so that a forecast counts its arrivals for its queue.
-		team := b.teamOf[it.Namespace+"/"+it.Queue]
-		if team == "" {
+		team, ok := b.historyTeam(&it)
+		switch {
+		case team == "":
 			gone++
 			continue
-		}
-		if !b.onClock(it.CreatedAt) || !b.onClock(*it.Finished) {
+		case !ok:
 			offClock++
 			continue
 		}
@@ -278,7 +287,7 @@ func (b *builder) history(at func(time.Time) float64) error {
 	}
 	// history.Build counts from the first finished workload's creation: put the history on the
 	// state's clock, where the live workloads are.
-	shift := math.Round(at(first)*1000) / 1000
+	shift := millis(at(first))
 	for _, w := range res.Workloads {
 		w.SubmitTimeOffsetSec += shift
 	}
@@ -298,7 +307,7 @@ func (b *builder) history(at func(time.Time) float64) error {
 // experiment's trials, several Workloads under one id, span the first creation to the last finish
 // and have no one admission.
 func (b *builder) past(finished []kueuewl.Summary, res *importer.Result, at func(time.Time) float64) []state.Past {
-	ms := func(t time.Time) float64 { return math.Round(at(t)*1000) / 1000 }
+	ms := func(t time.Time) float64 { return millis(at(t)) }
 	kept := map[string]bool{}
 	for _, w := range res.Workloads {
 		kept[w.WorkloadID] = true
