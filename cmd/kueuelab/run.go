@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -257,7 +256,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		eng = ce
 	}
 	res, err := replay.Run(ctx, eng, in)
-	if f.until > 0 && f.engine == results.EngineCluster && res != nil && strings.Contains(res.Summary.Incomplete, "(until)") {
+	// Stopped there, not before it (a timeout, Ctrl-C), nor done before it.
+	if f.until > 0 && f.engine == results.EngineCluster && res != nil && res.Summary.Incomplete != "" && res.Summary.TraceSec >= f.until.Seconds() {
 		kc := f.kubeconfig
 		if kc == "" {
 			kc = "$(kueuelab cluster kubeconfig --name " + f.name + ")"
