@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,12 +37,7 @@ teams:
 // later, when long is admitted again (+ 1) and starts over (it took no checkpoint): done at
 // 2,401 + 1 + 3,600 = 6,002.
 func TestPriorityBooster(t *testing.T) {
-	line := func(id string, at, d float64) string {
-		return fmt.Sprintf(`{"type":"workload","schemaVersion":"v2","workloadId":%q,"submitTimeOffsetSec":%g,"namespace":"a","workloadType":"single_gpu_training","durationSec":%g,"intentClass":"standard",`+
-			`"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},`+
-			`"pods":[{"role":"main","replicas":1,"requests":{"cpu":"8","memory":"64Gi","nvidia.com/gpu":"8"}}]}`, id, at, d)
-	}
-	_, tr := testutil.WriteTrace(t, line("long", 0, 3600), line("short", 60, 600))
+	_, tr := testutil.WriteTrace(t, eightGPULine("long", "a", "standard", 0, 3600), eightGPULine("short", "a", "standard", 60, 600))
 	booster := map[string]any{"timeSharing": map[string]any{"interval": "30m", "negativeBoost": 100000}}
 	for _, tc := range []struct {
 		name                        string

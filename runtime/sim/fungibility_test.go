@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,12 +51,8 @@ teams:
 // A100s, nothing preempted) and the borrowing level first under PreemptionOverBorrowing (no
 // borrowing beats borrowing: the H100s, the eco workload preempted at 60 s).
 func TestFlavorFungibilityPreference(t *testing.T) {
-	line := func(id, intent string, at, d float64) string {
-		return fmt.Sprintf(`{"type":"workload","schemaVersion":"v2","workloadId":%q,"submitTimeOffsetSec":%g,"namespace":"a","workloadType":"single_gpu_training","durationSec":%g,"intentClass":%q,"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},"pods":[{"role":"main","replicas":1,"requests":{"cpu":"8","memory":"64Gi","nvidia.com/gpu":"8"}}]}`,
-			id, at, d, intent)
-	}
 	path := filepath.Join(t.TempDir(), "fungibility.jsonl")
-	if err := os.WriteFile(path, []byte(line("low", "eco", 0, 3600)+"\n"+line("high", "performance", 60, 600)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(eightGPULine("low", "a", "eco", 0, 3600)+"\n"+eightGPULine("high", "a", "performance", 60, 600)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := trace.LoadWorkloads(context.Background(), path, trace.Options{})

@@ -34,7 +34,7 @@ teams:
 // (flavorassigner.IgnoreUndeclaredResources, the QuotaCheckStrategy gate on by default in v0.19)
 // the undeclared memory is not checked: admitted at its submission, it runs its 600 s.
 func TestQuotaCheckStrategy(t *testing.T) {
-	line := `{"type":"workload","schemaVersion":"v2","workloadId":"w","submitTimeOffsetSec":60,"namespace":"a","workloadType":"single_gpu_training","durationSec":600,"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},"pods":[{"role":"main","replicas":1,"requests":{"cpu":"8","memory":"64Gi","nvidia.com/gpu":"8"}}]}`
+	line := eightGPULine("w", "a", "", 60, 600)
 	path := filepath.Join(t.TempDir(), "quotacheck.jsonl")
 	if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -297,25 +297,8 @@ func TestResumeOneRoleOfTwoPodSets(t *testing.T) {
 // as without: p, pending behind two holders of the whole quota, is admitted when they finish at
 // 1,000 s, not at once.
 func TestResumeUnderTheControlPlaneModel(t *testing.T) {
-	const one = `apiVersion: kueuelab.io/v1alpha1
-kind: ClusterSpec
-metadata: {name: one}
-nodePools:
-- {name: h100, gpuFamily: H100-SXM, count: 2, gpusPerNode: 8, cpu: 192, memory: 2000Gi}
-clusterQueues:
-- name: q
-  quotas:
-  - flavor: h100-sxm
-    resources: {cpu: 384, memory: 4000Gi, nvidia.com/gpu: 16}
-teams:
-- {name: team-a, clusterQueue: q}
-`
-	line := func(id string, at, d float64) string {
-		return fmt.Sprintf(`{"type":"workload","schemaVersion":"v2","workloadId":%q,"submitTimeOffsetSec":%g,"namespace":"team-a","workloadType":"single_gpu_training","durationSec":%g,`+
-			`"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},`+
-			`"pods":[{"role":"worker","replicas":1,"requests":{"cpu":"4","memory":"16Gi","nvidia.com/gpu":"8"}}],"intentClass":"standard"}`, id, at, d)
-	}
-	_, tr := testutil.WriteTrace(t, line("h1", 0, 1000), line("h2", 0, 1000), line("p", 100, 100))
+	_, tr := testutil.WriteTrace(t, eightGPULine("h1", "team-a", "standard", 0, 1000), eightGPULine("h2", "team-a", "standard", 0, 1000),
+		eightGPULine("p", "team-a", "standard", 100, 100))
 	adm := func(id string) state.Workload {
 		left := 500.0
 		return state.Workload{ID: id, Phase: state.Admitted, CreatedSec: 0, AdmittedSec: new(0.0), RemainingSec: &left,
@@ -329,7 +312,7 @@ teams:
 		t.Fatal(err)
 	}
 	for _, cp := range []*controlplane.Model{nil, m} {
-		c := Config{Trace: tr, TraceName: "hand", Spec: spec(t, one), Seed: 1, Timing: DefaultTiming, WallClock: fixedWall(), Resume: st, ControlPlane: cp}
+		c := Config{Trace: tr, TraceName: "hand", Spec: spec(t, fragmented), Seed: 1, Timing: DefaultTiming, WallClock: fixedWall(), Resume: st, ControlPlane: cp}
 		d := runToEnd(t, c)
 		if a := admittedAfter(d, "p", 500); a == nil || *a < 1000 || *a > 1002 {
 			t.Errorf("control plane %v: p admitted at %s, want when the holders finish, 1,000 s (and Kueue's requeue batch)", cp != nil, ptr(a))

@@ -252,6 +252,18 @@ func TestPreemptedTwiceResumesFromTheLaterCheckpoint(t *testing.T) {
 	}
 }
 
+// eightGPULine is a trace line of a one-pod single_gpu_training workload asking 8 GPUs (8 CPUs,
+// 64 Gi) in namespace ns, of intent ("": none, standard), submitted at at for d seconds.
+func eightGPULine(id, ns, intent string, at, d float64) string {
+	in := ""
+	if intent != "" {
+		in = fmt.Sprintf(`,"intentClass":%q`, intent)
+	}
+	return fmt.Sprintf(`{"type":"workload","schemaVersion":"v2","workloadId":%q,"submitTimeOffsetSec":%g,"namespace":%q,"workloadType":"single_gpu_training","durationSec":%g%s,`+
+		`"workloadClass":{"cpu":"cpu.light","gpu":"gpu.light"},"sharedIntensityProfile":{"cpuUtilization":0.2,"gpuUtilization":0.5,"memoryIntensity":0.3,"ioIntensity":0.1,"cpuFeedIntensityGpu":0.1},`+
+		`"pods":[{"role":"main","replicas":1,"requests":{"cpu":"8","memory":"64Gi","nvidia.com/gpu":"8"}}]}`, id, at, ns, d, in)
+}
+
 // fragmented is two 8-GPU nodes under one 16-GPU queue.
 const fragmented = `apiVersion: kueuelab.io/v1alpha1
 kind: ClusterSpec
