@@ -66,15 +66,8 @@ func TestSnapshot(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	s, err := snapshot.FromConfig(ctx, rc, snapshot.Options{Source: "e2e"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir := snapshotShared(ctx, t, snapshot.Options{Source: "e2e"})
 	t.Logf("warnings:\n%s", strings.Join(s.Warnings, "\n"))
-	dir := t.TempDir()
-	if err := s.Write(dir); err != nil {
-		t.Fatal(err)
-	}
 	st, err := state.Load(filepath.Join(dir, state.StateFile))
 	if err != nil {
 		t.Fatal(err)
@@ -171,4 +164,22 @@ func TestSnapshot(t *testing.T) {
 		}
 		return strings.Contains(err.Error(), `verb list on resource nodes in API group "" (core)`), err.Error(), nil
 	})
+}
+
+// snapshotShared snapshots the shared cluster into a new directory: the snapshot and where it is.
+func snapshotShared(ctx context.Context, t *testing.T, o snapshot.Options) (*snapshot.Snapshot, string) {
+	t.Helper()
+	rc, err := cluster.RESTConfig(shared.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.FromConfig(ctx, rc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := s.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return s, dir
 }

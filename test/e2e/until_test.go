@@ -22,7 +22,6 @@ import (
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/render/contract"
-	"github.com/kueuelab/kueuelab/runtime/cluster"
 	"github.com/kueuelab/kueuelab/runtime/forecast"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/results"
@@ -72,20 +71,9 @@ func TestRunUntil(t *testing.T) {
 		t.Errorf("states at the stop %v, want %v", states, want)
 	}
 
-	rc, err := cluster.RESTConfig(shared.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	s, err := snapshot.FromConfig(ctx, rc, snapshot.Options{Source: "e2e until", KueueVersion: "v0.19.2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := s.Write(dir); err != nil {
-		t.Fatal(err)
-	}
+	_, dir := snapshotShared(ctx, t, snapshot.Options{Source: "e2e until", KueueVersion: "v0.19.2"})
 	st, err := state.Load(filepath.Join(dir, state.StateFile))
 	if err != nil {
 		t.Fatal(err)
@@ -166,20 +154,9 @@ func TestBacktestOnTheCluster(t *testing.T) {
 	if _, _, err := runInProcess(t, tr, "backtest", spec, 10*time.Minute, func(c *runner.Config) { c.Keep = true }); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := cluster.RESTConfig(shared.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	s, err := snapshot.FromConfig(ctx, rc, snapshot.Options{Source: "e2e backtest", KueueVersion: "v0.19.2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := s.Write(dir); err != nil {
-		t.Fatal(err)
-	}
+	_, dir := snapshotShared(ctx, t, snapshot.Options{Source: "e2e backtest", KueueVersion: "v0.19.2"})
 	for _, oracle := range []bool{true, false} {
 		btDir := t.TempDir()
 		bt, err := forecast.RebuildAt(ctx, dir, 500, btDir, forecast.BacktestOptions{Oracle: oracle})
