@@ -347,7 +347,9 @@ func (s *sim) stateOf(w *kwl, parked bool) (state.Workload, error) {
 	at := sw.CreatedSec
 	for _, c := range wl.Status.Conditions {
 		if c.Type == kueue.WorkloadQuotaReserved && c.Status == metav1.ConditionTrue {
-			at = des.Seconds(c.LastTransitionTime.Time)
+			// A cycle ending at the instant the Workload was created admits it at that instant,
+			// before the nanoseconds its creation time carries for a unique order.
+			at = max(des.Seconds(c.LastTransitionTime.Time), sw.CreatedSec)
 		}
 	}
 	sw.AdmittedSec = &at

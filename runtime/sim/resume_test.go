@@ -319,3 +319,35 @@ func TestResumeUnderTheControlPlaneModel(t *testing.T) {
 		}
 	}
 }
+
+// TestStateOfAWorkloadAdmittedAtOnce: a Workload's creation time is its submission plus a
+// nanosecond per Workload created before it (a unique order), and a cycle that ends at that
+// instant admits it there: the state writes it admitted no earlier than it was created, so the
+// state loads (state.Load validates it).
+func TestStateOfAWorkloadAdmittedAtOnce(t *testing.T) {
+	const twoQueues = `apiVersion: kueuelab.io/v1alpha1
+kind: ClusterSpec
+metadata: {name: two-queues}
+nodePools:
+- {name: h100, gpuFamily: H100-SXM, count: 2, gpusPerNode: 8, cpu: 192, memory: 2000Gi}
+clusterQueues:
+- name: qa
+  quotas:
+  - flavor: h100-sxm
+    resources: {cpu: 192, memory: 2000Gi, nvidia.com/gpu: 8}
+- name: qb
+  quotas:
+  - flavor: h100-sxm
+    resources: {cpu: 192, memory: 2000Gi, nvidia.com/gpu: 8}
+teams:
+- {name: team-a, clusterQueue: qa}
+- {name: team-b, clusterQueue: qb}
+`
+	// v's cycle starts at 100 and ends at 100.01, when w is submitted: w is that cycle's head of qb.
+	_, tr := testutil.WriteTrace(t, eightGPULine("v", "team-a", "standard", 100, 1000), eightGPULine("w", "team-b", "standard", 100.01, 1000))
+	st, _ := stateAt(t, Config{Trace: tr, TraceName: "hand", Spec: spec(t, twoQueues), Seed: 1, Timing: DefaultTiming, WallClock: fixedWall()}, 500)
+	w := st.Workloads[1]
+	if w.ID != "w" || w.Phase != state.Admitted || *w.AdmittedSec != w.CreatedSec {
+		t.Errorf("workload %+v admitted at %s: want w admitted when it was created", w, ptr(w.AdmittedSec))
+	}
+}
