@@ -209,6 +209,9 @@ check is Kueue's decisions from an API's state. A workload evicted at some time 
 				if o.Arrivals == "" && !oracle {
 					o.Arrivals = state.ArrivalsNone
 				}
+				if note := forecast.ArrivalsNote(o.Arrivals, oracle); note != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), note)
+				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "backtest at %g s (%s before the snapshot): %d pending, %d admitted, %d finished before, %d created after; %d pending left unscored, %d running without one admission left out\n",
 					bt.AtSec, dur(bt.NowSec-bt.AtSec), bt.Pending, bt.Admitted, bt.History, bt.Later, len(bt.Unscored), bt.Unplaced)
 			}

@@ -51,6 +51,16 @@ type BacktestOptions struct {
 	Oracle bool
 }
 
+// ArrivalsNote is what a backtest says of its arrivals when they are not what a forecast at its
+// instant could know: the recorded ones without the oracle ("" otherwise).
+func ArrivalsNote(arrivals string, oracle bool) string {
+	if arrivals != state.ArrivalsRecorded || oracle {
+		return ""
+	}
+	return "backtest: --arrivals recorded replays the workloads created after the instant, which a forecast then could not know " +
+		"(an oracle for the arrivals alone); --arrivals history fits them from what came before it"
+}
+
 // ParseAt reads a backtest's instant: an RFC 3339 time (a snapshot with a clock origin), a
 // duration before the snapshot's instant ("-6h"), or seconds or a duration on the snapshot's
 // clock ("7200", "2h").

@@ -271,3 +271,23 @@ func TestParseAt(t *testing.T) {
 		t.Errorf("a wall time on a replay's clock: %v", err)
 	}
 }
+
+// TestArrivalsNote: only the recorded arrivals without the oracle are what a forecast at the
+// instant could not know.
+func TestArrivalsNote(t *testing.T) {
+	for _, tc := range []struct {
+		arrivals string
+		oracle   bool
+		note     bool
+	}{
+		{state.ArrivalsRecorded, false, true},
+		{state.ArrivalsRecorded, true, false},
+		{state.ArrivalsNone, false, false},
+		{ArrivalsHistory, false, false},
+		{"", true, false},
+	} {
+		if got := ArrivalsNote(tc.arrivals, tc.oracle); (got != "") != tc.note {
+			t.Errorf("arrivals %q, oracle %v: note %q, want one: %v", tc.arrivals, tc.oracle, got, tc.note)
+		}
+	}
+}
