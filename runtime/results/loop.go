@@ -27,6 +27,27 @@ const (
 // ErrPreemptionLoop is wrapped by the error of a run that LoopGuard ended.
 var ErrPreemptionLoop = errors.New("preemption loop")
 
+// Preemptions that never come back to one state still go on for ever when nothing finishes: a
+// priority booster's turns among jobs longer than its interval that restart without a checkpoint
+// preempt each other at every turn, with states that repeat only after thousands of rounds when
+// many take turns. A workload admitted alone finishes within its ideal run times the slowdowns
+// of power caps and shared GPUs, so a run still preempting after ten times the longest ideal run
+// (a week at least) with nothing submitted, finished or changed outside Kueue makes no progress.
+const (
+	stallFactor = 10
+	stallMinSec = 7 * 24 * 3600
+)
+
+// StallAfter is the trace time without progress after which LoopGuard ends a run that keeps
+// preempting (LoopGuard.StallSec), for a run of these workloads.
+func StallAfter(records []*Record) float64 {
+	longest := 0.0
+	for _, r := range records {
+		longest = max(longest, r.IdealSec)
+	}
+	return max(stallFactor*longest, stallMinSec)
+}
+
 // LoopMaxRounds is how many times a proven loop may come round before the guard ends it: the
 // sim's cost bound for a loop that a change from outside Kueue will end. In the unguarded seed-2
 // runs measured (docs/notes/wave2/issue-24-loop-guard.md) the loops that ended by themselves
@@ -50,7 +71,8 @@ const loopMaxStates = 1 << 16
 // A proven loop ends the run at once when no change from outside Kueue is known to be coming
 // (Horizon unset or reporting none), or when at its pace it would come round more than
 // LoopMaxRounds times before the next one; otherwise it is left to end by itself, and ended if it
-// comes round LoopMaxRounds times all the same.
+// comes round LoopMaxRounds times all the same. With StallSec set, a preemption more than
+// StallSec after the last progress event ends the run whatever the states (StallAfter).
 //
 // Memory stays small on a run of any size: a 64-bit hash per Workload holding quota now, and one
 // entry per preemption since the last progress event (at most loopMaxStates). The set's
@@ -60,10 +82,17 @@ type LoopGuard struct {
 	// Horizon, when set, is the trace time of the next change from outside Kueue the engine has
 	// coming (the next submission, the next pod completion it predicts); ok is false when none.
 	Horizon func() (t float64, ok bool)
+	// StallSec, when > 0, ends a run at a preemption more than StallSec of trace time after the
+	// last progress event (StallAfter), whatever its states.
+	StallSec float64
 
 	holders map[uint64]struct{} // hash of each Workload object holding quota
 	sum     uint64              // the sum of the holders' hashes: the set's fingerprint
 	seen    map[uint64]loopSeen // by fingerprint, the preemptions since the last progress event
+	// now is the latest event's trace time; since the last progress event's, and preemptions
+	// the number since.
+	now, since  float64
+	preemptions int
 }
 
 // loopSeen is one state preempted from: when first and last, and how many times it came round.
@@ -76,6 +105,7 @@ type loopSeen struct {
 // preempted workload and the trace times of its state's first and latest preemption, when e
 // proves a loop that the rule ends.
 func (g *LoopGuard) Observe(e *Event) error {
+	g.now = max(g.now, e.T)
 	switch e.Type {
 	case EvQuotaReserved:
 		g.hold(e.Object)
@@ -105,6 +135,13 @@ func (g *LoopGuard) Observe(e *Event) error {
 
 func (g *LoopGuard) preempted(e *Event) error {
 	g.release(e.Object) // Evicted came first; the fingerprint never counts the victim as holding
+	g.preemptions++
+	if g.StallSec > 0 && e.T-g.since > g.StallSec {
+		return fmt.Errorf("%w: nothing submitted, finished or changed outside Kueue in %.0fs of trace time, since trace %.3fs "+
+			"(ten times the longest workload's ideal run, a week at least), while Kueue preempted %d times, the latest workload %s "+
+			"(Workload %s) at trace %.3fs: its preemptions never lead anywhere (as a priority booster's turns among jobs longer than "+
+			"its interval that restart without a checkpoint)", ErrPreemptionLoop, e.T-g.since, g.since, g.preemptions, e.Workload, e.Object, e.T)
+	}
 	fp := mix(g.sum ^ mix(fnv64(e.Object)))
 	s, ok := g.seen[fp]
 	if !ok {
@@ -155,6 +192,7 @@ func (g *LoopGuard) Finished(object string) {
 // Progress tells the guard that something outside Kueue's decisions changed (a node): it forgets
 // every state it saw.
 func (g *LoopGuard) Progress() {
+	g.since, g.preemptions = g.now, 0
 	if len(g.seen) > 0 {
 		clear(g.seen)
 	}

@@ -205,3 +205,51 @@ func TestLoopGuardMemory(t *testing.T) {
 		t.Fatalf("%d states, %d holders (sum %x) remembered", len(g.seen), len(g.holders), g.sum)
 	}
 }
+
+// TestLoopGuardStall: preemptions that never return to one state (each victim new) end the run
+// once StallSec of trace time has passed since the last progress event, and not before; progress
+// in between starts the span again.
+func TestLoopGuardStall(t *testing.T) {
+	// victims rotate through fresh names every 10 s from start: no fingerprint repeats.
+	victims := func(start, end float64) []Event {
+		var out []Event
+		for tt := start; tt <= end; tt += 10 {
+			v := fmt.Sprintf("v%.0f", tt)
+			out = append(out, join(reserve(tt-1, v), preempt(tt, v), requeue(tt, v))...)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   string // "" none
+	}{
+		{"within the span", join(victims(10, 100)), ""},
+		{"past it", join(victims(10, 130)), "in 110s of trace time, since trace 0.000s"},
+		{"progress resets it", join(victims(10, 50), []Event{{T: 55, Type: EvPodFinished, Object: "ns/p", Reason: "Succeeded"}}, victims(60, 150)), ""},
+		{"past it after progress", join(victims(10, 50), []Event{{T: 55, Type: EvSubmitted, Workload: "n"}}, victims(60, 170)), "in 105s of trace time, since trace 55.000s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := LoopGuard{StallSec: 100}
+			_ = g.Observe(&Event{T: 0, Type: EvSubmitted, Workload: "first"})
+			var err error
+			for _, e := range tc.events {
+				if err = g.Observe(&e); err != nil {
+					break
+				}
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("ended: %v", err)
+			case tc.want != "" && (!errors.Is(err, ErrPreemptionLoop) || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want a preemption loop %q", err, tc.want)
+			}
+		})
+	}
+	if got := StallAfter([]*Record{{IdealSec: 100}, {IdealSec: 200000}}); got != 2000000 {
+		t.Errorf("StallAfter: %g, want ten times the longest ideal run", got)
+	}
+	if got := StallAfter([]*Record{{IdealSec: 100}}); got != 7*24*3600 {
+		t.Errorf("StallAfter: %g, want a week at least", got)
+	}
+}

@@ -3,8 +3,10 @@ package sim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kueuelab/kueuelab/internal/testutil"
@@ -96,5 +98,41 @@ func TestPriorityBooster(t *testing.T) {
 	}
 	if err := CheckKueueConfig(KueueConfig{PriorityBooster: map[string]any{"timeSharing": map[string]any{"intervl": "1h"}}, FeatureGates: map[string]bool{"PriorityBoost": true}}); err == nil {
 		t.Error("a booster configuration with an unknown field was accepted")
+	}
+}
+
+// TestBoosterTurnsWithoutEnd: two same-priority jobs of 3,600 s without checkpoints under a
+// 30-minute booster take turns for ever, each preempted before it can finish and starting over.
+// The run ends at the first preemption more than a week (StallAfter: ten times 3,600 s is less)
+// after the last progress, short's submission at 60 s: the turns come every 1,801 s (the
+// interval and Kueue's 1 s requeue batch), so at the first one past 604,860 s.
+func TestBoosterTurnsWithoutEnd(t *testing.T) {
+	_, tr := testutil.WriteTrace(t, eightGPULine("long", "a", "standard", 0, 3600), eightGPULine("short", "a", "standard", 60, 3600))
+	k := KueueConfig{PriorityBooster: map[string]any{"timeSharing": map[string]any{"interval": "30m", "negativeBoost": 100000}},
+		FeatureGates: map[string]bool{"PriorityBoost": true}}
+	out := t.TempDir()
+	_, err := Run(context.Background(), Config{Trace: tr, TraceName: "booster", Spec: spec(t, boosterSpec), Seed: 1, OutDir: out, WallClock: fixedWall(), Kueue: k})
+	if !errors.Is(err, ErrPreemptionLoop) || !strings.Contains(err.Error(), "nothing submitted, finished or changed outside Kueue") {
+		t.Fatalf("error %v: want the run ended as making no progress", err)
+	}
+	d, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last float64
+	n := 0
+	for _, e := range d.Events {
+		if e.Type == results.EvPreempted {
+			last = e.T
+			n++
+		}
+	}
+	if last <= 60+7*24*3600 || last > 60+7*24*3600+1801 || n < 300 {
+		t.Errorf("%d preemptions, the last at %g s: want the run ended at the first one past %d s", n, last, 60+7*24*3600)
+	}
+	for _, id := range []string{"long", "short"} {
+		if r := record(t, d, id); r.Finished != nil {
+			t.Errorf("%s finished at %g: want both unfinished", id, *r.Finished)
+		}
 	}
 }
