@@ -38,3 +38,6 @@ func syncTASNode(*schdcache.Cache, *corev1.Node) {}
 func setConditionAndUpdate(ctx context.Context, c client.Client, wl *kueue.Workload, condType string, status metav1.ConditionStatus, reason, msg, manager string, clk clock.Clock) error {
 	return workload.UpdateStatus(ctx, c, wl, condType, status, reason, msg, manager, clk)
 }
+
+// noLocalQueueMetrics: v0.15 reports them only under the LocalQueueMetrics gate, off by default.
+func noLocalQueueMetrics() ([]qcache.Option, []schdcache.Option) { return nil, nil }

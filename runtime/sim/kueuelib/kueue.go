@@ -177,6 +177,8 @@ func New(o Options) (*Kueue, error) {
 		return nil, err
 	}
 	queueOpts = append(queueOpts, d.queueOptions()...)
+	qOff, cOff := noLocalQueueMetrics()
+	queueOpts, cacheOpts = append(queueOpts, qOff...), append(cacheOpts, cOff...)
 	k := &Kueue{}
 	clk := timerClock{WithDelayedExecution: o.Clock, k: k}
 	queueOpts[0] = qcache.WithClock(clk)
