@@ -93,6 +93,7 @@ type LoopGuard struct {
 	// the number since.
 	now, since  float64
 	preemptions int
+	started     bool
 }
 
 // loopSeen is one state preempted from: when first and last, and how many times it came round.
@@ -105,6 +106,10 @@ type loopSeen struct {
 // preempted workload and the trace times of its state's first and latest preemption, when e
 // proves a loop that the rule ends.
 func (g *LoopGuard) Observe(e *Event) error {
+	if !g.started {
+		// A run resumed from a state starts at its instant, not at 0.
+		g.started, g.since = true, e.T
+	}
 	g.now = max(g.now, e.T)
 	switch e.Type {
 	case EvQuotaReserved:

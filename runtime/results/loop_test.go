@@ -228,10 +228,15 @@ func TestLoopGuardStall(t *testing.T) {
 		{"past it", join(victims(10, 130)), "in 110s of trace time, since trace 0.000s"},
 		{"progress resets it", join(victims(10, 50), []Event{{T: 55, Type: EvPodFinished, Object: "ns/p", Reason: "Succeeded"}}, victims(60, 150)), ""},
 		{"past it after progress", join(victims(10, 50), []Event{{T: 55, Type: EvSubmitted, Workload: "n"}}, victims(60, 170)), "in 105s of trace time, since trace 55.000s"},
+		// A run resumed at 1,000 s counts from its first event (a reservation at 1,009 s).
+		{"resumed", victims(1010, 1100), ""},
+		{"resumed, past it", victims(1010, 1130), "in 101s of trace time, since trace 1009.000s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := LoopGuard{StallSec: 100}
-			_ = g.Observe(&Event{T: 0, Type: EvSubmitted, Workload: "first"})
+			if !strings.HasPrefix(tc.name, "resumed") {
+				_ = g.Observe(&Event{T: 0, Type: EvSubmitted, Workload: "first"})
+			}
 			var err error
 			for _, e := range tc.events {
 				if err = g.Observe(&e); err != nil {
