@@ -31,21 +31,27 @@ var ErrPreemptionLoop = errors.New("preemption loop")
 // priority booster's turns among jobs longer than its interval that restart without a checkpoint
 // preempt each other at every turn, with states that repeat only after thousands of rounds when
 // many take turns. A workload admitted alone finishes within its ideal run times the slowdowns
-// of power caps and shared GPUs, so a run still preempting after ten times the longest ideal run
-// (a week at least) with nothing submitted, finished or changed outside Kueue makes no progress.
+// of power caps and shared GPUs, so a run still preempting workloads that keep no checkpoint
+// after ten times the longest ideal run (a week at least) with nothing submitted, finished or
+// changed outside Kueue makes no progress. A preempted workload that took a checkpoint in its
+// turn (it held quota for a checkpoint interval at least) kept work: its preemption is progress.
 const (
 	stallFactor = 10
 	stallMinSec = 7 * 24 * 3600
 )
 
-// StallAfter is the trace time without progress after which LoopGuard ends a run that keeps
-// preempting (LoopGuard.StallSec), for a run of these workloads.
-func StallAfter(records []*Record) float64 {
+// Stall sets the guard's stall rule for a run of these workloads (StallSec: ten times the
+// longest ideal run, a week at least; the checkpoint intervals of those that take checkpoints).
+func (g *LoopGuard) Stall(records []*Record) {
 	longest := 0.0
+	g.keeps = map[string]float64{}
 	for _, r := range records {
 		longest = max(longest, r.IdealSec)
+		if r.checkpointSec > 0 {
+			g.keeps[r.ID] = r.checkpointSec
+		}
 	}
-	return max(stallFactor*longest, stallMinSec)
+	g.StallSec = max(stallFactor*longest, stallMinSec)
 }
 
 // LoopMaxRounds is how many times a proven loop may come round before the guard ends it: the
@@ -72,7 +78,8 @@ const loopMaxStates = 1 << 16
 // (Horizon unset or reporting none), or when at its pace it would come round more than
 // LoopMaxRounds times before the next one; otherwise it is left to end by itself, and ended if it
 // comes round LoopMaxRounds times all the same. With StallSec set, a preemption more than
-// StallSec after the last progress event ends the run whatever the states (StallAfter).
+// StallSec after the last progress event ends the run whatever the states (Stall); Kueue's
+// waitForPodsReady timers forget the states but do no work, so they do not count there.
 //
 // Memory stays small on a run of any size: a 64-bit hash per Workload holding quota now, and one
 // entry per preemption since the last progress event (at most loopMaxStates). The set's
@@ -83,17 +90,23 @@ type LoopGuard struct {
 	// coming (the next submission, the next pod completion it predicts); ok is false when none.
 	Horizon func() (t float64, ok bool)
 	// StallSec, when > 0, ends a run at a preemption more than StallSec of trace time after the
-	// last progress event (StallAfter), whatever its states.
+	// last progress event (Stall), whatever its states.
 	StallSec float64
+	// keeps holds the checkpoint interval of each workload that takes checkpoints, and reserved
+	// when each of their unfinished Workload objects last reserved quota.
+	keeps    map[string]float64
+	reserved map[string]float64
 
 	holders map[uint64]struct{} // hash of each Workload object holding quota
 	sum     uint64              // the sum of the holders' hashes: the set's fingerprint
 	seen    map[uint64]loopSeen // by fingerprint, the preemptions since the last progress event
-	// now is the latest event's trace time; since the last progress event's, and preemptions
-	// the number since.
-	now, since  float64
+	// since is when the span without progress began, preemptions the number since.
+	since       float64
 	preemptions int
-	started     bool
+	// started is false until an event starts the span without progress: the run's first (a run
+	// resumed from a state starts at its instant) or the first after Progress, which an engine
+	// calls without a time.
+	started bool
 }
 
 // loopSeen is one state preempted from: when first and last, and how many times it came round.
@@ -107,19 +120,24 @@ type loopSeen struct {
 // proves a loop that the rule ends.
 func (g *LoopGuard) Observe(e *Event) error {
 	if !g.started {
-		// A run resumed from a state starts at its instant, not at 0.
 		g.started, g.since = true, e.T
 	}
-	g.now = max(g.now, e.T)
 	switch e.Type {
 	case EvQuotaReserved:
 		g.hold(e.Object)
+		if g.keeps[e.Workload] > 0 {
+			if g.reserved == nil {
+				g.reserved = map[string]float64{}
+			}
+			g.reserved[e.Object] = e.T
+		}
 	case EvEvicted, EvRequeued:
 		g.release(e.Object)
 		if e.Reason == reasonPodsReadyTimeout || e.Reason == reasonBackoffFinished {
 			// Kueue's own timers (waitForPodsReady): each round counts one more requeue and
-			// waits a longer backoff, so the next round does not start from the same inputs.
-			g.Progress()
+			// waits a longer backoff, so the next round does not start from the same inputs. No
+			// work was done: the span without progress goes on.
+			g.forget()
 		}
 	case EvFinished:
 		g.Finished(e.Object)
@@ -141,9 +159,12 @@ func (g *LoopGuard) Observe(e *Event) error {
 func (g *LoopGuard) preempted(e *Event) error {
 	g.release(e.Object) // Evicted came first; the fingerprint never counts the victim as holding
 	g.preemptions++
+	if at, ok := g.reserved[e.Object]; ok && e.T-at >= g.keeps[e.Workload] {
+		g.since, g.preemptions = e.T, 0
+	}
 	if g.StallSec > 0 && e.T-g.since > g.StallSec {
 		return fmt.Errorf("%w: nothing submitted, finished or changed outside Kueue in %.0fs of trace time, since trace %.3fs "+
-			"(ten times the longest workload's ideal run, a week at least), while Kueue preempted %d times, the latest workload %s "+
+			"(ten times the longest workload's ideal run, a week at least), while Kueue preempted workloads without checkpoints %d times, the latest workload %s "+
 			"(Workload %s) at trace %.3fs: its preemptions never lead anywhere (as a priority booster's turns among jobs longer than "+
 			"its interval that restart without a checkpoint)", ErrPreemptionLoop, e.T-g.since, g.since, g.preemptions, e.Workload, e.Object, e.T)
 	}
@@ -191,13 +212,19 @@ func (g *LoopGuard) horizon() (float64, bool) {
 // end is progress.
 func (g *LoopGuard) Finished(object string) {
 	g.release(object)
+	delete(g.reserved, object)
 	g.Progress()
 }
 
 // Progress tells the guard that something outside Kueue's decisions changed (a node): it forgets
 // every state it saw.
 func (g *LoopGuard) Progress() {
-	g.since, g.preemptions = g.now, 0
+	g.started, g.preemptions = false, 0
+	g.forget()
+}
+
+// forget forgets every state seen.
+func (g *LoopGuard) forget() {
 	if len(g.seen) > 0 {
 		clear(g.seen)
 	}
@@ -221,6 +248,7 @@ func (g *LoopGuard) release(object string) {
 	if object == "" {
 		return
 	}
+
 	h := mix(fnv64(object))
 	if _, ok := g.holders[h]; ok {
 		delete(g.holders, h)

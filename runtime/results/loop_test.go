@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/kueuelab/kueuelab/model/trace"
 )
 
 // Events for the guard's tests: Object is "ns/" + the workload's name.
@@ -207,8 +209,9 @@ func TestLoopGuardMemory(t *testing.T) {
 }
 
 // TestLoopGuardStall: preemptions that never return to one state (each victim new) end the run
-// once StallSec of trace time has passed since the last progress event, and not before; progress
-// in between starts the span again.
+// once StallSec of trace time has passed since the span without progress began (the first event
+// after the last progress event: each victim's reservation, 1 s before its preemption), and not
+// before; progress in between starts the span again.
 func TestLoopGuardStall(t *testing.T) {
 	// victims rotate through fresh names every 10 s from start: no fingerprint repeats.
 	victims := func(start, end float64) []Event {
@@ -225,9 +228,11 @@ func TestLoopGuardStall(t *testing.T) {
 		want   string // "" none
 	}{
 		{"within the span", join(victims(10, 100)), ""},
-		{"past it", join(victims(10, 130)), "in 110s of trace time, since trace 0.000s"},
+		{"past it", join(victims(10, 130)), "in 101s of trace time, since trace 9.000s"},
 		{"progress resets it", join(victims(10, 50), []Event{{T: 55, Type: EvPodFinished, Object: "ns/p", Reason: "Succeeded"}}, victims(60, 150)), ""},
-		{"past it after progress", join(victims(10, 50), []Event{{T: 55, Type: EvSubmitted, Workload: "n"}}, victims(60, 170)), "in 105s of trace time, since trace 55.000s"},
+		{"past it after progress", join(victims(10, 50), []Event{{T: 55, Type: EvSubmitted, Workload: "n"}}, victims(60, 170)), "in 101s of trace time, since trace 59.000s"},
+		// Kueue's waitForPodsReady timers do no work: the span goes on.
+		{"pods-ready timeout", join(victims(10, 50), []Event{{T: 55, Type: EvRequeued, Object: "ns/p", Reason: "PodsReadyTimeout"}}, victims(60, 130)), "in 101s of trace time, since trace 9.000s"},
 		// A run resumed at 1,000 s counts from its first event (a reservation at 1,009 s).
 		{"resumed", victims(1010, 1100), ""},
 		{"resumed, past it", victims(1010, 1130), "in 101s of trace time, since trace 1009.000s"},
@@ -251,10 +256,47 @@ func TestLoopGuardStall(t *testing.T) {
 			}
 		})
 	}
-	if got := StallAfter([]*Record{{IdealSec: 100}, {IdealSec: 200000}}); got != 2000000 {
-		t.Errorf("StallAfter: %g, want ten times the longest ideal run", got)
+	var g LoopGuard
+	if g.Stall([]*Record{{IdealSec: 100}, {IdealSec: 200000}}); g.StallSec != 2000000 {
+		t.Errorf("StallSec %g, want ten times the longest ideal run", g.StallSec)
 	}
-	if got := StallAfter([]*Record{{IdealSec: 100}}); got != 7*24*3600 {
-		t.Errorf("StallAfter: %g, want a week at least", got)
+	if g.Stall([]*Record{{IdealSec: 100}}); g.StallSec != 7*24*3600 {
+		t.Errorf("StallSec %g, want a week at least", g.StallSec)
+	}
+}
+
+// TestLoopGuardStallKeepsCheckpoints: the preemption of a workload that took a checkpoint in its
+// turn (held quota for its 20 s checkpoint interval at least) is progress; the span without
+// progress starts again there; one preempted sooner kept nothing. Progress called by an engine
+// (a node changed) starts it again at the next event.
+func TestLoopGuardStallKeepsCheckpoints(t *testing.T) {
+	w := &trace.Workload{WorkloadID: "ck", CheckpointIntervalSec: 20}
+	g := LoopGuard{}
+	g.Stall([]*Record{NewRecord(w, "lq", "cq"), {ID: "a"}})
+	g.StallSec = 100
+	run := func(events ...[]Event) error {
+		for _, e := range join(events...) {
+			if err := g.Observe(&e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Each victim from its own state: only the stall rule can end the run.
+	if err := run(reserve(0, "a"), preempt(50, "a"), reserve(60, "ck"), preempt(90, "ck"), reserve(100, "b"), preempt(150, "b")); err != nil {
+		t.Fatalf("ck's preemption at 90 s: %v, want the span from 90 s", err)
+	}
+	// ck again at 170 s, preempted 10 s later: no checkpoint, no progress.
+	if err := run(reserve(165, "x"), reserve(170, "ck"), preempt(180, "ck"), reserve(185, "c"), preempt(191, "c")); err == nil || !strings.Contains(err.Error(), "since trace 90.000s") {
+		t.Fatalf("at 191 s: %v, want the run ended, counted from 90 s", err)
+	}
+	g = LoopGuard{StallSec: 100}
+	_ = run(reserve(0, "a"))
+	g.Progress() // at 150 s, say: the next event (160 s) starts the span
+	if err := run(preempt(160, "a"), reserve(200, "d"), preempt(250, "d")); err != nil {
+		t.Fatalf("after Progress: %v", err)
+	}
+	if err := run(reserve(255, "e"), preempt(261, "e")); err == nil || !strings.Contains(err.Error(), "since trace 160.000s") {
+		t.Fatalf("at 261 s: %v, want the run ended, counted from 160 s", err)
 	}
 }

@@ -203,9 +203,10 @@ func (l *lateStats) add(d float64, what string) {
 }
 
 func newWatcher(p *plan, rec *results.Recorder, clk *simclock.Clock, tr *trials) *watcher {
-	return &watcher{plan: p, rec: rec, clk: clk, trials: tr, units: map[string]*unit{}, byWL: map[types.UID]*unit{},
-		pods: map[string]*podState{}, unsched: map[types.UID]bool{}, before: map[types.UID]bool{}, loop: make(chan error, 1),
-		guard: results.LoopGuard{StallSec: results.StallAfter(p.records)}}
+	w := &watcher{plan: p, rec: rec, clk: clk, trials: tr, units: map[string]*unit{}, byWL: map[types.UID]*unit{},
+		pods: map[string]*podState{}, unsched: map[types.UID]bool{}, before: map[types.UID]bool{}, loop: make(chan error, 1)}
+	w.guard.Stall(p.records)
+	return w
 }
 
 // start runs informers on Workloads and pods (in the run's namespaces) and nodes, and returns

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,9 +105,10 @@ func TestPriorityBooster(t *testing.T) {
 
 // TestBoosterTurnsWithoutEnd: two same-priority jobs of 3,600 s without checkpoints under a
 // 30-minute booster take turns for ever, each preempted before it can finish and starting over.
-// The run ends at the first preemption more than a week (StallAfter: ten times 3,600 s is less)
-// after the last progress, short's submission at 60 s: the turns come every 1,801 s (the
-// interval and Kueue's 1 s requeue batch), so at the first one past 604,860 s.
+// The run ends at the first preemption more than a week (Stall: ten times 3,600 s is less) into
+// the span without progress, which begins at the first event after short's creation at 60 s, by
+// long's first preemption at 1,801 s: the turns come every 1,801 s (the interval and Kueue's 1 s
+// requeue batch).
 func TestBoosterTurnsWithoutEnd(t *testing.T) {
 	_, tr := testutil.WriteTrace(t, eightGPULine("long", "a", "standard", 0, 3600), eightGPULine("short", "a", "standard", 60, 3600))
 	k := KueueConfig{PriorityBooster: map[string]any{"timeSharing": map[string]any{"interval": "30m", "negativeBoost": 100000}},
@@ -127,12 +130,47 @@ func TestBoosterTurnsWithoutEnd(t *testing.T) {
 			n++
 		}
 	}
-	if last <= 60+7*24*3600 || last > 60+7*24*3600+1801 || n < 300 {
-		t.Errorf("%d preemptions, the last at %g s: want the run ended at the first one past %d s", n, last, 60+7*24*3600)
+	if last <= 1801+7*24*3600 || last > 1801+7*24*3600+1801 || n < 300 {
+		t.Errorf("%d preemptions, the last at %g s: want the run ended at the first one past %d s", n, last, 1801+7*24*3600)
 	}
 	for _, id := range []string{"long", "short"} {
 		if r := record(t, d, id); r.Finished != nil {
 			t.Errorf("%s finished at %g: want both unfinished", id, *r.Finished)
 		}
+	}
+}
+
+// TestBoosterTurnsWithCheckpoints: twelve same-priority one-day jobs that checkpoint every 600 s
+// take 2-hour turns on one node, two at a time (Kueue brings back the workload it just preempted
+// ahead of the parked ones), each keeping its turns' work: every job finishes, the last after
+// about twelve days, longer than the stall rule's span (ten times a day) with preemptions all
+// along. The guard lets the run end by itself.
+func TestBoosterTurnsWithCheckpoints(t *testing.T) {
+	var lines []string
+	for i := range 12 {
+		lines = append(lines, strings.Replace(eightGPULine(fmt.Sprintf("j%02d", i), "a", "standard", float64(i), 86400),
+			`"durationSec":86400,`, `"durationSec":86400,"checkpointIntervalSec":600,`, 1))
+	}
+	_, tr := testutil.WriteTrace(t, lines...)
+	k := KueueConfig{PriorityBooster: map[string]any{"timeSharing": map[string]any{"interval": "2h", "negativeBoost": 100000}},
+		FeatureGates: map[string]bool{"PriorityBoost": true}}
+	out := t.TempDir()
+	if _, err := Run(context.Background(), Config{Trace: tr, TraceName: "booster", Spec: spec(t, boosterSpec), Seed: 1, OutDir: out, WallClock: fixedWall(), Kueue: k}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := 0.0
+	for i := range 12 {
+		r := record(t, d, fmt.Sprintf("j%02d", i))
+		if r.Finished == nil || len(r.Preemptions) == 0 {
+			t.Fatalf("j%02d: finished %v after %d preemptions: want it finished, having taken turns", i, r.Finished, len(r.Preemptions))
+		}
+		last = math.Max(last, *r.Finished)
+	}
+	if last < 10*86400 || last > 13*86400 {
+		t.Errorf("the last finished at %.0f s: want the twelve days of work done after about twelve days", last)
 	}
 }

@@ -333,7 +333,8 @@ func (s *sim) stateOf(w *kwl, parked bool) (state.Workload, error) {
 		}
 	}
 	if !kueuelib.HasQuotaReservation(wl) || kueuelib.IsEvicted(wl) {
-		if q := des.Seconds(s.kq.QueueOrderTime(wl)); q != sw.CreatedSec {
+		// An eviction at the instant of creation comes before its nanoseconds (as an admission).
+		if q := max(des.Seconds(s.kq.QueueOrderTime(wl)), sw.CreatedSec); q != sw.CreatedSec {
 			sw.QueuedSec = &q
 		}
 		sw.Parked = parked

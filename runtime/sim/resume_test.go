@@ -346,8 +346,8 @@ teams:
 	// v's cycle starts at 100 and ends at 100.01, when w is submitted: w is that cycle's head of qb.
 	_, tr := testutil.WriteTrace(t, eightGPULine("v", "team-a", "standard", 100, 1000), eightGPULine("w", "team-b", "standard", 100.01, 1000))
 	st, _ := stateAt(t, Config{Trace: tr, TraceName: "hand", Spec: spec(t, twoQueues), Seed: 1, Timing: DefaultTiming, WallClock: fixedWall()}, 500)
-	w := st.Workloads[1]
-	if w.ID != "w" || w.Phase != state.Admitted || *w.AdmittedSec != w.CreatedSec {
+	w := st.Index()["w"]
+	if w == nil || w.Phase != state.Admitted || *w.AdmittedSec != w.CreatedSec {
 		t.Errorf("workload %+v admitted at %s: want w admitted when it was created", w, ptr(w.AdmittedSec))
 	}
 }

@@ -380,7 +380,8 @@ func newSim(ctx context.Context, cfg *Config) (*sim, error) {
 		}
 	}
 	pr.sim = s
-	s.guard.Horizon, s.guard.StallSec = s.horizon, results.StallAfter(p.records)
+	s.guard.Horizon = s.horizon
+	s.guard.Stall(p.records)
 	if len(cfg.StopWhenAdmitted) > 0 {
 		s.waitFor = map[string]bool{}
 		for _, id := range cfg.StopWhenAdmitted {
