@@ -89,6 +89,7 @@ fmt:
 ## bench: the performance benchmarks; each reports its own baseline in the same run.
 bench:
 	GOMAXPROCS=1 $(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x ./model/gen/ ./runtime/sim/
+	$(GO) test -run='^$$' -bench=ForecastDeepState -benchtime=1x -timeout 60m ./runtime/forecast/
 	$(GO) test -run='^$$' -bench=. -benchmem ./model/trace/ ./render/... ./model/hw/ ./runtime/agent/engine/ ./runtime/runner/
 
 ## bench-replay: replays on the local control plane, event-driven clock vs the held clock it
