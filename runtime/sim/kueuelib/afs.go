@@ -70,7 +70,8 @@ func (k *Kueue) newLocalQueueReconciler() {
 	if !k.AFS() {
 		return
 	}
+	_, _, off := noLocalQueueMetrics()
 	k.lqr = core.NewLocalQueueReconciler(k.Store, k.queues, k.cache,
-		core.WithClock(k.clk), core.WithAdmissionFairSharingConfig(k.opts.AdmissionFairSharing))
+		append([]core.LocalQueueReconcilerOption{core.WithClock(k.clk), core.WithAdmissionFairSharingConfig(k.opts.AdmissionFairSharing)}, off...)...)
 	k.queues.AddWorkloadUpdateWatcher(k)
 }

@@ -12,6 +12,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
@@ -30,7 +31,8 @@ func setConditionAndUpdate(ctx context.Context, c client.Client, wl *kueue.Workl
 // noLocalQueueMetrics turns Kueue's per-LocalQueue metrics off: nothing in a replay reads them,
 // and with them on every requeue counts its LocalQueue's pending workloads by walking its
 // ClusterQueue's (8 % of a forecast's time on a queue 1,000 deep).
-func noLocalQueueMetrics() ([]qcache.Option, []schdcache.Option) {
+func noLocalQueueMetrics() ([]qcache.Option, []schdcache.Option, []core.LocalQueueReconcilerOption) {
 	off := &metrics.LocalQueueMetricsConfig{Enabled: false}
-	return []qcache.Option{qcache.WithLocalQueueMetrics(off)}, []schdcache.Option{schdcache.WithLocalQueueMetrics(off)}
+	return []qcache.Option{qcache.WithLocalQueueMetrics(off)}, []schdcache.Option{schdcache.WithLocalQueueMetrics(off)},
+		[]core.LocalQueueReconcilerOption{core.WithLocalQueueMetrics(off)}
 }

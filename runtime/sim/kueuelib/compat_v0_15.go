@@ -14,6 +14,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
@@ -40,4 +41,6 @@ func setConditionAndUpdate(ctx context.Context, c client.Client, wl *kueue.Workl
 }
 
 // noLocalQueueMetrics: v0.15 reports them only under the LocalQueueMetrics gate, off by default.
-func noLocalQueueMetrics() ([]qcache.Option, []schdcache.Option) { return nil, nil }
+func noLocalQueueMetrics() ([]qcache.Option, []schdcache.Option, []core.LocalQueueReconcilerOption) {
+	return nil, nil, nil
+}

@@ -177,7 +177,7 @@ func New(o Options) (*Kueue, error) {
 		return nil, err
 	}
 	queueOpts = append(queueOpts, d.queueOptions()...)
-	qOff, cOff := noLocalQueueMetrics()
+	qOff, cOff, _ := noLocalQueueMetrics()
 	queueOpts, cacheOpts = append(queueOpts, qOff...), append(cacheOpts, cOff...)
 	k := &Kueue{}
 	clk := timerClock{WithDelayedExecution: o.Clock, k: k}
