@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,9 +63,66 @@ func Strict(name, what, fields string, data []byte, out any) (*yaml.Node, error)
 		return nil, err
 	}
 	if err := root.Decode(out); err != nil {
-		return nil, Errors(name, err)
+		return nil, ErrorsIn(name, root, err)
 	}
 	return root, nil
+}
+
+// ErrorsIn is Errors for a document decoded from root: each type error also names the field its
+// value is at, where one value on its line matches what the message quotes.
+func ErrorsIn(file string, root *yaml.Node, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) || root == nil {
+		return Errors(file, err)
+	}
+	var l fielderr.List
+	for _, m := range te.Errors {
+		line, msg := lineOf(m)
+		l = append(l, fielderr.New(file, line, fieldAt(root, line, msg).String(), "%s", msg))
+	}
+	return l.Err()
+}
+
+// unmarshalWhat reads yaml.v3's type error ("cannot unmarshal !!str `abc` into float64"): the
+// value's tag and, for a scalar, its value (cut to 7 characters and "..." past 10).
+var unmarshalWhat = regexp.MustCompile("^cannot unmarshal (!!\\w+)(?: `(.*)`)? into ")
+
+// fieldAt is the path from root of the value on line that msg is about: nil unless exactly one
+// value there has the tag and value msg quotes (a flow mapping holds several on one line).
+func fieldAt(root *yaml.Node, line int, msg string) Path {
+	sm := unmarshalWhat.FindStringSubmatch(msg)
+	if sm == nil {
+		return nil
+	}
+	tag, val := sm[1], sm[2]
+	quoted := func(v string) bool {
+		if short, ok := strings.CutSuffix(val, "..."); ok && len(v) > 10 {
+			return strings.HasPrefix(v, short)
+		}
+		return v == val
+	}
+	var found []Path
+	var walk func(n *yaml.Node, p Path)
+	walk = func(n *yaml.Node, p Path) {
+		if len(p) > 0 && n.Line == line && n.ShortTag() == tag && (n.Kind != yaml.ScalarNode || quoted(n.Value)) {
+			found = append(found, p)
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				walk(n.Content[i+1], p.Key(n.Content[i].Value))
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, p.Idx(i))
+			}
+		}
+	}
+	walk(root, nil)
+	if len(found) != 1 {
+		return nil
+	}
+	return found[0]
 }
 
 // Errors turns a YAML decoding error into fielderr errors of file: a yaml.TypeError's messages

@@ -151,3 +151,34 @@ func TestStrict(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorsInNameTheField: a type error names the field whose value it is about, in block and
+// flow style, for a scalar cut short in the message and for a mapping where a number goes; a line
+// with two values the message could be about names none.
+func TestErrorsInNameTheField(t *testing.T) {
+	doc := "a:\n- {x: 1, y: 2}\n- {x: abc, y: 3}\n- x: 4\n  y: {k: v}\n- x: abcdefghijklmnop\n- {x: same, z: same}\n"
+	root, err := Root("f.yaml", "spec", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		A []struct {
+			X float64 `yaml:"x"`
+			Y int     `yaml:"y"`
+			Z int     `yaml:"z"`
+		} `yaml:"a"`
+	}
+	all := fielderr.All(ErrorsIn("f.yaml", root, root.Decode(&v)))
+	want := []struct {
+		line  int
+		field string
+	}{{3, "a[1].x"}, {5, "a[2].y"}, {6, "a[3].x"}, {7, ""}, {7, ""}}
+	if len(all) != len(want) {
+		t.Fatalf("%d errors %v, want %d", len(all), all, len(want))
+	}
+	for i, w := range want {
+		if all[i].Line != w.line || all[i].Field != w.field {
+			t.Errorf("error %d: line %d field %q (%v), want line %d field %q", i, all[i].Line, all[i].Field, all[i], w.line, w.field)
+		}
+	}
+}

@@ -74,6 +74,7 @@ func TestParseErrors(t *testing.T) {
 		name, from, to, want string
 	}{
 		{"unknown field", "  parked: true", "  parkd: true", "state.yaml:23: workloads[1].parkd: unknown field"},
+		{"malformed number", "createdSec: 30", "createdSec: 3O", "state.yaml:22: workloads[1].createdSec: cannot unmarshal !!str `3O` into float64"},
 		{"phase", "phase: Pending", "phase: Running", `state.yaml:21: workloads[1].phase: "Running": want Pending or Admitted`},
 		{"admitted before created", "admittedSec: 20", "admittedSec: 5", "state.yaml:11: workloads[0].admittedSec: 5: want a time between createdSec and nowSec"},
 		{"created after now", "createdSec: 30", "createdSec: 300", "state.yaml:22: workloads[1].createdSec: 300: want a time ≤ nowSec (100)"},

@@ -49,7 +49,7 @@ func ParseIn(dir, name string, data []byte) (*Spec, error) {
 	}
 	s := &Spec{file: name, dir: dir}
 	if err := root.Decode(s); err != nil {
-		return nil, yamldoc.Errors(name, err)
+		return nil, yamldoc.ErrorsIn(name, root, err)
 	}
 	s.validate(el)
 	if err := el.err(); err != nil {

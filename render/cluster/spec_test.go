@@ -83,7 +83,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", "kind: ClusterSpec", "kind: ClusterSpec\nnodepools: []", []string{"base.yaml:3: nodepools: unknown field", "nodePools"}},
 		{"unknown pool field", "  gpusPerNode: 8", "  gpuPerNode: 8", []string{"base.yaml:14: nodePools[1].gpuPerNode: unknown field"}},
 		{"unknown quota field", "borrowingLimit: 8,", "borrowLimit: 8,", []string{`base.yaml:36: clusterQueues[0].quotas[1].resources["nvidia.com/gpu"].borrowLimit: unknown field`}},
-		{"wrong type", "  count: 4", "  count: four", []string{"base.yaml:13:", "cannot unmarshal"}},
+		{"wrong type", "  count: 4", "  count: four", []string{"base.yaml:13: nodePools[1].count: cannot unmarshal"}},
 		{"bad apiVersion", "apiVersion: kueuelab.io/v1alpha1", "apiVersion: v1", []string{"base.yaml:1: apiVersion: must be"}},
 		{"unknown family", "gpuFamily: H100-SXM", "gpuFamily: H100", []string{"base.yaml:12: nodePools[1].gpuFamily: unknown GPU family \"H100\"", "H100-SXM"}},
 		{"zero count", "  count: 4", "  count: 0", []string{"base.yaml:13: nodePools[1].count: must be > 0"}},

@@ -207,7 +207,7 @@ func ParseNode(name string, root *yaml.Node) (*Experiment, error) {
 	}
 	e := &Experiment{file: name}
 	if err := root.Decode(e); err != nil {
-		return nil, yamldoc.Errors(name, err)
+		return nil, yamldoc.ErrorsIn(name, root, err)
 	}
 	e.validate(root, el)
 	if err := el.err(); err != nil {
