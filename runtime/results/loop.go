@@ -33,23 +33,19 @@ var ErrPreemptionLoop = errors.New("preemption loop")
 // many take turns. A workload admitted alone finishes within its ideal run times the slowdowns
 // of power caps and shared GPUs, so a run still preempting workloads that keep no checkpoint
 // after ten times the longest ideal run (a week at least) with nothing submitted, finished or
-// changed outside Kueue makes no progress. A preempted workload that took a checkpoint in its
-// turn (it held quota for a checkpoint interval at least) kept work: its preemption is progress.
+// changed outside Kueue makes no progress. A preempted workload whose pods took a checkpoint in
+// their turn kept work: the engine reports it (KeptWork), and it is progress.
 const (
 	stallFactor = 10
 	stallMinSec = 7 * 24 * 3600
 )
 
-// Stall sets the guard's stall rule for a run of these workloads (StallSec: ten times the
-// longest ideal run, a week at least; the checkpoint intervals of those that take checkpoints).
+// Stall sets the guard's stall rule for a run of these workloads: StallSec is ten times the
+// longest ideal run, a week at least.
 func (g *LoopGuard) Stall(records []*Record) {
 	longest := 0.0
-	g.keeps = map[string]float64{}
 	for _, r := range records {
 		longest = max(longest, r.IdealSec)
-		if r.checkpointSec > 0 {
-			g.keeps[r.ID] = r.checkpointSec
-		}
 	}
 	g.StallSec = max(stallFactor*longest, stallMinSec)
 }
@@ -92,10 +88,6 @@ type LoopGuard struct {
 	// StallSec, when > 0, ends a run at a preemption more than StallSec of trace time after the
 	// last progress event (Stall), whatever its states.
 	StallSec float64
-	// keeps holds the checkpoint interval of each workload that takes checkpoints, and reserved
-	// when each of their unfinished Workload objects last reserved quota.
-	keeps    map[string]float64
-	reserved map[string]float64
 
 	holders map[uint64]struct{} // hash of each Workload object holding quota
 	sum     uint64              // the sum of the holders' hashes: the set's fingerprint
@@ -125,12 +117,6 @@ func (g *LoopGuard) Observe(e *Event) error {
 	switch e.Type {
 	case EvQuotaReserved:
 		g.hold(e.Object)
-		if g.keeps[e.Workload] > 0 {
-			if g.reserved == nil {
-				g.reserved = map[string]float64{}
-			}
-			g.reserved[e.Object] = e.T
-		}
 	case EvEvicted, EvRequeued:
 		g.release(e.Object)
 		if e.Reason == reasonPodsReadyTimeout || e.Reason == reasonBackoffFinished {
@@ -159,9 +145,6 @@ func (g *LoopGuard) Observe(e *Event) error {
 func (g *LoopGuard) preempted(e *Event) error {
 	g.release(e.Object) // Evicted came first; the fingerprint never counts the victim as holding
 	g.preemptions++
-	if at, ok := g.reserved[e.Object]; ok && e.T-at >= g.keeps[e.Workload] {
-		g.since, g.preemptions = e.T, 0
-	}
 	if g.StallSec > 0 && e.T-g.since > g.StallSec {
 		return fmt.Errorf("%w: nothing submitted, finished or changed outside Kueue in %.0fs of trace time, since trace %.3fs "+
 			"(ten times the longest workload's ideal run, a week at least), while Kueue preempted workloads without checkpoints %d times, the latest workload %s "+
@@ -212,7 +195,6 @@ func (g *LoopGuard) horizon() (float64, bool) {
 // end is progress.
 func (g *LoopGuard) Finished(object string) {
 	g.release(object)
-	delete(g.reserved, object)
 	g.Progress()
 }
 
@@ -222,6 +204,11 @@ func (g *LoopGuard) Progress() {
 	g.started, g.preemptions = false, 0
 	g.forget()
 }
+
+// KeptWork tells the guard that an evicted workload's pods took a checkpoint in their turn: work
+// was done and kept, which starts the span without progress again at the next event. The states
+// seen stay: the Workloads holding quota are what Kueue decides from.
+func (g *LoopGuard) KeptWork() { g.started, g.preemptions = false, 0 }
 
 // forget forgets every state seen.
 func (g *LoopGuard) forget() {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/kueuelab/kueuelab/model/trace"
 )
 
 // Events for the guard's tests: Object is "ns/" + the workload's name.
@@ -265,38 +263,28 @@ func TestLoopGuardStall(t *testing.T) {
 	}
 }
 
-// TestLoopGuardStallKeepsCheckpoints: the preemption of a workload that took a checkpoint in its
-// turn (held quota for its 20 s checkpoint interval at least) is progress; the span without
-// progress starts again there; one preempted sooner kept nothing. Progress called by an engine
-// (a node changed) starts it again at the next event.
-func TestLoopGuardStallKeepsCheckpoints(t *testing.T) {
-	w := &trace.Workload{WorkloadID: "ck", CheckpointIntervalSec: 20}
-	g := LoopGuard{}
-	g.Stall([]*Record{NewRecord(w, "lq", "cq"), {ID: "a"}})
-	g.StallSec = 100
-	run := func(events ...[]Event) error {
-		for _, e := range join(events...) {
-			if err := g.Observe(&e); err != nil {
-				return err
+// TestLoopGuardStallKeptWork: work an engine reports kept (a checkpoint taken in a turn) starts
+// the span without progress again at the next event, as Progress an engine reports does.
+func TestLoopGuardStallKeptWork(t *testing.T) {
+	for name, report := range map[string]func(*LoopGuard){"KeptWork": (*LoopGuard).KeptWork, "Progress": (*LoopGuard).Progress} {
+		t.Run(name, func(t *testing.T) {
+			g := LoopGuard{StallSec: 100}
+			run := func(events ...[]Event) error {
+				for _, e := range join(events...) {
+					if err := g.Observe(&e); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
-		}
-		return nil
-	}
-	// Each victim from its own state: only the stall rule can end the run.
-	if err := run(reserve(0, "a"), preempt(50, "a"), reserve(60, "ck"), preempt(90, "ck"), reserve(100, "b"), preempt(150, "b")); err != nil {
-		t.Fatalf("ck's preemption at 90 s: %v, want the span from 90 s", err)
-	}
-	// ck again at 170 s, preempted 10 s later: no checkpoint, no progress.
-	if err := run(reserve(165, "x"), reserve(170, "ck"), preempt(180, "ck"), reserve(185, "c"), preempt(191, "c")); err == nil || !strings.Contains(err.Error(), "since trace 90.000s") {
-		t.Fatalf("at 191 s: %v, want the run ended, counted from 90 s", err)
-	}
-	g = LoopGuard{StallSec: 100}
-	_ = run(reserve(0, "a"))
-	g.Progress() // at 150 s, say: the next event (160 s) starts the span
-	if err := run(preempt(160, "a"), reserve(200, "d"), preempt(250, "d")); err != nil {
-		t.Fatalf("after Progress: %v", err)
-	}
-	if err := run(reserve(255, "e"), preempt(261, "e")); err == nil || !strings.Contains(err.Error(), "since trace 160.000s") {
-		t.Fatalf("at 261 s: %v, want the run ended, counted from 160 s", err)
+			_ = run(reserve(0, "a"), preempt(50, "a"))
+			report(&g) // at 150 s, say: the next event (160 s) starts the span
+			if err := run(reserve(160, "b"), preempt(170, "b"), reserve(200, "d"), preempt(250, "d")); err != nil {
+				t.Fatalf("after %s: %v", name, err)
+			}
+			if err := run(reserve(255, "e"), preempt(261, "e")); err == nil || !strings.Contains(err.Error(), "since trace 160.000s") {
+				t.Fatalf("at 261 s: %v, want the run ended, counted from 160 s", err)
+			}
+		})
 	}
 }

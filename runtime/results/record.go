@@ -166,8 +166,6 @@ type Record struct {
 	BusyGPUSeconds       float64 `json:"busyGpuSeconds,omitempty"`
 	// Error says why the workload could not be submitted, if it could not.
 	Error string `json:"error,omitempty"`
-	// checkpointSec is its pods' checkpoint interval (0: none; LoopGuard.Stall).
-	checkpointSec float64
 	// FaultTolerance is what faults and checkpoints did to it (faults.go).
 	FaultTolerance
 }
@@ -178,7 +176,7 @@ func NewRecord(w *trace.Workload, localQueue, queue string) *Record {
 		ID: w.WorkloadID, Namespace: w.Namespace, Family: w.WorkloadType, Intent: w.Intent(),
 		LocalQueue: localQueue, Queue: queue, Pods: w.PodCount(), GPUs: w.TotalGPUs(),
 		IdealSec: idealSec(w), GPUUtil: w.DeviceGPUUtilization(),
-		SubmitOffsetSec: w.SubmitTimeOffsetSec, State: StateUnsubmitted, checkpointSec: w.CheckpointIntervalSec,
+		SubmitOffsetSec: w.SubmitTimeOffsetSec, State: StateUnsubmitted,
 	}
 }
 

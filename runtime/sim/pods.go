@@ -520,7 +520,7 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 	// As the agent: if any running pod of the workload worked (progressed, or paused for a
 	// checkpoint or a restart), every running pod's replacement owes the restart overhead; if
 	// none did, a restart a pod owed passes on to its replacement.
-	worked := false
+	worked, saved := false, false
 	for _, pd := range w.pods {
 		if !pd.done && pd.node >= 0 {
 			sn := p.eng.Snapshot(pd.eid)
@@ -544,7 +544,9 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 		if pd.spec.CheckpointIntervalSec > 0 {
 			// As the agent: the role keeps the checkpoint with the most work left among the pods
 			// this eviction stops; it supersedes the checkpoint they resumed from.
-			ck := p.eng.Snapshot(pd.eid).CheckpointSec
+			sn := p.eng.Snapshot(pd.eid)
+			saved = saved || sn.Checkpoints > 0
+			ck := sn.CheckpointSec
 			if prev, ok := kept[pd.ckpt]; !ok || ck > prev {
 				kept[pd.ckpt] = ck
 			}
@@ -575,6 +577,9 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 	w.pods = nil
 	for _, n := range freed {
 		p.retry(n)
+	}
+	if saved {
+		s.guard.KeptWork() // its turn kept work: the run is not stalled
 	}
 }
 
