@@ -147,7 +147,7 @@ func (g *LoopGuard) preempted(e *Event) error {
 	g.preemptions++
 	if g.StallSec > 0 && e.T-g.since > g.StallSec {
 		return fmt.Errorf("%w: nothing submitted, finished or changed outside Kueue in %.0fs of trace time, since trace %.3fs "+
-			"(ten times the longest workload's ideal run, a week at least), while Kueue preempted workloads without checkpoints %d times, the latest workload %s "+
+			"(ten times the longest workload's ideal run, a week at least), while Kueue preempted workloads %d times and none kept work, the latest workload %s "+
 			"(Workload %s) at trace %.3fs: its preemptions never lead anywhere (as a priority booster's turns among jobs longer than "+
 			"its interval that restart without a checkpoint)", ErrPreemptionLoop, e.T-g.since, g.since, g.preemptions, e.Workload, e.Object, e.T)
 	}
