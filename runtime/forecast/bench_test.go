@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/state"
-	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 	"github.com/kueuelab/kueuelab/runtime/replay"
 	"github.com/kueuelab/kueuelab/runtime/sim"
@@ -52,23 +50,7 @@ func deepState(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := gen.DefaultProfile()
-	if err != nil {
-		b.Fatal(err)
-	}
-	p.Arrival.MeanInterArrivalSec = 2.9
-	path := filepath.Join(b.TempDir(), "trace.jsonl")
-	fw, err := trace.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// 4,000 workloads reach past 3 h at this rate.
-	if _, err := gen.Write(context.Background(), fw.Writer, gen.New(p, 1), gen.Options{Workloads: 4000, EmitWorkloadRecords: true}); err != nil {
-		b.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		b.Fatal(err)
-	}
+	path := generated(b, 2.9, 4000, 1) // 4,000 workloads reach past 3 h at this rate
 	dir := b.TempDir()
 	cfg := sim.Config{TracePath: path, TraceName: "deep", Spec: spec, Seed: 1, Timing: sim.DefaultTiming, OutDir: b.TempDir(),
 		MaxTraceSec: 3 * 3600, StateOut: dir, WallClock: func() time.Time { return time.Time{} }}

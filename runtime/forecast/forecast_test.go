@@ -49,22 +49,7 @@ priorityClasses:
 // replayed runs a generated trace on small to the end and again to at, writing the state there.
 func replayed(t *testing.T, n int, at float64) (full *results.Dir, dir string) {
 	t.Helper()
-	p, err := gen.DefaultProfile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Arrival.MeanInterArrivalSec = 60
-	path := filepath.Join(t.TempDir(), "t.jsonl")
-	fw, err := trace.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gen.Write(context.Background(), fw.Writer, gen.New(p, 4), gen.Options{Workloads: n, EmitWorkloadRecords: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := generated(t, 60, n, 4)
 	spec, err := rcluster.Parse("small.yaml", []byte(small))
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +75,29 @@ func replayed(t *testing.T, n int, at float64) (full *results.Dir, dir string) {
 		t.Fatalf("a run stopped at %gs: %v", at, err)
 	}
 	return full, dir
+}
+
+// generated writes n workloads of the default profile, one every meanSec on average, and returns
+// the trace's path.
+func generated(tb testing.TB, meanSec float64, n int, seed uint64) string {
+	tb.Helper()
+	p, err := gen.DefaultProfile()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.Arrival.MeanInterArrivalSec = meanSec
+	path := filepath.Join(tb.TempDir(), "trace.jsonl")
+	fw, err := trace.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := gen.Write(context.Background(), fw.Writer, gen.New(p, seed), gen.Options{Workloads: n, EmitWorkloadRecords: true}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 // TestOracleForecastIsTheReplay: from a replay's own state, with the work left known and the
