@@ -72,15 +72,16 @@ func Strict(name, what, fields string, data []byte, out any) (*yaml.Node, error)
 // value is at, where one value on its line matches what the message quotes.
 func ErrorsIn(file string, root *yaml.Node, err error) error {
 	var te *yaml.TypeError
-	if !errors.As(err, &te) || root == nil {
-		return Errors(file, err)
+	if errors.As(err, &te) {
+		var l fielderr.List
+		for _, m := range te.Errors {
+			line, msg := lineOf(m)
+			l = append(l, fielderr.New(file, line, fieldAt(root, line, msg).String(), "%s", msg))
+		}
+		return l.Err()
 	}
-	var l fielderr.List
-	for _, m := range te.Errors {
-		line, msg := lineOf(m)
-		l = append(l, fielderr.New(file, line, fieldAt(root, line, msg).String(), "%s", msg))
-	}
-	return l.Err()
+	line, msg := lineOf(strings.TrimPrefix(err.Error(), "yaml: "))
+	return fielderr.New(file, line, "", "%s", msg)
 }
 
 // unmarshalWhat reads yaml.v3's type error ("cannot unmarshal !!str `abc` into float64"): the
@@ -91,7 +92,7 @@ var unmarshalWhat = regexp.MustCompile("^cannot unmarshal (!!\\w+)(?: `(.*)`)? i
 // value there has the tag and value msg quotes (a flow mapping holds several on one line).
 func fieldAt(root *yaml.Node, line int, msg string) Path {
 	sm := unmarshalWhat.FindStringSubmatch(msg)
-	if sm == nil {
+	if root == nil || sm == nil {
 		return nil
 	}
 	tag, val := sm[1], sm[2]
@@ -127,19 +128,8 @@ func fieldAt(root *yaml.Node, line int, msg string) Path {
 
 // Errors turns a YAML decoding error into fielderr errors of file: a yaml.TypeError's messages
 // ("line 13: cannot unmarshal ...") one each, a syntax error ("yaml: line 4: ...") with its line.
-func Errors(file string, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		var l fielderr.List
-		for _, m := range te.Errors {
-			line, msg := lineOf(m)
-			l = append(l, fielderr.New(file, line, "", "%s", msg))
-		}
-		return l.Err()
-	}
-	line, msg := lineOf(strings.TrimPrefix(err.Error(), "yaml: "))
-	return fielderr.New(file, line, "", "%s", msg)
-}
+// ErrorsIn also names the fields, given the document's root.
+func Errors(file string, err error) error { return ErrorsIn(file, nil, err) }
 
 // lineOf splits "line N: message" into N and the message (0 and m when m has no line).
 func lineOf(m string) (int, string) {
