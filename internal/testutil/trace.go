@@ -1,11 +1,13 @@
 package testutil
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 )
 
@@ -22,4 +24,22 @@ func WriteTrace(t testing.TB, lines ...string) (string, *trace.Trace) {
 		t.Fatal(err)
 	}
 	return path, tr
+}
+
+// WriteGenerated writes an n-workload trace of profile p with seed (workload records before their
+// jobs) into a file of the test's and returns its path.
+func WriteGenerated(tb testing.TB, p *gen.Profile, n int, seed uint64) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "trace.jsonl")
+	fw, err := trace.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := gen.Write(context.Background(), fw.Writer, gen.New(p, seed), gen.Options{Workloads: n, EmitWorkloadRecords: true}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }

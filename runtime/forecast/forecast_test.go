@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -86,18 +85,7 @@ func generated(tb testing.TB, meanSec float64, n int, seed uint64) string {
 		tb.Fatal(err)
 	}
 	p.Arrival.MeanInterArrivalSec = meanSec
-	path := filepath.Join(tb.TempDir(), "trace.jsonl")
-	fw, err := trace.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := gen.Write(context.Background(), fw.Writer, gen.New(p, seed), gen.Options{Workloads: n, EmitWorkloadRecords: true}); err != nil {
-		tb.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return path
+	return testutil.WriteGenerated(tb, p, n, seed)
 }
 
 // TestOracleForecastIsTheReplay: from a replay's own state, with the work left known and the

@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/kueuelab/kueuelab/internal/testutil"
 	"github.com/kueuelab/kueuelab/model/gen"
-	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
 )
 
@@ -29,7 +29,7 @@ func BenchmarkRunScale(b *testing.B) {
 	}
 	for _, n := range []int{5000, 20000} {
 		b.Run(fmt.Sprintf("workloads=%d", n), func(b *testing.B) {
-			path := writeGenerated(b, prof, n, 1)
+			path := testutil.WriteGenerated(b, prof, n, 1)
 			var peak uint64
 			sampleHook = func(sm *sampler) {
 				if sm.k%200 != 0 {
@@ -58,21 +58,4 @@ func BenchmarkRunScale(b *testing.B) {
 			b.ReportMetric(float64(peak)/float64(n), "peak-live-B/workload")
 		})
 	}
-}
-
-// writeGenerated writes an n-workload trace of profile p and returns its path.
-func writeGenerated(tb testing.TB, p *gen.Profile, n int, seed uint64) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "trace.jsonl")
-	fw, err := trace.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := gen.Write(context.Background(), fw.Writer, gen.New(p, seed), gen.Options{Workloads: n, EmitWorkloadRecords: true}); err != nil {
-		tb.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return path
 }

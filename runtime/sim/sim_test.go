@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kueuelab/kueuelab/internal/testutil"
 	"github.com/kueuelab/kueuelab/model/gen"
 	"github.com/kueuelab/kueuelab/model/trace"
 	rcluster "github.com/kueuelab/kueuelab/render/cluster"
@@ -117,7 +118,7 @@ func generated(t *testing.T, n int, seed uint64) *trace.Trace {
 		t.Fatal(err)
 	}
 	p.Arrival.MeanInterArrivalSec = 20
-	tr, err := trace.LoadWorkloads(context.Background(), writeGenerated(t, p, n, seed), trace.Options{})
+	tr, err := trace.LoadWorkloads(context.Background(), testutil.WriteGenerated(t, p, n, seed), trace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
