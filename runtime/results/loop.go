@@ -235,7 +235,6 @@ func (g *LoopGuard) release(object string) {
 	if object == "" {
 		return
 	}
-
 	h := mix(fnv64(object))
 	if _, ok := g.holders[h]; ok {
 		delete(g.holders, h)

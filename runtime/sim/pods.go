@@ -525,6 +525,7 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 		if !pd.done && pd.node >= 0 {
 			sn := p.eng.Snapshot(pd.eid)
 			worked = worked || sn.SinceCheckpointSec > 0 || sn.Checkpoints > 0 || sn.CheckpointPauseSec > 0 || sn.RestartPauseSec > 0
+			saved = saved || sn.Checkpoints > 0 // a checkpoint taken in this turn: its work is kept
 		}
 	}
 	for _, pd := range w.pods {
@@ -544,9 +545,7 @@ func (p *podRole) stopAll(w *kwl, reason string) {
 		if pd.spec.CheckpointIntervalSec > 0 {
 			// As the agent: the role keeps the checkpoint with the most work left among the pods
 			// this eviction stops; it supersedes the checkpoint they resumed from.
-			sn := p.eng.Snapshot(pd.eid)
-			saved = saved || sn.Checkpoints > 0
-			ck := sn.CheckpointSec
+			ck := p.eng.Snapshot(pd.eid).CheckpointSec
 			if prev, ok := kept[pd.ckpt]; !ok || ck > prev {
 				kept[pd.ckpt] = ck
 			}
